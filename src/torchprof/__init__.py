@@ -1,0 +1,52 @@
+"""torchprof: a Jupyter-native, layer-by-layer profiler for PyTorch.
+
+``with torchprof.Profiler() as prof: ...`` then ``prof.df``, ``print(prof)`` or ``display(prof)``;
+``torchprof.load_trace(path)`` opens traces recorded elsewhere; ``%load_ext torchprof`` adds the
+``%%torchprof`` cell magic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._capture import Profiler, ProfilerError, profile
+from ._load import load, load_trace
+from ._profile import Profile
+from ._trace_file import TraceError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Profile",
+    "ProfileWidget",
+    "Profiler",
+    "ProfilerError",
+    "TraceError",
+    "load",
+    "load_ipython_extension",
+    "load_trace",
+    "profile",
+    "unload_ipython_extension",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The widget pulls in anywidget and ipywidgets: only when asked for.
+    if name == "ProfileWidget":
+        from ._widget import ProfileWidget
+
+        return ProfileWidget
+    raise AttributeError(f"module 'torchprof' has no attribute {name!r}")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext torchprof``: registers ``%%torchprof`` and ``%torchprof``."""
+    from ._magic import register
+
+    register(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from ._magic import unregister
+
+    unregister(ipython)

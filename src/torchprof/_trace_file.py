@@ -1,0 +1,257 @@
+"""Read chrome-trace JSON written by ``torch.profiler`` (or by torchprof) into plain records."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from typing import Any
+
+from ._records import (
+    CATEGORY_KIND,
+    DEVICE,
+    IGNORED,
+    MEMORY,
+    MODULE,
+    MODULE_PREFIX,
+    OP,
+    Capture,
+    EventColumns,
+    ModuleInfo,
+    module_range_name,
+    parse_module_range,
+)
+
+#: Key of the block torchprof adds to the traces it writes (module types and parameter counts).
+META_KEY = "torchprof"
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read as a torch.profiler chrome trace."""
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such trace file: {path}")
+    if os.path.isdir(path):
+        raise TraceError(f"{path} is a directory, not a trace file")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
+    try:
+        try:
+            import orjson
+
+            return orjson.loads(raw)
+        except ImportError:
+            return json.loads(raw)
+    except ValueError as exc:
+        raise TraceError(f"{path} is not valid JSON ({exc}); expected a torch.profiler chrome trace") from exc
+
+
+_TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
+
+
+def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dict[str, Any]]:
+    """Events of a chrome trace, column-wise; also the facts found on the way (trace span)."""
+    cols = EventColumns()
+    names, kinds, tids, starts, ends = cols.name, cols.kind, cols.tid, cols.start, cols.end
+    seqs, fwds, exts, links, corrs, nbytes, on_cuda, mem_total = (
+        cols.seq, cols.fwd_tid, cols.ext_id, cols.link, cols.corr, cols.nbytes, cols.on_cuda, cols.mem_total)  # fmt: skip
+    args_of: list[dict[str, Any]] = []
+    facts: dict[str, Any] = {}
+    torch_modules: list[int] = []
+    has_our_modules = False
+    get_kind = CATEGORY_KIND.get
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        ph = e.get("ph")
+        cat = e.get("cat")
+        if ph == "X":
+            kind = get_kind(cat, IGNORED)
+            name = e.get("name", "")
+            if kind == IGNORED:
+                if cat == "python_function" and isinstance(name, str) and name.startswith(MODULE_PREFIX):
+                    kind = MODULE
+                    torch_modules.append(len(names))
+                elif cat == "Trace":
+                    facts["span"] = (e.get("ts"), e.get("dur"))
+                    continue
+                else:
+                    continue
+            elif kind == OP and name.startswith(MODULE_PREFIX) and parse_module_range(name) is not None:
+                kind = MODULE
+                has_our_modules = True
+            try:
+                ts = float(e["ts"])
+                dur = float(e.get("dur", 0.0))
+            except (KeyError, TypeError, ValueError):
+                continue
+            args = e.get("args") or {}
+        elif ph == "i" and cat == "cpu_instant_event" and e.get("name") == "[memory]":
+            kind = MEMORY
+            name = "[memory]"
+            try:
+                ts = float(e["ts"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            dur = 0.0
+            args = e.get("args") or {}
+        else:
+            continue
+        start = round(ts * 1000.0)
+        names.append(name)
+        kinds.append(kind)
+        tids.append((e.get("pid", 0), e.get("tid", 0)))
+        starts.append(start)
+        ends.append(start + round(dur * 1000.0))
+        seqs.append(_int(args.get("Sequence number"), -1))
+        fwds.append(_int(args.get("Fwd thread id"), 0))
+        ext = _int(args.get("External id"), 0)
+        exts.append(ext)
+        links.append(ext if kind >= 3 else 0)
+        corrs.append(_int(args.get("correlation"), 0) if kind >= 3 else 0)
+        if kind == MEMORY:
+            nbytes.append(_int(args.get("Bytes"), 0))
+            on_cuda.append(_int(args.get("Device Type"), 0) not in (0, 7, 8))
+            mem_total.append(_int(args.get("Total Allocated"), 0))
+        else:
+            nbytes.append(0)
+            on_cuda.append(False)
+            mem_total.append(0)
+        args_of.append(args)
+
+    if torch_modules:
+        if has_our_modules:
+            for i in torch_modules:
+                kinds[i] = IGNORED
+        else:
+            _name_torch_modules(cols, torch_modules)
+
+    def inputs(i: int) -> tuple[list, list] | None:
+        args = args_of[i]
+        dims = args.get("Input Dims")
+        if dims is None:
+            return None
+        return dims, _concrete(args.get("Concrete Inputs")) or [None] * len(dims)
+
+    cols.inputs = inputs
+    return cols, facts
+
+
+def _name_torch_modules(cols: EventColumns, idx: list[int]) -> None:
+    """torch's python tracer names module calls ``nn.Module: Conv2d_3`` (class and an id) with no
+    path: give them paths from how they nest (``ResNet.Conv2d_3``), in torchprof's range format."""
+    idx = sorted(idx, key=lambda i: (cols.tid[i], cols.start[i], -cols.end[i]))
+    stacks: dict[Any, list[tuple[int, str]]] = {}
+    for i in idx:
+        stack = stacks.setdefault(cols.tid[i], [])
+        while stack and cols.end[stack[-1][0]] <= cols.start[i]:
+            stack.pop()
+        raw = cols.name[i][len(MODULE_PREFIX) :]
+        m = _TORCH_MODULE.match(cols.name[i])
+        type_name = m.group(1) if m else raw
+        path = f"{stack[-1][1]}.{raw}" if stack else raw
+        cols.name[i] = module_range_name(path, type_name)
+        stack.append((i, path))
+
+
+def _int(value: Any, default: int) -> int:
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _concrete(values: Any) -> list[Any] | None:
+    """Concrete Inputs are strings in a trace (``"[1, 1]"``, ``"False"``, ``""``): parse them."""
+    if not isinstance(values, list):
+        return None
+    out: list[Any] = []
+    for v in values:
+        if not isinstance(v, str):
+            out.append(v)
+            continue
+        s = v.strip()
+        if s == "":
+            out.append(None)
+        elif s in ("True", "False"):
+            out.append(s == "True")
+        elif s.startswith("[") and s.endswith("]"):
+            inner = s[1:-1].strip()
+            try:
+                out.append([_scalar(x.strip()) for x in inner.split(",")] if inner else [])
+            except ValueError:
+                out.append(None)
+        else:
+            try:
+                out.append(_scalar(s))
+            except ValueError:
+                out.append(s)
+    return out
+
+
+def _scalar(s: str) -> Any:
+    if s in ("True", "False"):
+        return s == "True"
+    try:
+        return int(s)
+    except ValueError:
+        return float(s)
+
+
+def load_capture(path: str | os.PathLike[str]) -> Capture:
+    """A trace file as a :class:`Capture` (one cycle of events plus torchprof's metadata)."""
+    data = read_json(path)
+    if isinstance(data, list):
+        events, top = data, {}
+    elif isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
+        events, top = data["traceEvents"], data
+    else:
+        raise TraceError(f"{os.fspath(path)} has no 'traceEvents' list: not a torch.profiler chrome trace")
+    cols, facts = columns_from_events(events)
+    if len(cols) == 0:
+        raise TraceError(f"{os.fspath(path)} holds no profiler events (no operators, ranges or kernels)")
+    meta_block = top.get(META_KEY) if isinstance(top.get(META_KEY), dict) else {}
+    modules: dict[str, ModuleInfo] = {}
+    for mpath, info in (meta_block.get("modules") or {}).items():
+        try:
+            modules[mpath] = ModuleInfo(type=str(info[0]), params=int(info[1]), param_bytes=int(info[2]))
+        except (TypeError, ValueError, IndexError):
+            continue
+    wall = meta_block.get("wall_us")
+    if wall is None:
+        span = facts.get("span")
+        if span and span[1]:
+            wall = float(span[1])
+        else:
+            host = [i for i, k in enumerate(cols.kind) if k != IGNORED]
+            wall = (max(cols.end[i] for i in host) - min(cols.start[i] for i in host)) / 1000.0 if host else None
+    label = meta_block.get("label") or _stem(os.fspath(path))
+    meta: dict[str, Any] = {"source": os.fspath(path)}
+    if isinstance(meta_block.get("recorded"), dict):
+        meta["recorded"] = meta_block["recorded"]
+    for key in ("deviceProperties", "distributedInfo", "traceName"):
+        if key in top:
+            meta[key] = top[key]
+    cap = Capture(cycles=[cols], modules=modules, wall_us=wall, label=str(label), meta=meta)
+    cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
+    cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
+    return cap
+
+
+def _stem(path: str) -> str:
+    base = os.path.basename(path)
+    for suffix in (".json.gz", ".json", ".gz"):
+        if base.endswith(suffix):
+            return base[: -len(suffix)]
+    return base

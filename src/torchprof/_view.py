@@ -1,0 +1,150 @@
+"""Which rows a view shows, in which order: the rules every view shares (terminal table, static
+HTML, the widget's ``view_df``). ``js/widget.js`` implements the same rules for the browser."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from typing import Iterable, Sequence
+
+from ._tree import Tree
+
+#: With operator rows hidden, a layer's self time includes its ops (they fold into it).
+LAYER_SELF = {"self_cpu_us": "layer_self_cpu_us", "self_cuda_us": "layer_self_cuda_us"}
+LAYER_KINDS = ("module", "region")
+#: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
+SORT_ALIASES = {
+    "cpu_time": "cpu_us", "cpu_time_total": "cpu_us", "self_cpu_time": "self_cpu_us",
+    "self_cpu_time_total": "self_cpu_us", "cuda_time": "cuda_us", "cuda_time_total": "cuda_us",
+    "self_cuda_time": "self_cuda_us", "self_cuda_time_total": "self_cuda_us", "count": "calls",
+    "cpu_memory_usage": "cpu_mem", "self_cpu_memory_usage": "self_cpu_mem",
+    "cuda_memory_usage": "cuda_mem", "self_cuda_memory_usage": "self_cuda_mem",
+}  # fmt: skip
+NUMERIC = (
+    "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
+    "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
+    "params", "macs", "flops", "depth",
+)  # fmt: skip
+
+
+def resolve_sort(sort_by: str | Sequence[str] | None) -> str:
+    """A column name for ``sort_by`` (accepts torch-style names and the seed's list form)."""
+    if sort_by is None:
+        return "cpu_us"
+    if not isinstance(sort_by, str):
+        if not sort_by:
+            return "cpu_us"
+        sort_by = sort_by[0]
+    key = SORT_ALIASES.get(sort_by, sort_by)
+    if key not in NUMERIC and key not in ("name", "path", "kind", "type"):
+        raise ValueError(f"cannot sort by {sort_by!r}; choose one of: {', '.join(NUMERIC + ('name',))}")
+    return key
+
+
+def value_column(column: str, show_ops: bool) -> str:
+    return column if show_ops else LAYER_SELF.get(column, column)
+
+
+def _matcher(patterns: Iterable[str]):
+    compiled = []
+    for pattern in patterns:
+        p = pattern.lower()
+        glob = any(ch in p for ch in "*?[")
+        compiled.append((p, glob))
+
+    def matches(text: str) -> bool:
+        t = text.lower()
+        for p, glob in compiled:
+            if (fnmatch.fnmatchcase(t, p) or fnmatch.fnmatchcase(t.rsplit(".", 1)[-1], p)) if glob else p in t:
+                return True
+        return False
+
+    return matches
+
+
+def visible_rows(
+    tree: Tree,
+    *,
+    min_pct: float = 0.0,
+    sort_by: str | Sequence[str] | None = "cpu_us",
+    ascending: bool = False,
+    show_ops: bool = False,
+    search: str | Iterable[str] | None = None,
+    expanded: set[str] | None = None,
+    max_depth: int | None = None,
+) -> list[int]:
+    """Row indices to show, in display order.
+
+    A row is *selected* when its kind is shown (modules and regions, plus ops and kernels with
+    ``show_ops``), its value of the threshold metric is at least ``min_pct`` percent of the root's,
+    and it matches ``search`` (a substring or glob of its name or path; several patterns = any).
+    Ancestors of selected rows are shown too, so the hierarchy never breaks. ``expanded`` (paths)
+    hides the children of collapsed rows; ``max_depth`` cuts deeper rows. Siblings are ordered by
+    ``sort_by`` (missing values last). O(n) plus the sibling sorts.
+    """
+    cols = tree.columns
+    n = len(tree)
+    if n == 0:
+        return []
+    key = resolve_sort(sort_by)
+    kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
+    parent = tree.parent_index
+    threshold_col = value_column(key if key in NUMERIC and key not in ("calls", "depth", "params") else "cpu_us", show_ops)
+    values = cols[threshold_col]
+    base = values[0]
+    use_pct = min_pct > 0 and not _missing(base) and base != 0
+    if isinstance(search, str):
+        search = [search] if search.strip() else []
+    match = _matcher(search) if search else None
+
+    shown = [False] * n
+    shown[0] = True
+    for i in range(1, n):
+        if not show_ops and kinds[i] not in LAYER_KINDS:
+            continue
+        if max_depth is not None and depth[i] > max_depth:
+            continue
+        if use_pct:
+            v = values[i]
+            if _missing(v) or 100.0 * abs(v) / abs(base) < min_pct:
+                continue
+        if match is not None and not (match(names[i]) or match(paths[i])):
+            continue
+        shown[i] = True
+    # Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.
+    for i in range(n - 1, 0, -1):
+        if shown[i]:
+            shown[parent[i]] = True
+
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i in range(1, n):
+        if shown[i]:
+            children[parent[i]].append(i)
+    order_col = cols[value_column(key, show_ops)]
+    text_sort = key in ("name", "path", "kind", "type")
+
+    def sort_key(i: int):
+        v = order_col[i]
+        if text_sort:
+            return (v is None, str(v).lower() if v is not None else "")
+        missing = _missing(v)
+        return (missing, 0.0 if missing else (v if ascending else -v))
+
+    out: list[int] = []
+    stack = [0]
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        if expanded is not None and i != 0 and paths[i] not in expanded:
+            continue
+        kids = children[i]
+        if kids:
+            kids.sort(key=sort_key)
+            if text_sort and not ascending:
+                kids.reverse()
+            stack.extend(reversed(kids))
+    return out
+
+
+def _missing(v: object) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))

@@ -1,0 +1,42 @@
+"""Shared fixtures: tiny hand-written models for exact expectations, the shared GPU traces."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def shared_trace(name: str) -> Path:
+    """A real trace from ../shared/traces; missing traces fail in CI and skip locally."""
+    path = SHARED_TRACES / name
+    if not path.exists():
+        if IN_CI:
+            pytest.fail(f"{path} is missing: CI must run with ../shared beside the repository")
+        pytest.skip(f"{path} not present")
+    return path
+
+
+@pytest.fixture
+def mlp():
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+
+@pytest.fixture(autouse=True)
+def _no_hooks_left_behind():
+    """Every test must leave no global module hooks and no running profiler behind."""
+    yield
+    import torch
+    from torch.nn.modules import module as nn_module
+
+    assert not nn_module._global_forward_pre_hooks, "a test left a global forward pre-hook installed"
+    assert not nn_module._global_forward_hooks, "a test left a global forward hook installed"
+    assert not torch.autograd.profiler._is_profiler_enabled, "a test left a profiler running"

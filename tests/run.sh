@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs, then runs all of it: Python tests (including the
+# real-browser and notebook tests) and the front end's node tests. Safe to run again.
+#   TORCH_SPEC  the torch/torchvision requirement (default: the wheels on our machines' disk)
+#   PYTHON      the interpreter to build .venv from (default: python3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${TORCH_SPEC:-"torch==2.14.1 torchvision==0.29.1"}
+
+quiet_pip() {  # pip on our machines warns about every missing local index folder: keep errors only
+  "$@" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+  return "${PIPESTATUS[0]}"
+}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# shellcheck disable=SC2086
+quiet_pip .venv/bin/pip install --disable-pip-version-check -q $TORCH_SPEC -e '.[test]'
+
+# Headless Chromium for the browser tests (Playwright drives it; it never downloads a browser).
+if ! command -v chromium >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+fi
+if ! command -v node >/dev/null 2>&1; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs >/dev/null
+fi
+
+export CI=${CI:-true}  # browser and notebook tests must run, never skip
+node --test tests/js/
+.venv/bin/python -m pytest -q "$@"

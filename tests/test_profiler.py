@@ -1,0 +1,278 @@
+"""torchprof.Profiler on real models: attribution, invariants, clean-up and errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import torchprof
+from torchprof._tree import UNATTRIBUTED_BACKWARD
+
+
+def check_invariants(df) -> None:
+    kids = df.groupby("parent")
+    for total, own in (("cpu_us", "self_cpu_us"), ("bwd_cpu_us", "bwd_self_cpu_us"), ("cuda_us", "self_cuda_us"),
+                       ("bwd_cuda_us", "bwd_self_cuda_us"), ("cpu_mem", "self_cpu_mem"), ("cuda_mem", "self_cuda_mem")):
+        if df[total].isna().all():
+            continue
+        expected = df[own] + kids[total].sum().reindex(df.index).fillna(0.0)
+        err = (expected - df[total]).abs()
+        assert (err <= 1e-6 * df[total].abs().max() + 1e-6).all(), f"{total} != {own} + children"
+
+
+def test_every_call_of_a_small_model_is_attributed(mlp):
+    x = torch.randn(4, 8)
+    with torchprof.Profiler() as prof:
+        mlp(x).sum().backward()
+    df = prof.df
+    modules = df[df.kind == "module"]
+    assert set(modules.index) == {"Sequential", "Sequential.0", "Sequential.1", "Sequential.2"}
+    assert modules.loc["Sequential.0", "type"] == "Linear"
+    assert modules.loc["Sequential.0", "name"] == "0"
+    assert (modules["calls"] == 1).all()
+    for layer in ("Sequential.0", "Sequential.2"):
+        assert modules.loc[layer, "cpu_us"] > modules.loc[layer, "bwd_cpu_us"] > 0
+        assert f"{layer}/autograd::engine::evaluate_function: AddmmBackward0" in df.index
+    assert modules.loc["Sequential.0", "params"] == 8 * 16 + 16
+    assert modules.loc["Sequential", "params"] == 8 * 16 + 16 + 16 * 4 + 4
+    # forward addmm, then only the weight gradient in backward (the input needs none)
+    assert df.loc["Sequential.0", "macs"] == 2 * 4 * 8 * 16
+    check_invariants(df)
+
+
+def test_resnet18_training_step_has_forward_and_backward_time_on_every_conv_and_exact_macs():
+    torchvision = pytest.importorskip("torchvision")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = torchvision.models.resnet18(weights=None)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(2, 3, 64, 64)
+
+    def step():
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+
+    step()
+    with torchprof.Profiler(memory=True) as prof:
+        step()
+    with FlopCounterMode(display=False) as counter:
+        step()
+    df = prof.df
+    convs = df[df.type == "Conv2d"]
+    assert len(convs) == 20
+    assert ((convs.cpu_us - convs.bwd_cpu_us) > 0).all(), "a Conv2d has no forward time"
+    assert (convs.bwd_cpu_us > 0).all(), "a Conv2d has no backward time"
+    check_invariants(df)
+    assert df.loc["profile", "macs"] == pytest.approx(counter.get_total_flops() / 2, rel=0.01)
+    assert "Optimizer.step#SGD.step" in df.index and df.loc["Optimizer.step#SGD.step", "kind"] == "region"
+    summary = prof.summary
+    assert summary["params"] == sum(p.numel() for p in model.parameters())
+    assert summary["backward_cpu_us"] > 0 and summary["forward_cpu_us"] > 0
+    assert summary["peak_cpu_mem"] > 0
+
+
+def test_root_total_equals_torch_self_cpu_total(mlp):
+    x = torch.randn(64, 8)
+    with torchprof.Profiler() as prof:
+        for _ in range(3):
+            mlp(x).sum().backward()
+    torch_total = prof._torch_profile.key_averages().self_cpu_time_total
+    assert prof.df.loc["profile", "cpu_us"] == pytest.approx(torch_total, rel=1e-3)
+
+
+def test_model_option_attributes_only_that_model_and_roots_paths_at_it(mlp):
+    other = torch.nn.Linear(4, 4)
+    with torchprof.Profiler(model=mlp) as prof:
+        other(mlp(torch.randn(2, 8)))
+    paths = set(prof.df[prof.df.kind == "module"].index)
+    assert paths == {"Sequential", "Sequential.0", "Sequential.1", "Sequential.2"}
+
+
+def test_module_called_directly_is_named_under_its_known_root(mlp):
+    with torchprof.Profiler(model=mlp) as prof:
+        mlp[0](torch.randn(2, 8))
+    assert "Sequential.0" in prof.df.index
+
+
+def test_modules_called_outside_any_root_become_roots_and_same_class_roots_stay_apart():
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    with torchprof.Profiler() as prof:
+        a(torch.randn(1, 2))
+        b(torch.randn(1, 2))
+        a(torch.randn(1, 2))
+    df = prof.df
+    assert df.loc["Linear", "calls"] == 2 and df.loc["Linear#2", "calls"] == 1
+
+
+def test_shared_module_appears_where_it_was_called():
+    class Pair(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            shared = torch.nn.Linear(3, 3)
+            self.left = torch.nn.Sequential(shared)
+            self.right = torch.nn.Sequential(shared)
+
+        def forward(self, x):
+            return self.right(self.left(x))
+
+    with torchprof.Profiler() as prof:
+        Pair()(torch.randn(1, 3))
+    df = prof.df
+    assert {"Pair.left.0", "Pair.right.0"} <= set(df.index)
+
+
+def test_labels_name_root_modules(mlp):
+    with torchprof.Profiler(labels={mlp: "model"}, name="cell") as prof:
+        mlp(torch.randn(1, 8))
+    assert "model.0" in prof.df.index
+    assert prof.df.index[0] == "cell"
+
+
+def test_user_regions_are_region_nodes(mlp):
+    with torchprof.Profiler() as prof:
+        with torch.profiler.record_function("data"):
+            x = torch.randn(2, 8)
+        with torch.profiler.record_function("train"):
+            mlp(x).sum().backward()
+    df = prof.df
+    assert df.loc["data", "kind"] == "region"
+    assert df.loc["train/Sequential", "kind"] == "module"
+    # The loss (outside modules) is in region "train", so its backward belongs to that region.
+    assert df.loc["train", "bwd_cpu_us"] > 0
+
+
+def test_accumulate_grad_goes_to_the_unattributed_backward_node(mlp):
+    with torchprof.Profiler() as prof:
+        mlp(torch.randn(2, 8)).sum().backward()
+    df = prof.df
+    node = df[df.name == UNATTRIBUTED_BACKWARD]
+    assert len(node) == 1 and node.iloc[0].bwd_cpu_us > 0
+    children = df[df.parent == node.index[0]].name
+    assert any("AccumulateGrad" in n for n in children)
+
+
+def test_hooks_are_removed_and_partial_profile_kept_when_the_body_raises(mlp):
+    class Boom(torch.nn.Module):
+        def forward(self, x):
+            raise ValueError("bad input")
+
+    model = torch.nn.Sequential(mlp, Boom())
+    with pytest.raises(ValueError, match="bad input"):
+        with torchprof.Profiler() as prof:
+            model(torch.randn(2, 8))
+    df = prof.df
+    assert "Sequential.0.0" in df.index and df.loc["Sequential.1", "type"] == "Boom"
+    assert "ValueError" in prof.summary["interrupted"]
+
+
+def test_keyboard_interrupt_leaves_nothing_installed(mlp):
+    class Stop(torch.nn.Module):
+        def forward(self, x):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with torchprof.Profiler() as prof:
+            torch.nn.Sequential(mlp, Stop())(torch.randn(2, 8))
+    assert prof.df.loc["Sequential.0", "calls"] == 1
+    with torchprof.Profiler() as again:  # a new profile starts cleanly afterwards
+        mlp(torch.randn(2, 8))
+    assert "Sequential" in again.df.index
+
+
+def test_exception_caught_inside_a_module_keeps_the_stack_consistent():
+    class Flaky(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("flaky")
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.flaky = Flaky()
+            self.fc = torch.nn.Linear(2, 2)
+
+        def forward(self, x):
+            try:
+                self.flaky(x)
+            except RuntimeError:
+                pass
+            return self.fc(x)
+
+    with torchprof.Profiler() as prof:
+        Outer()(torch.randn(1, 2))
+    assert prof.df.loc["Outer.fc", "parent"] == "Outer"
+
+
+def test_nested_profilers_are_a_clear_error(mlp):
+    with torchprof.Profiler():
+        with pytest.raises(torchprof.ProfilerError, match="already running"):
+            with torchprof.Profiler():
+                pass
+    with torch.profiler.profile():
+        with pytest.raises(torchprof.ProfilerError, match="already running"):
+            with torchprof.Profiler():
+                pass
+
+
+def test_bad_options_are_rejected_before_anything_is_installed():
+    with pytest.raises(TypeError, match="nn.Module"):
+        torchprof.Profiler(model="resnet")
+    if not torch.cuda.is_available():
+        with pytest.raises(torchprof.ProfilerError, match="CUDA"):
+            torchprof.Profiler(cuda=True)
+
+
+def test_results_need_a_finished_run():
+    prof = torchprof.Profiler()
+    with pytest.raises(torchprof.ProfilerError, match="nothing was profiled"):
+        prof.df
+
+
+def test_seed_api_profile_and_display(mlp, capsys):
+    with torchprof.profile(mlp, use_cuda=False) as prof:
+        mlp(torch.randn(2, 8))
+    prof.display(min_pct=0, sort_by=["self_cpu_time"])
+    out = capsys.readouterr().out
+    assert "├──" in out or "└──" in out
+    assert "Sequential" in out
+
+
+def test_shapes_are_kept_per_node_when_asked(mlp):
+    with torchprof.Profiler(shapes=True) as prof:
+        mlp(torch.randn(5, 8))
+    assert prof.df.loc["Sequential.0", "input_shapes"] == "[[5, 8]]"
+
+
+def test_no_kineto_lines_reach_stderr():
+    code = textwrap.dedent(
+        """
+        import torch, torchprof
+        m = torch.nn.Linear(4, 4)
+        with torchprof.Profiler() as prof:
+            m(torch.randn(2, 4))
+        print(len(prof.df))
+        import sys; print("user message", file=sys.stderr)
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "USDT" not in run.stderr and "gpuGetDeviceCount" not in run.stderr, run.stderr
+    assert "user message" in run.stderr
+
+
+def test_functional_convolution_counts_its_real_stride():
+    class Functional(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(8, 3, 3, 3))
+
+        def forward(self, x):
+            return torch.nn.functional.conv2d(x, self.weight, stride=2, padding=1)
+
+    with torchprof.Profiler() as prof:
+        Functional()(torch.randn(1, 3, 16, 16))
+    assert prof.df.loc["profile", "macs"] == 1 * 8 * 3 * 9 * 8 * 8

@@ -1,0 +1,188 @@
+"""The tree builder on hand-written events: exact numbers, no torch run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from synthetic import build, ev, frame
+from torchprof._tree import UNATTRIBUTED_BACKWARD
+
+
+def training_step():
+    """model.fc1 and model.fc2 forward, then backward on another thread, then an optimizer."""
+    return [
+        ev("module", "Net", 0, 100, type_="Net"),
+        ev("module", "Net.fc1", 10, 40, type_="Linear"),
+        ev("op", "aten::linear", 12, 38, seq=0),
+        ev("op", "aten::addmm", 15, 35, seq=1, shapes=[[8], [4, 16], [16, 8]]),
+        ev("module", "Net.fc2", 50, 90, type_="Linear"),
+        ev("op", "aten::addmm", 55, 85, seq=2, shapes=[[2], [4, 8], [8, 2]]),
+        ev("op", "aten::sum", 100, 110, seq=3),  # the loss, outside any module
+        ev("op", "autograd::engine::evaluate_function: SumBackward0", 120, 130, tid=2, seq=3, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 130, 160, tid=2, seq=2, fwd=1),
+        ev("op", "AddmmBackward0", 131, 159, tid=2, seq=2, fwd=1),
+        ev("op", "aten::mm", 135, 150, tid=2),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 160, 180, tid=2, seq=1, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 180, 185, tid=2),
+        ev("region", "Optimizer.step#SGD.step", 200, 220),
+        ev("op", "aten::add_", 205, 215, shapes=[[16, 8], [16, 8], []]),
+    ]
+
+
+def test_backward_time_lands_on_the_layer_that_ran_forward():
+    df = frame(training_step())
+    assert df.loc["Net.fc2", "bwd_cpu_us"] == pytest.approx(30.0)
+    assert df.loc["Net.fc1", "bwd_cpu_us"] == pytest.approx(20.0)
+    # The backward op sits under the module, in the backward columns only.
+    bwd = df.loc["Net.fc2/autograd::engine::evaluate_function: AddmmBackward0"]
+    assert bwd.kind == "op" and bwd.parent == "Net.fc2" and bool(bwd.is_backward)
+    assert bwd.cpu_us == pytest.approx(30.0) and bwd.bwd_cpu_us == pytest.approx(30.0)
+    assert df.loc["Net.fc2", "cpu_us"] == pytest.approx(40.0 + 30.0)
+
+
+def test_nested_forward_op_is_found_through_its_layer_level_op():
+    # seq 1 was created by aten::addmm nested inside aten::linear (seq 0): still fc1.
+    df = frame(training_step())
+    assert "Net.fc1/autograd::engine::evaluate_function: AddmmBackward0" in df.index
+
+
+def test_backward_without_a_module_goes_to_a_visible_unattributed_node():
+    df = frame(training_step())
+    node = df.loc[UNATTRIBUTED_BACKWARD]
+    assert node.kind == "region" and node.parent == "profile"
+    # SumBackward0 (the loss is outside modules) and AccumulateGrad
+    assert node.bwd_cpu_us == pytest.approx(10.0 + 5.0)
+    assert df.loc["profile", "bwd_cpu_us"] == pytest.approx(30.0 + 20.0 + 15.0)
+
+
+def test_totals_are_self_plus_children_for_every_node():
+    df = frame(training_step())
+    kids = df.groupby("parent")[["cpu_us", "bwd_cpu_us", "macs", "flops"]].sum()
+    for total, own in (("cpu_us", "self_cpu_us"), ("bwd_cpu_us", "bwd_self_cpu_us"), ("macs", None), ("flops", None)):
+        if own is None:
+            continue
+        expected = df[own] + kids[total].reindex(df.index).fillna(0.0)
+        assert (expected - df[total]).abs().max() < 1e-9
+
+
+def test_root_total_is_the_time_covered_by_top_level_events():
+    df = frame(training_step())
+    # top-level: Net 100 + sum 10 + backward 10+30+20+5 on thread 2 + optimizer 20
+    assert df.loc["profile", "cpu_us"] == pytest.approx(100 + 10 + 10 + 30 + 20 + 5 + 20)
+    assert df.loc["profile", "calls"] == 1
+
+
+def test_self_time_excludes_children_and_layer_self_folds_ops_in():
+    df = frame(training_step())
+    fc2 = df.loc["Net.fc2"]
+    assert fc2.self_cpu_us == pytest.approx(40 - 30)  # the addmm is a child row
+    assert fc2.layer_self_cpu_us == pytest.approx(40 + 30)  # ops (forward and backward) folded in
+
+
+def test_repeated_calls_aggregate_into_one_node_with_a_count():
+    events = [ev("module", "M", 0, 10), ev("module", "M", 20, 25), ev("module", "M", 30, 31)]
+    df = frame(events)
+    assert df.loc["M", "calls"] == 3
+    assert df.loc["M", "cpu_us"] == pytest.approx(16.0)
+
+
+def test_flops_count_the_outermost_op_with_a_formula_only():
+    events = [
+        ev("op", "aten::linear", 0, 10, shapes=[[4, 16], [8, 16], [8]]),
+        ev("op", "aten::addmm", 1, 9, shapes=[[8], [4, 16], [16, 8]]),
+        ev("op", "aten::mm", 2, 8, shapes=[[4, 16], [16, 8]]),  # hypothetical inner call
+    ]
+    df = frame(events)
+    assert df.loc["profile", "macs"] == 4 * 16 * 8
+    assert df.loc["profile", "flops"] == 2 * 4 * 16 * 8
+
+
+def test_ops_without_a_formula_are_listed_not_silently_zero():
+    events = [
+        ev("op", "mylib::fancy", 0, 10, shapes=[[4, 4]]),
+        ev("op", "aten::view", 10, 11, shapes=[[4, 4], []]),
+        ev("op", "aten::add", 11, 12, shapes=[[4, 4], [4, 4], []]),
+    ]
+    tree = build(events)
+    assert tree.unsupported_ops == {"mylib::fancy": 1}
+    assert tree.columns["flops"][0] == 16
+
+
+def test_kernels_attach_to_the_op_that_launched_them():
+    events = [
+        ev("module", "M.conv", 0, 50, type_="Conv2d"),
+        ev("op", "aten::conv2d", 5, 45, ext=7),
+        ev("runtime", "cudaLaunchKernel", 10, 15, corr=100, link=7),
+        ev("kernel", "implicit_gemm", 60, 90, tid="stream 7", corr=100, link=7),
+        ev("kernel", "orphan_kernel", 95, 96, tid="stream 7", corr=555),
+        ev("kernel", "by_external_id", 100, 104, tid="stream 7", link=7),
+    ]
+    df = frame(events, cuda=True)
+    kernel = df.loc["M.conv/aten::conv2d/implicit_gemm"]
+    assert kernel.kind == "kernel" and kernel.self_cuda_us == pytest.approx(30.0)
+    assert df.loc["M.conv/aten::conv2d/by_external_id", "cuda_us"] == pytest.approx(4.0)
+    assert df.loc["M.conv", "cuda_us"] == pytest.approx(34.0)
+    assert df.loc["orphan_kernel", "parent"] == "profile"
+    assert df.loc["profile", "cuda_us"] == pytest.approx(35.0)
+    assert df.loc["M.conv", "layer_self_cuda_us"] == pytest.approx(34.0)
+
+
+def test_backward_kernels_count_as_backward_gpu_time():
+    events = [
+        ev("module", "M", 0, 10),
+        ev("op", "aten::mm", 1, 9, seq=5, ext=1),
+        ev("op", "autograd::engine::evaluate_function: MmBackward0", 20, 30, tid=2, seq=5, fwd=1, ext=2),
+        ev("runtime", "cudaLaunchKernel", 22, 24, tid=2, corr=9, link=2),
+        ev("kernel", "gemm_bwd", 40, 52, tid="s", corr=9, link=2),
+    ]
+    df = frame(events, cuda=True)
+    assert df.loc["M", "bwd_cuda_us"] == pytest.approx(12.0)
+    assert df.loc["M", "cuda_us"] == pytest.approx(12.0)
+
+
+def test_memory_is_attributed_to_the_innermost_open_range():
+    events = [
+        ev("module", "M", 0, 10),
+        ev("op", "aten::empty", 1, 3),
+        ev("memory", "[memory]", 2, 2, nbytes=4096),
+        ev("memory", "[memory]", 5, 5, nbytes=-1024),
+        ev("memory", "[memory]", 20, 20, nbytes=512, cuda=True),
+    ]
+    df = frame(events, memory=True)
+    assert df.loc["M/aten::empty", "self_cpu_mem"] == 4096
+    assert df.loc["M", "self_cpu_mem"] == -1024
+    assert df.loc["M", "cpu_mem"] == 3072
+    assert df.loc["profile", "cuda_mem"] == 512
+
+
+def test_columns_not_recorded_are_nan():
+    df = frame([ev("op", "aten::relu", 0, 1)], flops=False)
+    for col in ("self_cuda_us", "cuda_us", "cpu_mem", "macs", "flops"):
+        assert math.isnan(df.loc["profile", col])
+
+
+def test_rows_are_pre_order_with_siblings_by_descending_total():
+    df = frame(training_step())
+    position = {p: i for i, p in enumerate(df.index)}
+    for path, parent in df["parent"].items():
+        if parent is not None and isinstance(parent, str):
+            assert position[parent] < position[path]
+    top = df[df.parent == "profile"]["cpu_us"].tolist()
+    assert top == sorted(top, reverse=True)
+    assert df.index.is_unique
+
+
+def test_module_called_inside_a_region_keeps_its_dotted_path_under_the_region():
+    events = [ev("region", "ProfilerStep#3", 0, 100), ev("module", "Net", 1, 50), ev("module", "Net.fc", 2, 40)]
+    df = frame(events)
+    assert list(df.index) == ["profile", "ProfilerStep#3", "ProfilerStep#3/Net", "ProfilerStep#3/Net.fc"]
+    assert df.loc["ProfilerStep#3/Net.fc", "name"] == "fc"
+
+
+def test_unordered_events_with_equal_start_nest_longest_first():
+    # µs-resolution traces often start a parent and its child in the same microsecond
+    events = [ev("op", "aten::_to_copy", 5, 9), ev("op", "aten::to", 5, 10)]
+    df = frame(events)
+    assert df.loc["aten::to/aten::_to_copy", "parent"] == "aten::to"
