@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ._gc import paused_gc
 from ._profile import Profile
 from ._trace_file import load_capture
 from ._tree import TreeBuilder
@@ -16,6 +17,11 @@ def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: 
     kernels (linked to the op that launched them), backward ops (linked to their forward op by
     sequence number) and module ranges, when the trace has torchprof's or ``nn.Module:`` events.
     """
+    with paused_gc():
+        return _load_trace(path, name, flops)
+
+
+def _load_trace(path: str | os.PathLike[str], name: str | None, flops: bool) -> Profile:
     cap = load_capture(path)
     recorded = cap.meta.get("recorded") or {}
     builder = TreeBuilder(

@@ -43,8 +43,11 @@ class Profile:
     def tree(self) -> Tree:
         """The layer tree, column-wise in pre-order (built once, on first use)."""
         if self._tree is None:
-            builder, cap = self._capture()
-            self._tree = builder.finish()
+            from ._gc import paused_gc
+
+            with paused_gc():
+                builder, cap = self._capture()
+                self._tree = builder.finish()
             self._cap = cap
         return self._tree
 

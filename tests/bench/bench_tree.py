@@ -1,0 +1,110 @@
+"""Trace -> tree -> DataFrame speed, side by side with torch's own path on the same trace.
+
+    .venv/bin/python tests/bench/bench_tree.py            # default sizes up to ~1M events
+    .venv/bin/python tests/bench/bench_tree.py --quick    # small sizes only
+
+For each run of a small Transformer training loop (N steps) it records one profile with
+torchprof.Profiler and times, on that same recorded trace:
+  ours   - the profiler's raw results -> column records -> layer tree -> DataFrame
+  torch  - ``prof.events()`` (FunctionEvent objects), torch's path to anything per-event
+  file   - the same trace exported to chrome-trace JSON and read back with load_trace
+and prints µs per event and the ratio torch/ours. Target: ours <= 5 µs/event, linear in size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import tempfile
+import time
+
+
+def record(steps: int):
+    import torch
+
+    import torchprof
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 64), torch.nn.TransformerEncoder(layer, num_layers=4), torch.nn.Linear(64, 100))
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.randint(0, 100, (8, 32))
+    with torchprof.Profiler() as prof:
+        for _ in range(steps):
+            loss = model(x).float().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+    return prof
+
+
+def ours(prof) -> tuple[float, int, int]:
+    """Seconds for raw results -> DataFrame, number of events, number of tree nodes."""
+    from torchprof._capture import result_columns
+    from torchprof._frame import to_dataframe
+    from torchprof._tree import TreeBuilder
+
+    from torchprof._gc import paused_gc
+
+    result = prof._torch_profile.profiler.kineto_results
+    gc.collect()
+    t0 = time.perf_counter()
+    with paused_gc():  # as Profile.tree does
+        cols = result_columns(result)
+        builder = TreeBuilder(modules=prof._tracker.modules)
+        builder.add(cols)
+        tree = builder.finish()
+        df = to_dataframe(tree)
+    elapsed = time.perf_counter() - t0
+    return elapsed, len(cols), len(df)
+
+
+def torch_events(prof) -> float:
+    gc.collect()
+    t0 = time.perf_counter()
+    prof._torch_profile.events()
+    return time.perf_counter() - t0
+
+
+def from_file(prof) -> float:
+    import torchprof
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
+        gc.collect()
+        t0 = time.perf_counter()
+        torchprof.load_trace(path).df
+        return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
+    parser.add_argument("--torch-max-events", type=int, default=120_000, help="skip torch's path above this size (it takes ~100 µs/event)")
+    args = parser.parse_args()
+    sizes = [5, 20] if args.quick else [5, 20, 60, 240]
+    import pandas  # noqa: F401  (import cost is not part of the per-event figure)
+
+    ours(record(1))  # warm-up: first-call costs (imports, lazy init) are not per-event work
+    print(f"{'steps':>6} {'events':>9} {'nodes':>6} | {'ours µs/ev':>10} {'torch µs/ev':>11} {'torch/ours':>10} | {'load_trace µs/ev':>16}")
+    rows = []
+    for steps in sizes:
+        prof = record(steps)
+        t_ours, n, nodes = min((ours(prof) for _ in range(3)), key=lambda r: r[0])
+        t_file = from_file(prof) if n <= 300_000 else float("nan")
+        t_torch = torch_events(prof) if n <= args.torch_max_events else float("nan")
+        us = 1e6 / n
+        ratio = t_torch / t_ours if t_torch == t_torch else float("nan")
+        rows.append((steps, n, t_ours * us))
+        print(f"{steps:>6} {n:>9} {nodes:>6} | {t_ours * us:>10.2f} {t_torch * us:>11.2f} {ratio:>10.1f} | {t_file * us:>16.2f}", flush=True)
+        del prof
+        gc.collect()
+    first, last = rows[0], rows[-1]
+    print(f"\nlinearity: {last[1] / first[1]:.0f}x the events cost {last[2] / first[2]:.2f}x the time per event")
+    print("target: ours <= 5 µs/event, flat per-event cost as the trace grows")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
