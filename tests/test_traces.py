@@ -129,3 +129,17 @@ def test_torch_nn_module_events_give_module_nodes(tmp_path):
     assert df.loc["Sequential_0.Linear_0", "type"] == "Linear"
     assert df.loc["Sequential_0.Linear_0/aten::linear", "cpu_us"] == 40
     assert not math.isnan(df.loc["Sequential_0", "cpu_us"])
+
+
+def test_stack_option_names_the_user_source_line_and_survives_export(mlp, tmp_path):
+    def train_step(x):
+        return mlp(x).sum()
+
+    with torchprof.Profiler(stack=True) as prof:
+        train_step(torch.randn(2, 8)).backward()
+    df = prof.df
+    layer = df.loc["Sequential.0"]
+    assert layer.source.startswith("test_traces.py(") and layer.source.endswith("): train_step")
+    assert df.loc["Sequential.0/aten::linear", "source"] == layer.source
+    again = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json")))
+    pd.testing.assert_frame_equal(df, again.df, check_exact=False, rtol=1e-9)

@@ -7,18 +7,34 @@ The only module that touches torch profiler internals. Everything after it works
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ._gc import paused_gc
 from ._hooks import ModuleTracker
 from ._profile import Profile
 from ._quiet import quiet_native_stderr
-from ._records import CATEGORY_KIND, DEVICE, IGNORED, MEMORY, MODULE, MODULE_PREFIX, OP, REGION, RUNTIME, Capture, EventColumns
+from ._records import (
+    CATEGORY_KIND,
+    DEVICE,
+    IGNORED,
+    MEMORY,
+    MODULE,
+    MODULE_PREFIX,
+    OP,
+    PYFRAME,
+    REGION,
+    RUNTIME,
+    Capture,
+    EventColumns,
+)
 from ._tree import TreeBuilder
 
 if TYPE_CHECKING:
     import torch
 
 _active: Profiler | None = None
+_CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 
 
 class ProfilerError(RuntimeError):
@@ -38,14 +54,24 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
 
     With ``device`` (CUDA on), kernels, memcpys and runtime calls come from ``result.events()``,
     joined to the ops through kineto's correlation ids, as torch's own parser does.
-    ``python_frames`` (``with_stack``) means the tree also holds Python calls, which are skipped.
+    ``python_frames`` (``with_stack``): Python calls become frames that name each node's source
+    line (the ``source`` column) and are not nodes themselves.
     """
     from torch._C._profiler import RecordScope, _ExtraFields_Allocation, _ExtraFields_TorchOp, _TensorMetadata
 
+    from torch._C._profiler import _ExtraFields_PyCall, _ExtraFields_PyCCall
+
     roots = sorted(result.experimental_event_tree(), key=lambda e: e.start_time_ns)
-    keep = (_ExtraFields_TorchOp, _ExtraFields_Allocation) if device or python_frames else None
-    flat, parent = _flatten(roots, keep)
-    cols = EventColumns(parent=parent)
+    if python_frames:
+        # With Python stacks, torch nests ops under Python calls by the interpreter's stack,
+        # not by time, so a module's range would not contain its ops: keep the Python calls as
+        # frames and let the tree nest everything by time, per thread (as for a trace file).
+        flat, _ = _flatten(roots, None)
+        cols = EventColumns(parent=None)
+    else:
+        keep = (_ExtraFields_TorchOp, _ExtraFields_Allocation) if device else None
+        flat, parent = _flatten(roots, keep)
+        cols = EventColumns(parent=parent)
     if not flat:
         return cols
     pe = type(flat[0])
@@ -54,7 +80,14 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     kinds = [OP] * n
     memory: list[int] = []
     user_scope = RecordScope.USER_SCOPE
+    if python_frames:
+        frame_types = (_ExtraFields_PyCall, _ExtraFields_PyCCall)
+        for i, ef in enumerate(map(pe.extra_fields.fget, flat)):
+            if isinstance(ef, frame_types):
+                kinds[i] = PYFRAME
     for i, name in enumerate(names):
+        if kinds[i] == PYFRAME:
+            continue
         if name[:6] != "aten::":
             if name.startswith(MODULE_PREFIX):
                 kinds[i] = MODULE
@@ -71,6 +104,8 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     cols.end = list(map(pe.end_time_ns.fget, flat))
     zeros = [0] * n
     cols.tid = cols.fwd_tid = cols.ext_id = cols.link = cols.corr = cols.nbytes = cols.mem_total = zeros
+    if python_frames:
+        cols.tid = list(map(pe.start_tid.fget, flat))
     cols.on_cuda = [False] * n
     if memory:
         cols.nbytes, cols.mem_total = list(zeros), list(zeros)
@@ -116,8 +151,8 @@ def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any]
     """Pre-order list of a profiler event tree and each event's parent index.
 
     Explicit stacks (trees can be 100k nodes wide or deep); children are pushed reversed so they
-    come out in start order. With ``keep``, events of other kinds (python frames, device
-    activities) are dropped and their children handed to the nearest kept ancestor.
+    come out in start order. With ``keep``, events of other kinds (device activities) are
+    dropped and their children handed to the nearest kept ancestor.
     """
     flat: list[Any] = []
     parent: list[int] = []
@@ -151,7 +186,8 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
     index_of_op = {c: i for i, c in enumerate(op_ids) if c}
     n = len(flat)
     cols.ext_id = op_ids
-    cols.tid, cols.fwd_tid, cols.link, cols.corr = [0] * n, [0] * n, [0] * n, [0] * n
+    tid_of_op = {c: cols.tid[i] for i, c in enumerate(op_ids) if c}
+    cols.tid, cols.fwd_tid, cols.link, cols.corr = list(cols.tid), [0] * n, [0] * n, [0] * n
     cols.nbytes, cols.mem_total, cols.on_cuda = list(cols.nbytes), list(cols.mem_total), list(cols.on_cuda)
     seq_of = cols.seq_of
     cols.seq_of = lambda i: seq_of(i) if i < n else -1
@@ -164,7 +200,8 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
         cols.kind.append(kind)
         cols.start.append(ev.start_ns())
         cols.end.append(ev.end_ns())
-        cols.tid.append(ev.device_resource_id() if kind == DEVICE else 0)
+        # A runtime call runs on the thread of the op that issued it (nesting by time needs it).
+        cols.tid.append(ev.device_resource_id() if kind == DEVICE else tid_of_op.get(link, 0))
         cols.fwd_tid.append(0)
         cols.ext_id.append(0)
         cols.link.append(link)
@@ -172,7 +209,8 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
         cols.nbytes.append(0)
         cols.on_cuda.append(False)
         cols.mem_total.append(0)
-        cols.parent.append(index_of_op.get(link, -1) if kind == RUNTIME else -1)
+        if cols.parent is not None:
+            cols.parent.append(index_of_op.get(link, -1) if kind == RUNTIME else -1)
 
 
 class Profiler(Profile):
@@ -277,7 +315,9 @@ class Profiler(Profile):
             profile_memory=self.memory,
             with_stack=self.stack,
             schedule=self.schedule,
-            on_trace_ready=self._cycle_ready if self.schedule is not None else None,
+            # Without a schedule the events are read lazily after stop(); torch still calls
+            # on_trace_ready once at the end, so a user's handler is passed through.
+            on_trace_ready=self._cycle_ready if self.schedule is not None or self.on_trace_ready is not None else None,
         )
         _active = self
         try:
@@ -316,22 +356,40 @@ class Profiler(Profile):
                 _active = None
 
     def step(self) -> None:
-        """Mark the end of one iteration (with a ``schedule``)."""
-        if self._torch_profile is None:
-            raise ProfilerError("step() needs a running Profiler (use it inside the with block)")
-        with quiet_native_stderr():
+        """Mark the end of one iteration, as ``torch.profiler.profile.step()``.
+
+        With a ``schedule`` this drives its wait/warmup/active phases; each completed cycle is
+        folded into the tree (and passed to ``on_trace_ready``) right away, so only the tree
+        grows: by the nodes of each recorded ``ProfilerStep#N`` range, nothing per raw event.
+        Without a schedule torch records no step ranges, so ``prof.steps`` stays empty.
+        """
+        if self._torch_profile is None or _active is not self:
+            raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
+        with quiet_native_stderr(), warnings.catch_warnings():
+            # torch warns that each cycle replaces the last one's events; torchprof keeps every
+            # cycle in its tree, so the warning would only mislead.
+            warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
             self._torch_profile.step()
 
     @property
     def step_num(self) -> int:
+        """Iterations marked by :meth:`step` so far (torch's counter)."""
         return self._torch_profile.step_num if self._torch_profile is not None else 0
 
     def _cycle_ready(self, torch_prof: Any) -> None:
-        """A schedule cycle finished: fold its events into the tree now, keep nothing raw."""
-        result = torch_prof.profiler.kineto_results
-        if result is not None and self._builder is not None:
-            self._tracker.collect()
-            self._builder.add(result_columns(result, device=self.cuda, python_frames=self.stack))
+        """torch finished a cycle (a schedule's active phase, or the run without a schedule).
+
+        With a schedule the cycle's events are folded into the tree now and the kineto result is
+        left to torch, which drops it when the next cycle starts: nothing raw accumulates. The
+        user's ``on_trace_ready`` runs afterwards, while ``torch_prof`` still holds this cycle
+        (``key_averages()``, ``export_chrome_trace()`` work as with torch alone).
+        """
+        if self.schedule is not None:
+            result = torch_prof.profiler.kineto_results if torch_prof.profiler is not None else None
+            if result is not None and self._builder is not None:
+                if self._tracker is not None:
+                    self._tracker.collect()
+                self._builder.add(result_columns(result, device=self.cuda, python_frames=self.stack))
         if self.on_trace_ready is not None:
             self.on_trace_ready(torch_prof)
 
@@ -347,7 +405,13 @@ class Profiler(Profile):
         meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": self.shapes, "flops": self.flops}
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
-        cap = Capture(cycles=[], modules=self._tracker.modules if self._tracker else {}, wall_us=self.wall_us,
+        wall_us = self.wall_us
+        if self.schedule is not None and wall_us is not None:
+            # The tree holds only the recorded steps: their wall time is what its totals (and
+            # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
+            meta["block_wall_us"] = wall_us
+            wall_us = sum(s["wall_us"] for s in self._builder.steps)
+        cap = Capture(cycles=[], modules=self._tracker.modules if self._tracker else {}, wall_us=wall_us,
                       label=self.name or "profile", meta=meta)  # fmt: skip
         return self._builder, cap
 

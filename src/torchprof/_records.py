@@ -17,7 +17,8 @@ MODULE = 2  #: a module range opened by torchprof's hooks (or torch's ``nn.Modul
 RUNTIME = 3  #: a CUDA runtime/driver call on the CPU (cudaLaunchKernel, cudaMemcpy, ...)
 DEVICE = 4  #: time on the GPU: kernels, memcpy, memset
 MEMORY = 5  #: an allocation (+bytes) or free (-bytes) instant event
-IGNORED = 6  #: flows, metadata, python frames, profiler overhead
+IGNORED = 6  #: flows, metadata, profiler overhead
+PYFRAME = 7  #: a Python call (``with_stack``): not a node, but names the source line of what it runs
 
 CATEGORY_KIND: dict[str, int] = {
     "cpu_op": OP,
@@ -42,6 +43,17 @@ BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 
 #: Where device memory events come from (chrome trace "Device Type"; c10::DeviceType values).
 CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
+
+
+def is_user_frame(name: str) -> bool:
+    """A Python frame in the user's code, not in torch or another installed package."""
+    return not (
+        name.startswith(("torch/", "torchprof/", "<", "nn.Module: ", "threading.py", "runpy.py"))
+        or "site-packages/" in name
+        or "/torch/" in name
+        or "/torchprof/" in name
+        or "/lib/python3" in name
+    )
 
 
 def module_range_name(path: str, type_name: str) -> str:
@@ -110,6 +122,9 @@ class EventColumns:
     parent: list[int] | None = None
     """Index of each event's enclosing range, when the source already knows the nesting. Then
     the events are in pre-order with roots by start time and need no sorting."""
+    frame: list[str | None] | None = None
+    """With Python stacks recorded: the innermost user-code frame (``file.py(12): fn``) each
+    event ran under; None without stacks."""
     inputs: Callable[[int], tuple[list, list] | None] = lambda i: None
     """``(shapes, concrete values)`` of event ``i``'s arguments, read lazily (it is the slow part):
     a tensor gives its sizes and ``None``, anything else ``[]`` and its value."""

@@ -16,6 +16,7 @@ from ._records import (
     MODULE,
     MODULE_PREFIX,
     OP,
+    PYFRAME,
     Capture,
     EventColumns,
     ModuleInfo,
@@ -78,9 +79,12 @@ def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dic
             kind = get_kind(cat, IGNORED)
             name = e.get("name", "")
             if kind == IGNORED:
-                if cat == "python_function" and isinstance(name, str) and name.startswith(MODULE_PREFIX):
-                    kind = MODULE
-                    torch_modules.append(len(names))
+                if cat == "python_function" and isinstance(name, str):
+                    if name.startswith(MODULE_PREFIX):
+                        kind = MODULE
+                        torch_modules.append(len(names))
+                    else:
+                        kind = PYFRAME
                 elif cat == "Trace":
                     facts["span"] = (e.get("ts"), e.get("dur"))
                     continue

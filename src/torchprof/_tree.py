@@ -17,10 +17,12 @@ from ._records import (
     MEMORY,
     MODULE,
     OP,
+    PYFRAME,
     REGION,
     RUNTIME,
     EventColumns,
     ModuleInfo,
+    is_user_frame,
     parse_module_range,
 )
 
@@ -41,7 +43,7 @@ COLUMNS = (
     "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us",
     "bwd_self_cpu_us", "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us",
     "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-    "params", "macs", "flops", "input_shapes",
+    "params", "macs", "flops", "input_shapes", "source",
     "layer_self_cpu_us", "layer_self_cuda_us", "is_backward",
 )  # fmt: skip
 
@@ -88,6 +90,7 @@ class _Nodes:
     macs: list[int] = field(default_factory=list)
     flops: list[int] = field(default_factory=list)
     shapes: list[Any] = field(default_factory=list)
+    source: list[str | None] = field(default_factory=list)
 
     def add(self, parent: int, kind: int, label: str, type_: str | None, bwd: bool, key: str) -> int:
         nid = len(self.parent)
@@ -111,6 +114,7 @@ class _Nodes:
         for column in (self.calls, self.cpu_ns, self.cuda_ns, self.cpu_mem, self.cuda_mem, self.macs, self.flops):
             column.append(0)
         self.shapes.append(None)
+        self.source.append(None)
         return nid
 
 
@@ -224,6 +228,7 @@ class TreeBuilder:
         name_info = self._name_info
         info_of = self._info
         mem_events: list[int] = []
+        frames = ev.frame
 
         for i in order:
             p = parent_ev[i]
@@ -262,12 +267,15 @@ class TreeBuilder:
             node = n_children[pnode].get(key, -1)
             if node < 0:
                 if mpath is not None:
-                    node = nodes.add(pnode, MODULE, mpath, mtype, False, key)
+                    # A module can run inside backward (activation checkpointing recomputes it).
+                    node = nodes.add(pnode, MODULE, mpath, mtype, n_bwd[pnode], key)
                 else:
                     node = nodes.add(pnode, k, name, None, bwd_root or n_bwd[pnode], key)
                 if want_shapes and k != RUNTIME:
                     args = inputs_of(i)
                     nodes.shapes[node] = args[0] if args else None
+                if frames is not None:
+                    nodes.source[node] = frames[i]
             node_of[i] = node
             n_calls[node] += 1
             n_cpu[node] += e - s  # child time is subtracted below, once all children are known
@@ -469,6 +477,7 @@ class TreeBuilder:
                 cols["macs"].append(nan)
                 cols["flops"].append(nan)
             cols["input_shapes"].append(_shape_text(nodes.shapes[nid]))
+            cols["source"].append(nodes.source[nid])
 
         steps = [
             {"step": s["step"], "wall_us": s["wall_us"], "cpu_us": tot_cpu[s["node"]] / us,
@@ -612,11 +621,20 @@ def _shape_text(shapes: Any) -> str | None:
 
 def _nest(ev: EventColumns) -> tuple[list[int], list[int]]:
     """Order CPU ranges and memory events by (start, longer first) and find each one's parent:
-    the innermost range of the same thread that is still open when it starts."""
-    kinds, tids, starts, ends = ev.kind, ev.tid, ev.start, ev.end
-    order = [i for i, k in enumerate(kinds) if k <= RUNTIME or k == MEMORY]
+    the innermost range of the same thread that is still open when it starts.
+
+    Python frames (``with_stack`` traces) nest like ranges but are not parents: each stack entry
+    carries the nearest real range and the nearest user-code frame at or below it, so both are
+    found in O(1) and written to ``ev.frame``. Cost: one sort plus O(1) amortised per event.
+    """
+    kinds, tids, starts, ends, names = ev.kind, ev.tid, ev.start, ev.end, ev.name
+    order = [i for i, k in enumerate(kinds) if k <= RUNTIME or k == MEMORY or k == PYFRAME]
     order.sort(key=lambda i: (starts[i], -ends[i]))
-    parent = [-1] * len(kinds)
+    n = len(kinds)
+    parent = [-1] * n
+    has_frames = PYFRAME in kinds
+    frame: list[str | None] = [None] * n if has_frames else []
+    real = list(range(n)) if has_frames else []  # nearest non-frame range at or above each entry
     stacks: dict[Any, list[int]] = {}
     last_tid: Any = object()
     stack: list[int] = []
@@ -628,8 +646,21 @@ def _nest(ev: EventColumns) -> tuple[list[int], list[int]]:
         s = starts[i]
         while stack and ends[stack[-1]] <= s:
             stack.pop()
-        if stack:
+        k = kinds[i]
+        if has_frames:
+            top = stack[-1] if stack else -1
+            parent[i] = real[top] if top >= 0 else -1
+            inherited = frame[top] if top >= 0 else None
+            if k == PYFRAME:
+                real[i] = parent[i]
+                frame[i] = names[i] if is_user_frame(names[i]) else inherited
+            else:
+                frame[i] = inherited
+        elif stack:
             parent[i] = stack[-1]
-        if kinds[i] != MEMORY:
+        if k != MEMORY:
             stack.append(i)
+    if has_frames:
+        ev.frame = frame
+        order = [i for i in order if kinds[i] != PYFRAME]
     return order, parent
