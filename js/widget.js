@@ -1,1 +1,1023 @@
-export default { render() {} };
+// torchprof's front end: the layer tree as an interactive, virtualised tree table.
+//
+// One ES module with no dependencies and no bundler; anywidget loads it in Jupyter and
+// `prof.to_html()` inlines it in a report page. Everything above `render` is pure (no DOM,
+// no globals touched at import time) and exported, so `node --test tests/js/` checks the
+// rules without a browser. The view rules mirror src/torchprof/_view.py exactly; a pytest
+// cross-check runs both on the same trees and states.
+//
+// Text from the profile (module names, region labels, shapes) only ever reaches the DOM
+// through textContent / setAttribute.
+
+// -- the payload ---------------------------------------------------------------------------
+
+export const FORMAT = "torchprof-1";
+/** Kind codes in the payload's flag byte (bits 0-1). */
+export const KINDS = ["module", "region", "op", "kernel"];
+const FLAG_KIND = 3;
+const FLAG_BACKWARD = 4;
+const FLAG_ABSOLUTE_PATH = 8; // the path does not extend the parent's path: the tail is all of it
+const FLAG_NAME_IN_TAIL = 16; // name == tail without its separator ("/name" or ".name")
+
+/** Numeric df columns the payload carries (depth is derived from the parents). */
+export const NUMBER_COLUMNS = [
+  "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
+  "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
+  "params", "macs", "flops", "layer_self_cpu_us", "layer_self_cuda_us",
+];
+/** The DataFrame's columns in order (prof.df), used for the CSV export. */
+export const DF_COLUMNS = [
+  "path", "name", "kind", "type", "parent", "depth", "calls",
+  "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us",
+  "bwd_self_cpu_us", "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us",
+  "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
+  "params", "macs", "flops", "input_shapes",
+  "layer_self_cpu_us", "layer_self_cuda_us", "is_backward",
+];
+
+const MAGIC = [0x54, 0x50, 0x46, 0x31]; // "TPF1": an uncompressed binary payload
+
+/** Inflates a zlib stream (what Python's zlib.compress writes) with the platform's codec. */
+export async function inflate(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+function asBytes(src) {
+  if (src instanceof Uint8Array) return src;
+  if (src instanceof ArrayBuffer) return new Uint8Array(src);
+  if (ArrayBuffer.isView(src)) return new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
+  return null;
+}
+
+function isRaw(bytes) {
+  return MAGIC.every((b, k) => bytes[k] === b);
+}
+
+/** The payload as anywidget (DataView of zlib bytes) or the report page (a JSON object)
+ * hands it over, decoded into the in-memory table. */
+export async function loadPayload(src) {
+  const bytes = asBytes(src);
+  if (bytes === null) return decodePayload(src);
+  return decodePayload(isRaw(bytes) ? bytes : await inflate(bytes));
+}
+
+/**
+ * Decodes a payload into column arrays, once, so every later update is plain array work.
+ *
+ * Accepts the binary form ("TPF1", a uint32 header length, a JSON header, then 8-byte
+ * aligned little-endian buffers the header points into) or the same header as a plain
+ * object whose arrays are inline (the HTML report). Paths arrive as tails of the parent's
+ * path and names as tails of the path, which is what keeps the payload small.
+ */
+export function decodePayload(src) {
+  const bytes = asBytes(src);
+  let spec = src;
+  let base = 0;
+  if (bytes !== null) {
+    if (!isRaw(bytes)) throw new Error("not a torchprof payload");
+    const headerLength = new DataView(bytes.buffer, bytes.byteOffset + 4, 4).getUint32(0, true);
+    spec = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+    base = Math.ceil((8 + headerLength) / 8) * 8;
+  }
+  if (!spec || spec.format !== FORMAT) throw new Error("not a torchprof payload");
+  const n = spec.n;
+  const array = (ref, Type) => {
+    if (Array.isArray(ref)) return Type.from(ref, (v) => (v === null ? NaN : v));
+    const offset = bytes.byteOffset + base + ref.offset;
+    if (offset % Type.BYTES_PER_ELEMENT === 0) return new Type(bytes.buffer, offset, ref.length);
+    return new Type(bytes.buffer.slice(offset, offset + ref.length * Type.BYTES_PER_ELEMENT));
+  };
+  const parent = array(spec.parent, Int32Array);
+  const flags = array(spec.flags, Uint8Array);
+  const num = {};
+  const allNaN = {};
+  for (const c of NUMBER_COLUMNS) {
+    const ref = spec.num[c];
+    if (ref === undefined || (ref && typeof ref === "object" && "const" in ref)) {
+      const v = ref === undefined || ref.const === null ? NaN : ref.const;
+      num[c] = new Float64Array(n).fill(v);
+      allNaN[c] = Number.isNaN(v);
+    } else {
+      num[c] = array(ref, Float64Array);
+      allNaN[c] = num[c].every(Number.isNaN);
+    }
+  }
+  const tails = spec.tail;
+  const path = new Array(n);
+  const name = new Array(n);
+  const kind = new Uint8Array(n);
+  const backward = new Uint8Array(n);
+  const depth = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const f = flags[i];
+    const p = parent[i];
+    kind[i] = f & FLAG_KIND;
+    backward[i] = f & FLAG_BACKWARD ? 1 : 0;
+    path[i] = p < 0 || f & FLAG_ABSOLUTE_PATH ? tails[i] : path[p] + tails[i];
+    name[i] = f & FLAG_NAME_IN_TAIL ? tails[i].slice(1) : null;
+    depth[i] = p < 0 ? 0 : depth[p] + 1;
+  }
+  for (const [i, text] of spec.names) name[i] = text;
+  // Children as one flat list per parent, in pre-order (CSR): childStart[i]..childStart[i+1].
+  const childStart = new Int32Array(n + 1);
+  for (let i = 1; i < n; i++) childStart[parent[i] + 1]++;
+  for (let i = 0; i < n; i++) childStart[i + 1] += childStart[i];
+  const fill = childStart.slice(0, n);
+  const childIndex = new Int32Array(Math.max(0, n - 1));
+  for (let i = 1; i < n; i++) childIndex[fill[parent[i]]++] = i;
+  return {
+    n, parent, kind, backward, depth, path, name, num, allNaN, childStart, childIndex,
+    type: spec.type, shapes: spec.shapes,
+    columns: spec.columns || DF_COLUMNS,
+    summary: spec.summary || {}, steps: spec.steps || [],
+    lower: {},
+  };
+}
+
+// -- the view rules (mirror of _view.visible_rows) -------------------------------------------
+
+export const LAYER_SELF = { self_cpu_us: "layer_self_cpu_us", self_cuda_us: "layer_self_cuda_us" };
+export const SORT_NUMERIC = [
+  "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
+  "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
+  "params", "macs", "flops", "depth",
+];
+export const SORT_TEXT = ["name", "path", "kind", "type"];
+export const SORT_ALIASES = {
+  cpu_time: "cpu_us", cpu_time_total: "cpu_us", self_cpu_time: "self_cpu_us",
+  self_cpu_time_total: "self_cpu_us", cuda_time: "cuda_us", cuda_time_total: "cuda_us",
+  self_cuda_time: "self_cuda_us", self_cuda_time_total: "self_cuda_us", count: "calls",
+  cpu_memory_usage: "cpu_mem", self_cpu_memory_usage: "self_cpu_mem",
+  cuda_memory_usage: "cuda_mem", self_cuda_memory_usage: "self_cuda_mem",
+};
+const NOT_A_THRESHOLD = ["calls", "depth", "params"];
+
+/** A column name for a sort key (torch-style aliases accepted; unknown keys sort by cpu_us). */
+export function resolveSort(key) {
+  if (Array.isArray(key)) key = key[0];
+  if (!key) return "cpu_us";
+  key = SORT_ALIASES[key] || key;
+  return SORT_NUMERIC.includes(key) || SORT_TEXT.includes(key) ? key : "cpu_us";
+}
+
+/** With op rows hidden, a layer's self time includes its ops: the "Self" columns switch. */
+export function valueColumn(column, showOps) {
+  return showOps ? column : LAYER_SELF[column] || column;
+}
+
+/** Values of any sortable column, numeric as Float64Array, text as an array (null = missing). */
+export function column(data, key) {
+  if (key in data.num) return data.num[key];
+  if (key === "depth") return Float64Array.from(data.depth);
+  if (key === "name") return data.name;
+  if (key === "path") return data.path;
+  if (key === "type") return data.type;
+  if (key === "kind") return Array.from(data.kind, (k) => KINDS[k]);
+  throw new Error(`unknown column ${key}`);
+}
+
+function lowered(data, key) {
+  let out = data.lower[key];
+  if (!out) {
+    const values = column(data, key);
+    out = data.lower[key] = Array.from(values, (v) => (v === null || v === undefined ? null : String(v).toLowerCase()));
+  }
+  return out;
+}
+
+const REGEX_SYNTAX = /[\\^$.*+?()[\]{}|/]/g;
+const CLASS_SPECIAL = /[\\\]\-^[]/g;
+
+/**
+ * Python's fnmatch.translate for one lower-cased pattern: `*`, `?`, `[seq]`, `[!seq]`, the
+ * rest literal, anchored at both ends, `.` matching newlines too. Ranges whose ends are out
+ * of order are dropped the way fnmatch drops them.
+ */
+export function globToRegExp(pat) {
+  let out = "";
+  let star = false;
+  let i = 0;
+  const n = pat.length;
+  while (i < n) {
+    const c = pat[i++];
+    if (c === "*") {
+      if (!star) out += ".*";
+      star = true;
+      continue;
+    }
+    star = false;
+    if (c === "?") {
+      out += ".";
+    } else if (c === "[") {
+      let j = i;
+      if (j < n && pat[j] === "!") j++;
+      if (j < n && pat[j] === "]") j++;
+      while (j < n && pat[j] !== "]") j++;
+      if (j >= n) {
+        out += "\\[";
+        continue;
+      }
+      let stuff;
+      if (!pat.slice(i, j).includes("-")) {
+        stuff = pat.slice(i, j).replace(CLASS_SPECIAL, "\\$&");
+      } else {
+        const chunks = [];
+        let k = pat[i] === "!" ? i + 2 : i + 1;
+        let from = i;
+        for (;;) {
+          k = pat.indexOf("-", k);
+          if (k < 0 || k >= j) break;
+          chunks.push(pat.slice(from, k));
+          from = k + 1;
+          k += 3;
+        }
+        const last = pat.slice(from, j);
+        if (last) chunks.push(last);
+        else chunks[chunks.length - 1] += "-";
+        for (let m = chunks.length - 1; m > 0; m--) {
+          if (chunks[m - 1].at(-1) > chunks[m][0]) {
+            chunks[m - 1] = chunks[m - 1].slice(0, -1) + chunks[m].slice(1);
+            chunks.splice(m, 1);
+          }
+        }
+        stuff = chunks.map((s) => s.replace(CLASS_SPECIAL, "\\$&")).join("-");
+      }
+      i = j + 1;
+      if (!stuff) out += "(?!)";
+      else if (stuff === "!") out += ".";
+      else out += "[" + (stuff[0] === "!" ? "^" + stuff.slice(1) : stuff) + "]";
+    } else {
+      out += c.replace(REGEX_SYNTAX, "\\$&");
+    }
+  }
+  return new RegExp("^(?:" + out + ")$", "su");
+}
+
+/**
+ * The search rule of _view: a pattern with `*?[` is a glob against the whole lower-cased text
+ * or its last dotted part, anything else a substring. Several patterns = any. Returns null
+ * for an empty search, else a test on ALREADY lower-cased text.
+ */
+export function makeMatcher(search) {
+  let patterns = search;
+  if (typeof search === "string") patterns = search.trim() ? [search] : [];
+  if (!patterns || patterns.length === 0) return null;
+  const tests = patterns.map((pattern) => {
+    const p = pattern.toLowerCase();
+    if (!/[*?[]/.test(p)) return (t) => t.includes(p);
+    let re;
+    try {
+      re = globToRegExp(p);
+    } catch {
+      return (t) => t.includes(p);
+    }
+    return (t) => re.test(t) || re.test(t.slice(t.lastIndexOf(".") + 1));
+  });
+  return (t) => tests.some((test) => test(t));
+}
+
+/**
+ * The selection half of visibleRows: 1 for rows the filters keep (kind, threshold, search)
+ * and for their ancestors, before expansion and sorting. O(n).
+ */
+export function selectRows(data, state) {
+  const { n, parent, kind, depth } = data;
+  const shown = new Uint8Array(n);
+  if (n === 0) return shown;
+  const key = resolveSort(state.sort_by);
+  const showOps = !!state.show_ops;
+  const thresholdKey = SORT_NUMERIC.includes(key) && !NOT_A_THRESHOLD.includes(key) ? key : "cpu_us";
+  const values = column(data, valueColumn(thresholdKey, showOps));
+  const base = values[0];
+  const minPct = Number(state.min_pct) || 0;
+  const usePct = minPct > 0 && !Number.isNaN(base) && base !== 0;
+  const match = makeMatcher(state.search);
+  const names = match ? lowered(data, "name") : null;
+  const paths = match ? lowered(data, "path") : null;
+  const maxDepth = state.max_depth ?? null;
+
+  shown[0] = 1;
+  for (let i = 1; i < n; i++) {
+    if (!showOps && kind[i] > 1) continue;
+    if (maxDepth !== null && depth[i] > maxDepth) continue;
+    if (usePct) {
+      const v = values[i];
+      if (Number.isNaN(v) || (100 * Math.abs(v)) / Math.abs(base) < minPct) continue;
+    }
+    if (match && !(match(names[i]) || match(paths[i]))) continue;
+    shown[i] = 1;
+  }
+  // Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.
+  for (let i = n - 1; i > 0; i--) if (shown[i]) shown[parent[i]] = 1;
+  return shown;
+}
+
+/**
+ * Rows to show, in display order: exactly _view.visible_rows.
+ *
+ * A row is selected when its kind is shown (modules and regions, plus ops and kernels with
+ * show_ops), its value of the threshold metric is at least min_pct percent of the root's,
+ * and it matches the search; ancestors of selected rows are shown too. Collapsed rows
+ * (not in `expanded`, a Set of paths; null = all expanded) hide their children. Siblings
+ * are sorted by sort_by, stable, missing values last. O(n) plus the sibling sorts.
+ *
+ * Returns {rows, hasKids}: hasKids[i] = 1 when row i has children under the current filters
+ * (whether or not it is expanded), i.e. when it gets a caret.
+ */
+export function visibleRows(data, state) {
+  const { n } = data;
+  const hasKids = new Uint8Array(n);
+  if (n === 0) return { rows: [], hasKids };
+  const key = resolveSort(state.sort_by);
+  const showOps = !!state.show_ops;
+  const ascending = !!state.ascending;
+  const expanded = state.expanded ?? null;
+  const shown = selectRows(data, state);
+  const { childStart, childIndex } = data;
+
+  const sortKey = valueColumn(key, showOps);
+  let compare;
+  if (SORT_TEXT.includes(key)) {
+    const text = lowered(data, sortKey);
+    const sign = ascending ? 1 : -1;
+    compare = (a, b) => {
+      const ta = text[a];
+      const tb = text[b];
+      if (ta === null || tb === null) return ta === tb ? 0 : ta === null ? 1 : -1;
+      return ta < tb ? -sign : ta > tb ? sign : 0;
+    };
+  } else {
+    const order = column(data, sortKey);
+    compare = (a, b) => {
+      const va = order[a];
+      const vb = order[b];
+      const ma = Number.isNaN(va);
+      const mb = Number.isNaN(vb);
+      if (ma || mb) return ma === mb ? 0 : ma ? 1 : -1;
+      return ascending ? va - vb : vb - va;
+    };
+  }
+
+  const rows = [];
+  const stack = [0];
+  while (stack.length) {
+    const i = stack.pop();
+    rows.push(i);
+    const kids = [];
+    for (let c = childStart[i]; c < childStart[i + 1]; c++) {
+      const k = childIndex[c];
+      if (shown[k]) kids.push(k);
+    }
+    if (kids.length === 0) continue;
+    hasKids[i] = 1;
+    if (expanded !== null && i !== 0 && !expanded.has(data.path[i])) continue;
+    if (kids.length > 1) kids.sort(compare);
+    for (let k = kids.length - 1; k >= 0; k--) stack.push(kids[k]);
+  }
+  return { rows, hasKids };
+}
+
+// -- expansion helpers (what clicks do to the `expanded` list) --------------------------------
+
+/** Paths expanded by default: every depth-1 layer (module or region) with children, so rows
+ * down to depth 2 show; with ops shown also the depth-2 layers that hold only ops. Same as
+ * _html.default_expanded. */
+export function defaultExpanded(data, showOps) {
+  const { n, depth } = data;
+  const out = [];
+  for (let i = 1; i < n; i++) {
+    if (depth[i] === 1 && data.kind[i] <= 1 && data.childStart[i + 1] > data.childStart[i]) out.push(data.path[i]);
+    else if (showOps && depth[i] === 2 && isLeafLayer(data, i)) out.push(data.path[i]);
+  }
+  return out;
+}
+
+/** A module or region whose children are all ops or kernels (and there is at least one). */
+export function isLeafLayer(data, i) {
+  if (data.kind[i] > 1) return false;
+  const { childStart, childIndex, kind } = data;
+  if (childStart[i + 1] === childStart[i]) return false;
+  for (let c = childStart[i]; c < childStart[i + 1]; c++) if (kind[childIndex[c]] <= 1) return false;
+  return true;
+}
+
+/** Every row that has children: "expand all". */
+export function allExpandable(data) {
+  const out = [];
+  for (let i = 1; i < data.n; i++) if (data.childStart[i + 1] > data.childStart[i]) out.push(data.path[i]);
+  return out;
+}
+
+/** `list` with `path` added or removed. */
+export function toggleExpanded(list, path) {
+  return list.includes(path) ? list.filter((p) => p !== path) : [...list, path];
+}
+
+function withPaths(list, paths) {
+  const have = new Set(list);
+  const added = paths.filter((p) => !have.has(p) && (have.add(p), true));
+  return added.length ? [...list, ...added] : list;
+}
+
+/** `expanded` plus the ancestors of every row the filters select, so a search shows its matches
+ * even inside collapsed layers. Returns the same list when nothing had to open. */
+export function expandMatches(data, state, list) {
+  const shown = selectRows(data, state);
+  const open = [];
+  for (let i = 1; i < data.n; i++) {
+    const p = data.parent[i];
+    if (shown[i] && p > 0 && shown[p] === 1) {
+      open.push(data.path[p]);
+      shown[p] = 2; // listed once
+    }
+  }
+  return withPaths(list, open);
+}
+
+/** `expanded` plus the shown leaf layers, so turning ops on shows the ops of the layers in view. */
+export function expandLeafLayers(data, rows, list) {
+  return withPaths(list, rows.filter((i) => i > 0 && isLeafLayer(data, i)).map((i) => data.path[i]));
+}
+
+// -- virtual scrolling ------------------------------------------------------------------------
+
+export const ROW_HEIGHT = 24;
+export const OVERSCAN = 16;
+
+/**
+ * Which rows to build for a scroll position: the rows in view plus `overscan` on each side.
+ * `scrollTop` is relative to the first row; positions past the end clamp to the last page.
+ * Returns {start, end} (end exclusive), the top offset of `start` and the full height.
+ */
+export function virtualWindow(scrollTop, viewportHeight, rowHeight, total, overscan = OVERSCAN) {
+  const height = total * rowHeight;
+  const visible = Math.ceil(Math.max(0, viewportHeight) / rowHeight) + 1;
+  const maxFirst = Math.max(0, total - visible + 1);
+  const first = Math.min(maxFirst, Math.max(0, Math.floor(scrollTop / rowHeight)));
+  const start = Math.max(0, first - overscan);
+  const end = Math.min(total, first + visible + overscan);
+  return { start, end, offset: start * rowHeight, height };
+}
+
+// -- numbers (mirror of _format.py) -------------------------------------------------------------
+
+function missing(v) {
+  return v === null || v === undefined || Number.isNaN(v);
+}
+
+/** Python's f"{x:.{digits}f}": exact decimal rounding of the double, ties to even. JS toFixed
+ * rounds exact ties away from zero (0.125 -> "0.13"; Python gives "0.12"). */
+export function pyFixed(x, digits) {
+  const sign = x < 0 || Object.is(x, -0) ? "-" : "";
+  const a = Math.abs(x);
+  let s = a.toFixed(digits);
+  const exact = a.toFixed(Math.min(100, digits + 30));
+  const dot = exact.indexOf(".");
+  const rest = exact.slice(dot + 1 + digits);
+  if (/^50*$/.test(rest)) {
+    const truncated = exact.slice(0, digits ? dot + 1 + digits : dot);
+    if (Number(truncated.at(-1)) % 2 === 0) s = truncated;
+  }
+  return sign + s;
+}
+
+function sig(v) {
+  const a = Math.abs(v);
+  if (a >= 100) return pyFixed(v, 0);
+  if (a >= 10) return pyFixed(v, 1);
+  return pyFixed(v, 2);
+}
+
+/** A duration in µs: "812µs", "1.23ms", "4.56s"; "-" when missing. */
+export function formatTime(v) {
+  if (missing(v)) return "-";
+  const a = Math.abs(v);
+  if (a >= 1e6) return sig(v / 1e6) + "s";
+  if (a >= 1e3) return sig(v / 1e3) + "ms";
+  return sig(v) + "µs";
+}
+
+/** Bytes, 1024-based like torch's tables: "512 B", "1.50 KB", "2.00 GB". */
+export function formatBytes(v) {
+  if (missing(v)) return "-";
+  const a = Math.abs(v);
+  for (const [unit, scale] of [["GB", 1024 ** 3], ["MB", 1024 ** 2], ["KB", 1024]]) {
+    if (a >= scale) return `${sig(v / scale)} ${unit}`;
+  }
+  return `${pyFixed(v, 0)} B`;
+}
+
+/** A count, 1000-based: "950", "1.82k", "3.64G". */
+export function formatCount(v) {
+  if (missing(v)) return "-";
+  const a = Math.abs(v);
+  for (const [unit, scale] of [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]]) {
+    if (a >= scale) return sig(v / scale) + unit;
+  }
+  return pyFixed(v, 0);
+}
+
+export function formatRate(v) {
+  return missing(v) ? "-" : formatCount(v) + "FLOP/s";
+}
+
+/** "45%", "4.5%", "" when either side is missing or the whole is 0. */
+export function formatPercent(part, whole) {
+  if (missing(part) || missing(whole) || !whole) return "";
+  const pct = (100 * part) / whole;
+  return (Math.abs(pct) >= 10 || pct === 0 ? pyFixed(pct, 0) : pyFixed(pct, 1)) + "%";
+}
+
+// -- CSV ------------------------------------------------------------------------------------------
+
+/** One CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). */
+export function csvField(text) {
+  const s = String(text);
+  return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+}
+
+function csvValue(data, col, i) {
+  switch (col) {
+    case "path": return data.path[i];
+    case "name": return data.name[i];
+    case "kind": return KINDS[data.kind[i]];
+    case "type": return data.type[i] ?? "";
+    case "parent": return data.parent[i] >= 0 ? data.path[data.parent[i]] : "";
+    case "depth": return String(data.depth[i]);
+    case "input_shapes": return data.shapes[i] ?? "";
+    case "is_backward": return data.backward[i] ? "True" : "False";
+    default: {
+      const v = data.num[col] ? data.num[col][i] : NaN;
+      return Number.isNaN(v) ? "" : String(v);
+    }
+  }
+}
+
+/** The given rows as CSV with the DataFrame's columns (what `w.view_df.to_csv(index=False)` holds). */
+export function toCSV(data, rows) {
+  const cols = data.columns;
+  const lines = [cols.map(csvField).join(",")];
+  for (const i of rows) lines.push(cols.map((c) => csvField(csvValue(data, c, i))).join(","));
+  return lines.join("\n") + "\n";
+}
+
+// -- a model for pages without a kernel ---------------------------------------------------------
+
+/** The slice of anywidget's model API the view uses, kept in the page (the HTML report). */
+export function createModel(initial) {
+  const state = { ...initial };
+  const listeners = new Map();
+  const emit = (event) => {
+    for (const cb of [...(listeners.get(event) || [])]) cb();
+  };
+  return {
+    get: (key) => state[key],
+    set(key, value) {
+      const old = state[key];
+      state[key] = value;
+      if (old !== value) emit("change:" + key);
+    },
+    on(event, cb) {
+      if (!listeners.has(event)) listeners.set(event, new Set());
+      listeners.get(event).add(cb);
+    },
+    off(event, cb) {
+      if (event === undefined) listeners.clear();
+      else if (cb === undefined) listeners.delete(event);
+      else listeners.get(event)?.delete(cb);
+    },
+    save_changes() {
+      emit("save");
+    },
+  };
+}
+
+// -- columns -------------------------------------------------------------------------------------
+
+/** The table's columns for this profile: CUDA, memory, FLOPs and params only when recorded. */
+export function columnsFor(data) {
+  const has = (c) => !data.allNaN[c];
+  const cols = [{ key: "name", label: "Node", type: "name", title: "Layer, region, op or kernel; hover for path, type and input shapes" }];
+  const time = (key, label, of, family, title) => cols.push({ key, label, type: "time", of, family, title });
+  time("self_cpu_us", "Self CPU", "cpu_us", "cpu", "CPU time in the node itself, without its child rows (with ops hidden, a layer's ops count as its own)");
+  time("cpu_us", "CPU total", "cpu_us", "cpu", "CPU time of the node and everything under it, forward + backward");
+  const cuda = has("cuda_us");
+  if (cuda) {
+    time("self_cuda_us", "Self CUDA", "cuda_us", "cuda", "GPU time of the node itself (with ops hidden, a layer's kernels count as its own)");
+    time("cuda_us", "CUDA total", "cuda_us", "cuda", "GPU time of the node and everything under it");
+  }
+  time("bwd_self_cpu_us", "Bwd self CPU", "cpu_us", "bwd", "Backward part of Self CPU");
+  time("bwd_cpu_us", "Bwd CPU", "cpu_us", "bwd", "Backward part of CPU total: autograd work of the layer that ran the forward op");
+  if (cuda) {
+    time("bwd_self_cuda_us", "Bwd self CUDA", "cuda_us", "bwd", "Backward part of Self CUDA");
+    time("bwd_cuda_us", "Bwd CUDA", "cuda_us", "bwd", "Backward part of CUDA total");
+  }
+  if (has("cpu_mem")) cols.push({ key: "cpu_mem", label: "CPU mem", type: "bytes", self: "self_cpu_mem", title: "Host bytes allocated minus freed (self in hover)" });
+  if (has("cuda_mem")) cols.push({ key: "cuda_mem", label: "CUDA mem", type: "bytes", self: "self_cuda_mem", title: "Device bytes allocated minus freed (self in hover)" });
+  if (has("flops")) cols.push({ key: "flops", label: "FLOPs", type: "count", title: "Floating-point operations, forward + backward (MACs in hover; 1 MAC = 2 FLOPs)" });
+  if (has("params")) cols.push({ key: "params", label: "Params", type: "count", title: "Parameters of the module and its children" });
+  cols.push({ key: "calls", label: "Calls", type: "int", title: "How many times the node ran" });
+  return cols;
+}
+
+// -- the DOM ---------------------------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  node.append(...children);
+  return node;
+}
+
+function summaryItems(summary) {
+  const items = [];
+  const add = (label, value, title) => {
+    if (value && value !== "-") items.push([label, value, title]);
+  };
+  const s = summary;
+  add("wall", formatTime(s.wall_us), "Wall-clock time of the profiled block");
+  add("CPU", formatTime(s.cpu_us), "CPU time covered by the tree's root");
+  // The split only where it says something: no modules (a trace without torchprof's ranges)
+  // means no forward figure, and then "other" would just repeat the total.
+  if (s.forward_cpu_us > 0) add("forward", formatTime(s.forward_cpu_us), "CPU time in module forward passes");
+  if (s.backward_cpu_us > 0) add("backward", formatTime(s.backward_cpu_us), "CPU time of backward work");
+  if (s.forward_cpu_us > 0 && Math.abs(s.other_cpu_us) >= 0.0005 * s.cpu_us) {
+    add("other", formatTime(s.other_cpu_us), "CPU time outside modules and backward (optimizer, loss, data)");
+  }
+  add("CUDA", formatTime(s.cuda_us), "GPU time");
+  add("params", formatCount(s.params), "Parameters of the profiled modules");
+  if (!missing(s.flops)) add("FLOPs", formatCount(s.flops), `${formatCount(s.macs)} MACs`);
+  add("achieved", formatRate(s.flops_per_s), "FLOPs divided by wall time");
+  add("peak CPU mem", formatBytes(s.peak_cpu_mem), "Peak host memory allocated during the run");
+  add("peak CUDA mem", formatBytes(s.peak_cuda_mem), "Peak device memory allocated during the run");
+  return items;
+}
+
+function buildSummary(box, data) {
+  const s = data.summary;
+  box.replaceChildren();
+  box.append(h("span", { class: "tp-title", text: s.name ?? data.path[0] }));
+  for (const [label, value, title] of summaryItems(s)) {
+    box.append(h("span", { class: "tp-stat", title }, h("span", { class: "tp-stat-k", text: label }), " ", h("b", { text: value })));
+  }
+  if (s.interrupted) box.append(h("span", { class: "tp-warn", text: "interrupted: " + s.interrupted }));
+  const steps = data.steps;
+  if (steps.length) {
+    // Per-step wall times as small bars, so drift between iterations is visible at a glance.
+    const walls = steps.map((st) => st.wall_us).filter((v) => !missing(v));
+    const max = Math.max(...walls, 0);
+    const sorted = [...walls].sort((a, b) => a - b);
+    const median = sorted.length ? sorted[Math.floor((sorted.length - 1) / 2)] : NaN;
+    const bars = h("span", { class: "tp-steps-bars", "aria-hidden": "true" });
+    for (const st of steps.slice(-64)) {
+      const bar = h("span", { class: "tp-step-bar", title: `step ${st.step}: ${formatTime(st.wall_us)}` });
+      bar.style.setProperty("--h", max > 0 ? String(Math.max(0.08, st.wall_us / max)) : "0");
+      bars.append(bar);
+    }
+    const list = steps.slice(0, 8).map((st) => `#${st.step} ${formatTime(st.wall_us)}`).join(" · ") + (steps.length > 8 ? " · …" : "");
+    box.append(h("span", { class: "tp-stat tp-steps", title: "Wall time of each ProfilerStep" },
+      h("span", { class: "tp-stat-k", text: `${steps.length} steps` }), " ", bars, " ",
+      h("span", { text: `${list}  (min ${formatTime(sorted[0])}, median ${formatTime(median)}, max ${formatTime(max)})` })));
+  }
+}
+
+function rowTemplate(columns) {
+  const row = h("div", { class: "tp-row", role: "row" });
+  for (const col of columns) {
+    if (col.type === "name") {
+      row.append(h("div", { class: "tp-cell tp-name", role: "gridcell", "data-col": col.key },
+        h("span", { class: "tp-caret-slot" }), h("span", { class: "tp-label" }), h("span", { class: "tp-tag" })));
+    } else if (col.type === "time") {
+      row.append(h("div", { class: `tp-cell tp-num tp-fam-${col.family}`, role: "gridcell", "data-col": col.key },
+        h("span", { class: "tp-bar" }), h("span", { class: "tp-v" }), h("span", { class: "tp-pct" })));
+    } else {
+      row.append(h("div", { class: "tp-cell tp-num", role: "gridcell", "data-col": col.key }, h("span", { class: "tp-v" })));
+    }
+  }
+  const template = document.createElement("template");
+  template.content.append(row);
+  return template;
+}
+
+function nodeTitle(data, i) {
+  const kind = KINDS[data.kind[i]];
+  const lines = [data.path[i], data.type[i] ? `${kind} · ${data.type[i]}` : kind];
+  if (data.backward[i]) lines[1] += " · backward";
+  if (data.shapes[i]) lines.push("input shapes: " + data.shapes[i]);
+  return lines.join("\n");
+}
+
+let exactFormat = null; // one Intl formatter: creating one per call costs more than a row
+
+function exactTitle(v, unit) {
+  exactFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });
+  return missing(v) ? "" : `${exactFormat.format(v)} ${unit}`;
+}
+
+/** Mounts the view into `root`; returns a function that removes listeners and observers. */
+function mount(root, model, data) {
+  const columns = columnsFor(data);
+  const template = rowTemplate(columns);
+  root.style.setProperty("--tp-row", ROW_HEIGHT + "px");
+  root.style.setProperty("--tp-cols", `minmax(16rem, 3fr) repeat(${columns.length - 1}, minmax(5.75rem, 1fr))`);
+  root.style.setProperty("--tp-min-width", `calc(16rem + ${columns.length - 1} * 5.75rem)`);
+
+  const summary = h("div", { class: "tp-summary", "data-testid": "summary" });
+  buildSummary(summary, data);
+  const slider = h("input", { type: "range", min: "0", max: "100", step: "0.1", "data-testid": "min-pct", "aria-label": "Minimum percent of the root" });
+  const sliderValue = h("output", { class: "tp-slider-value" });
+  const ops = h("input", { type: "checkbox", "data-testid": "show-ops" });
+  const search = h("input", { type: "search", "data-testid": "search", placeholder: "Filter: name or path, glob * ?", "aria-label": "Filter rows by name or path", spellcheck: "false" });
+  const rowCount = h("span", { class: "tp-count", "data-testid": "row-count", "aria-live": "polite" });
+  const controls = h("div", { class: "tp-controls" },
+    h("label", { class: "tp-ctl", title: "Hide rows below this percent of the root's value of the sort column (CPU total for calls and params); ancestors of shown rows stay" }, "min ", slider, sliderValue),
+    h("label", { class: "tp-ctl", title: "Show aten ops and kernels under their layers; Self columns then exclude them" }, ops, " aten ops"),
+    search,
+    h("button", { type: "button", class: "tp-btn", "data-testid": "expand-all", text: "Expand all" }),
+    h("button", { type: "button", class: "tp-btn", "data-testid": "collapse-all", text: "Collapse all" }),
+    h("button", { type: "button", class: "tp-btn", "data-testid": "export-csv", title: "Download the rows shown as CSV", text: "Export CSV" }),
+    rowCount);
+  const head = h("div", { class: "tp-head" });
+  for (const col of columns) {
+    head.append(h("div", { class: `tp-th${col.type === "name" ? " tp-name" : " tp-num"}`, role: "columnheader", "data-col": col.key, tabindex: "0", title: col.title + "\nClick to sort" },
+      h("span", { text: col.label })));
+  }
+  const rowsBox = h("div", { class: "tp-rows", role: "rowgroup" });
+  const sizer = h("div", { class: "tp-sizer" }, rowsBox);
+  const grid = h("div", { class: "tp-grid", role: "treegrid", "aria-label": "Profile tree" }, head, sizer);
+  const scroller = h("div", { class: "tp-scroller", "data-testid": "scroller" }, grid);
+  root.replaceChildren(summary, controls, scroller);
+
+  const numeric = columns.filter((c) => c.type !== "name");
+  let view = { rows: [], hasKids: new Uint8Array(0) };
+  let showOps = false;
+  let version = 0;
+  let expandedList = null;
+  let expandedSet = new Set();
+
+  function state() {
+    const list = model.get("expanded") || [];
+    if (list !== expandedList) {
+      expandedList = list;
+      expandedSet = new Set(list);
+    }
+    return {
+      min_pct: Number(model.get("min_pct")) || 0,
+      sort_by: model.get("sort_by") || "cpu_us",
+      ascending: !!model.get("ascending"),
+      show_ops: !!model.get("show_ops"),
+      search: model.get("search") || "",
+      expanded: expandedSet,
+    };
+  }
+
+  function update() {
+    const st = state();
+    view = visibleRows(data, st);
+    showOps = st.show_ops;
+    version++;
+    for (const col of numeric) {
+      col.values = data.num[valueColumn(col.key, showOps)];
+      col.base = col.of ? data.num[col.of][0] : NaN;
+    }
+    // Controls follow the model (Python may have changed it); the search box only when it
+    // differs, so typing keeps its caret.
+    slider.value = String(st.min_pct);
+    sliderValue.textContent = `${st.min_pct}%`;
+    ops.checked = st.show_ops;
+    if (search.value !== st.search) search.value = st.search;
+    const active = resolveSort(st.sort_by);
+    for (const th of head.children) {
+      if (th.dataset.col === active) th.setAttribute("aria-sort", st.ascending ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    }
+    rowCount.textContent = `${view.rows.length} of ${data.n} rows`;
+    grid.setAttribute("aria-rowcount", String(view.rows.length));
+    sizer.style.height = view.rows.length * ROW_HEIGHT + "px";
+    paint();
+  }
+
+  let headHeight = 0;
+  let windowStart = 0;
+  const spare = [];
+
+  // Rows in the DOM are exactly the window's, in display order. Scrolling by less than a
+  // window moves the rows that left on one side over to the other, so the rows still in view
+  // keep their content and layout and only the moved ones are refilled.
+  function paint() {
+    if (!headHeight) headHeight = head.offsetHeight;
+    const viewport = scroller.clientHeight > 0 ? scroller.clientHeight - headHeight : 20 * ROW_HEIGHT;
+    const win = virtualWindow(scroller.scrollTop - headHeight, viewport, ROW_HEIGHT, view.rows.length);
+    const count = win.end - win.start;
+    let have = rowsBox.childElementCount;
+    const shift = win.start - windowStart;
+    if (shift > 0 && shift < have) for (let k = 0; k < shift; k++) rowsBox.append(rowsBox.firstElementChild);
+    else if (shift < 0 && -shift < have) for (let k = 0; k < -shift; k++) rowsBox.prepend(rowsBox.lastElementChild);
+    for (; have > count; have--) spare.push(rowsBox.removeChild(rowsBox.lastElementChild));
+    for (; have < count; have++) rowsBox.append(spare.pop() || template.content.firstElementChild.cloneNode(true));
+    windowStart = win.start;
+    let row = rowsBox.firstElementChild;
+    for (let k = 0; k < count; k++, row = row.nextElementSibling) fillRow(row, view.rows[win.start + k]);
+    rowsBox.style.transform = `translateY(${win.offset}px)`;
+  }
+
+  function fillRow(row, i) {
+    if (row._i === i && row._v === version) return;
+    row._i = i;
+    row._v = version;
+    const depth = data.depth[i];
+    row.setAttribute("data-path", data.path[i]);
+    row.setAttribute("aria-level", String(depth + 1));
+    // Tag where backward work starts, not on every op inside it.
+    const bwdRoot = data.backward[i] && !(data.parent[i] >= 0 && data.backward[data.parent[i]]);
+    row.className = `tp-row tp-k-${KINDS[data.kind[i]]}${bwdRoot ? " tp-backward" : ""}${i === 0 ? " tp-root" : ""}`;
+    row.style.setProperty("--d", String(depth));
+    const nameCell = row.firstElementChild;
+    const slot = nameCell.firstElementChild;
+    if (view.hasKids[i]) {
+      const open = i === 0 || expandedSet.has(data.path[i]);
+      row.setAttribute("aria-expanded", String(open));
+      let caret = slot.firstElementChild;
+      if (!caret) {
+        caret = h("button", { type: "button", class: "tp-caret", "data-testid": "caret" });
+        slot.append(caret);
+      }
+      caret.setAttribute("aria-label", (open ? "Collapse " : "Expand ") + data.name[i]);
+      caret.disabled = i === 0;
+    } else {
+      row.removeAttribute("aria-expanded");
+      slot.replaceChildren();
+    }
+    const label = slot.nextElementSibling;
+    label.textContent = data.name[i];
+    // The tag is drawn from an attribute (CSS attr()), so the cell's text is the name alone.
+    const tag = data.kind[i] === 0 && data.type[i] ? data.type[i] : bwdRoot ? "bwd" : "";
+    label.nextElementSibling.setAttribute("data-tag", tag);
+    nameCell.title = nodeTitle(data, i);
+    let cell = nameCell.nextElementSibling;
+    for (const col of numeric) {
+      const v = col.values[i];
+      const value = col.type === "time" ? cell.children[1] : cell.firstElementChild;
+      const empty = Number.isNaN(v) || (v === 0 && col.type !== "int");
+      if (col.type === "time") {
+        const pct = empty ? 0 : (100 * v) / col.base;
+        value.textContent = empty ? "" : formatTime(v);
+        cell.children[2].textContent = empty ? "" : formatPercent(v, col.base);
+        cell.firstElementChild.style.width = Number.isFinite(pct) ? Math.max(0, Math.min(100, pct)) + "%" : "0";
+        cell.title = empty ? "" : exactTitle(v, "µs");
+      } else if (col.type === "bytes") {
+        value.textContent = empty ? "" : formatBytes(v);
+        const own = data.num[col.self][i];
+        cell.title = empty ? "" : `${exactTitle(v, "bytes")}\nself: ${formatBytes(own)}`;
+      } else if (col.type === "count") {
+        value.textContent = empty ? "" : formatCount(v);
+        cell.title = empty ? "" : col.key === "flops" ? `${exactTitle(v, "FLOPs")}\nMACs: ${formatCount(data.num.macs[i])}` : exactTitle(v, col.key);
+      } else {
+        value.textContent = Number.isNaN(v) ? "" : String(v);
+      }
+      cell = cell.nextElementSibling;
+    }
+  }
+
+  function change(values) {
+    for (const [k, v] of Object.entries(values)) model.set(k, v);
+    model.save_changes();
+  }
+
+  function sortBy(key) {
+    const st = state();
+    if (resolveSort(st.sort_by) === key) change({ ascending: !st.ascending });
+    else change({ sort_by: key, ascending: SORT_TEXT.includes(key) });
+  }
+
+  function exportCSV() {
+    const blob = new Blob([toCSV(data, view.rows)], { type: "text/csv;charset=utf-8" });
+    const url = URL.createObjectURL(blob);
+    const link = h("a", { href: url, download: `${String(data.summary.name || "profile").replace(/[^\w.-]+/g, "_")}.csv`, hidden: true });
+    root.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  }
+
+  // One listener per event type on the root (delegation); rows carry no handlers.
+  function onClick(event) {
+    const target = event.target;
+    const caret = target.closest('[data-testid="caret"]');
+    if (caret) {
+      const path = caret.closest('[role="row"]').getAttribute("data-path");
+      change({ expanded: toggleExpanded(model.get("expanded") || [], path) });
+      return;
+    }
+    const th = target.closest(".tp-th");
+    if (th) return sortBy(th.dataset.col);
+    const button = target.closest("button[data-testid]");
+    if (!button) return;
+    const action = button.dataset.testid;
+    if (action === "expand-all") change({ expanded: allExpandable(data) });
+    else if (action === "collapse-all") change({ expanded: [] });
+    else if (action === "export-csv") exportCSV();
+  }
+  function onKeydown(event) {
+    const th = event.target.closest(".tp-th");
+    if (th && (event.key === "Enter" || event.key === " ")) {
+      event.preventDefault();
+      sortBy(th.dataset.col);
+    }
+  }
+  function onInput(event) {
+    const target = event.target;
+    if (target === slider) {
+      change({ min_pct: Number(slider.value) });
+    } else if (target === search) {
+      const text = search.value;
+      const values = { search: text };
+      if (text.trim()) {
+        const list = model.get("expanded") || [];
+        const opened = expandMatches(data, { ...state(), search: text }, list);
+        if (opened !== list) values.expanded = opened;
+      }
+      change(values);
+    }
+  }
+  function onChange(event) {
+    if (event.target !== ops) return;
+    const values = { show_ops: ops.checked };
+    if (ops.checked) {
+      const list = model.get("expanded") || [];
+      const opened = expandLeafLayers(data, view.rows, list);
+      if (opened !== list) values.expanded = opened;
+    }
+    change(values);
+  }
+
+  // Model changes can come in bursts (several traits from one click or one Python cell):
+  // redraw once per burst.
+  let pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    queueMicrotask(() => {
+      pending = false;
+      update();
+    });
+  }
+  const events = ["min_pct", "sort_by", "ascending", "show_ops", "search", "expanded"].map((k) => "change:" + k);
+  for (const e of events) model.on(e, schedule);
+  root.addEventListener("click", onClick);
+  root.addEventListener("keydown", onKeydown);
+  root.addEventListener("input", onInput);
+  root.addEventListener("change", onChange);
+  scroller.addEventListener("scroll", paint, { passive: true });
+  // The output area may attach or resize the widget after render: repaint for the new height.
+  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => {
+    headHeight = 0;
+    paint();
+  }) : null;
+  resize?.observe(scroller);
+  resize?.observe(head);
+  update();
+
+  return () => {
+    for (const e of events) model.off(e, schedule);
+    resize?.disconnect();
+    root.removeEventListener("click", onClick);
+    root.removeEventListener("keydown", onKeydown);
+    root.removeEventListener("input", onInput);
+    root.removeEventListener("change", onChange);
+    scroller.removeEventListener("scroll", paint);
+  };
+}
+
+async function render({ model, el }) {
+  const root = h("div", { class: "torchprof", "data-testid": "torchprof" });
+  el.append(root);
+  let unmount = () => {};
+  let generation = 0;
+  async function load() {
+    const mine = ++generation;
+    let data;
+    try {
+      data = await loadPayload(model.get("data"));
+    } catch (err) {
+      root.replaceChildren(h("div", { class: "tp-error", text: `torchprof: cannot show this profile (${err.message})` }));
+      return;
+    }
+    if (mine !== generation) return;
+    unmount();
+    unmount = mount(root, model, data);
+  }
+  model.on("change:data", load);
+  await load();
+  return () => {
+    model.off("change:data", load);
+    unmount();
+  };
+}
+
+export default { render };

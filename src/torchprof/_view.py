@@ -130,6 +130,12 @@ def visible_rows(
         missing = _missing(v)
         return (missing, 0.0 if missing else (v if ascending else -v))
 
+    def sort_text_descending(kids: list[int]) -> list[int]:
+        # reverse=True keeps ties in tree order; missing values still go last.
+        present = [i for i in kids if order_col[i] is not None]
+        present.sort(key=lambda i: str(order_col[i]).lower(), reverse=True)
+        return present + [i for i in kids if order_col[i] is None]
+
     out: list[int] = []
     stack = [0]
     while stack:
@@ -139,9 +145,10 @@ def visible_rows(
             continue
         kids = children[i]
         if kids:
-            kids.sort(key=sort_key)
             if text_sort and not ascending:
-                kids.reverse()
+                kids = sort_text_descending(kids)
+            else:
+                kids.sort(key=sort_key)
             stack.extend(reversed(kids))
     return out
 

@@ -1,0 +1,66 @@
+// Number formatting (the same strings as _format.py) and CSV export.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { pyFixed, formatTime, formatBytes, formatCount, formatPercent, formatRate, csvField, toCSV } from "../../js/widget.js";
+import { small } from "./helpers.mjs";
+
+test("fixed-point rounding matches Python's (ties to even on the exact binary value)", () => {
+  assert.equal(pyFixed(0.125, 2), "0.12"); // exact tie: even; toFixed would say 0.13
+  assert.equal(pyFixed(0.375, 2), "0.38");
+  assert.equal(pyFixed(2.5, 0), "2");
+  assert.equal(pyFixed(3.5, 0), "4");
+  assert.equal(pyFixed(-2.5, 0), "-2");
+  assert.equal(pyFixed(1.005, 2), "1.00"); // 1.005 is 1.00499999... in binary: not a tie
+  assert.equal(pyFixed(-0.001, 2), "-0.00");
+  assert.equal(pyFixed(-0, 1), "-0.0");
+  assert.equal(pyFixed(99.96, 1), "100.0");
+});
+
+test("times read as µs, ms and s with three significant figures", () => {
+  assert.equal(formatTime(812), "812µs");
+  assert.equal(formatTime(12.34), "12.3µs");
+  assert.equal(formatTime(1.5), "1.50µs");
+  assert.equal(formatTime(1234), "1.23ms");
+  assert.equal(formatTime(4_560_000), "4.56s");
+  assert.equal(formatTime(NaN), "-");
+  assert.equal(formatTime(null), "-");
+});
+
+test("bytes are 1024-based, counts 1000-based", () => {
+  assert.equal(formatBytes(512), "512 B");
+  assert.equal(formatBytes(1536), "1.50 KB");
+  assert.equal(formatBytes(2 * 1024 ** 3), "2.00 GB");
+  assert.equal(formatBytes(-3 * 1024 ** 2), "-3.00 MB");
+  assert.equal(formatCount(950), "950");
+  assert.equal(formatCount(1820), "1.82k");
+  assert.equal(formatCount(3.64e9), "3.64G");
+  assert.equal(formatCount(11_689_512), "11.7M");
+  assert.equal(formatRate(1.23e10), "12.3GFLOP/s");
+});
+
+test("percent of the root: whole numbers from 10%, one decimal below, empty without a base", () => {
+  assert.equal(formatPercent(50, 200), "25%");
+  assert.equal(formatPercent(9, 200), "4.5%");
+  assert.equal(formatPercent(0, 200), "0%");
+  assert.equal(formatPercent(5, 0), "");
+  assert.equal(formatPercent(NaN, 10), "");
+});
+
+test("CSV fields are quoted only when they hold a comma, a quote or a line break", () => {
+  assert.equal(csvField("aten::addmm"), "aten::addmm");
+  assert.equal(csvField("a,b"), '"a,b"');
+  assert.equal(csvField('say "hi"'), '"say ""hi"""');
+  assert.equal(csvField("two\nlines"), '"two\nlines"');
+  assert.equal(csvField("cr\r"), '"cr\r"');
+  assert.equal(csvField("<img src=x>"), "<img src=x>");
+});
+
+test("the CSV export holds the given rows with the DataFrame's columns", () => {
+  const data = small();
+  const csv = toCSV(data, [0, 1, 4]);
+  const [header, ...lines] = csv.trimEnd().split("\n");
+  assert.equal(header, "path,name,kind,type,parent,depth,calls,self_cpu_us,cpu_us,self_cuda_us,cuda_us,bwd_self_cpu_us,bwd_cpu_us,bwd_self_cuda_us,bwd_cuda_us,self_cpu_mem,cpu_mem,self_cuda_mem,cuda_mem,params,macs,flops,input_shapes,layer_self_cpu_us,layer_self_cuda_us,is_backward");
+  assert.equal(lines.length, 3);
+  assert.equal(lines[2], "Net.fc1,fc1,module,Linear,Net,2,2,50,50,,,,,,,,,,,200,,800,,50,,False");
+  assert.ok(lines[0].startsWith("profile,profile,region,,,0,1,10,200,"));
+});

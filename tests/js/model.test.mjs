@@ -1,0 +1,57 @@
+// The payload decoder, the columns a profile gets, and the in-page model of the HTML report.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { columnsFor, createModel, decodePayload, loadPayload } from "../../js/widget.js";
+import { payloadFrom, small } from "./helpers.mjs";
+
+test("paths are rebuilt from the parent's path plus a tail, names from the tail", () => {
+  const data = decodePayload({
+    format: "torchprof-1", n: 4, parent: [-1, 0, 1, 1],
+    // root (absolute), "Net" (absolute: the root's label is dropped), ".fc" (name in tail), "/aten::mm" (name in tail)
+    flags: [1 | 8, 0 | 8, 0 | 16, 2 | 16], tail: ["profile", "Net", ".fc", "/aten::mm"],
+    names: [[0, "profile"], [1, "Net"]], type: [null, "Net", "Linear", null], shapes: [null, null, null, "[[2, 2]]"],
+    num: { cpu_us: [3, 2, 1, 1], calls: { const: 1 } }, summary: {}, steps: [],
+  });
+  assert.deepEqual(data.path, ["profile", "Net", "Net.fc", "Net/aten::mm"]);
+  assert.deepEqual(data.name, ["profile", "Net", "fc", "aten::mm"]);
+  assert.deepEqual([...data.depth], [0, 1, 2, 2]);
+  assert.deepEqual([...data.num.calls], [1, 1, 1, 1]);
+  assert.equal(data.allNaN.cuda_us, true, "a column the payload leaves out is all NaN");
+  assert.deepEqual([...data.childIndex.slice(data.childStart[1], data.childStart[2])], [2, 3]);
+});
+
+test("a payload that is not torchprof's is refused with a message, not half-drawn", async () => {
+  assert.throws(() => decodePayload({ format: "other" }), /not a torchprof payload/);
+  await assert.rejects(loadPayload(new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8])), /./);
+});
+
+test("CUDA, memory, FLOPs and params columns appear only when the profile has them", () => {
+  const keys = (data) => columnsFor(data).map((c) => c.key);
+  assert.deepEqual(keys(small()), ["name", "self_cpu_us", "cpu_us", "bwd_self_cpu_us", "bwd_cpu_us", "flops", "params", "calls"]);
+  const gpu = decodePayload(payloadFrom([
+    { path: "p", name: "p", kind: "region", parent: -1, cpu_us: 1, cuda_us: 2, cpu_mem: 10, cuda_mem: 20 },
+  ]));
+  assert.deepEqual(keys(gpu), ["name", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us",
+    "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us", "cpu_mem", "cuda_mem", "calls"]);
+});
+
+test("the report's model: get/set, change events only on change, off, save_changes", () => {
+  const model = createModel({ min_pct: 1 });
+  const seen = [];
+  const onChange = () => seen.push(model.get("min_pct"));
+  model.on("change:min_pct", onChange);
+  model.on("save", () => seen.push("saved"));
+  model.set("min_pct", 5);
+  model.set("min_pct", 5);
+  model.save_changes();
+  model.off("change:min_pct", onChange);
+  model.set("min_pct", 7);
+  assert.deepEqual(seen, [5, "saved"]);
+  assert.equal(model.get("min_pct"), 7);
+});
+
+test("the widget module imports in node without touching a DOM", async () => {
+  const mod = await import("../../js/widget.js");
+  assert.equal(typeof mod.default.render, "function");
+  assert.equal(typeof globalThis.document, "undefined");
+});

@@ -1,0 +1,146 @@
+// The view rules (which rows show, in which order) on a hand-written tree.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  visibleRows, makeMatcher, globToRegExp, resolveSort, defaultExpanded, allExpandable,
+  toggleExpanded, expandMatches, expandLeafLayers, isLeafLayer,
+} from "../../js/widget.js";
+import { small, names, decode } from "./helpers.mjs";
+
+const all = (data, state = {}) => names(data, visibleRows(data, { expanded: null, ...state }).rows);
+
+test("ops are hidden by default and shown, under their layer, with show_ops", () => {
+  const data = small();
+  assert.deepEqual(all(data), ["profile", "Net", "fc2", "fc1", "Optimizer.step#SGD.step", "(backward, no module)"]);
+  assert.deepEqual(all(data, { show_ops: true }),
+    ["profile", "Net", "fc2", "aten::addmm", "fc1", "Optimizer.step#SGD.step", "aten::add_", "(backward, no module)"]);
+});
+
+test("min_pct hides small rows but keeps the ancestors of shown rows", () => {
+  const data = small();
+  // 30% of 200 = 60: fc2 (70) stays and so does its parent Net; fc1 (50), opt (25) go.
+  assert.deepEqual(all(data, { min_pct: 30 }), ["profile", "Net", "fc2"]);
+  // With ops shown the threshold is on the op's own total: aten::addmm (60) keeps fc2 and Net.
+  assert.deepEqual(all(data, { min_pct: 30, show_ops: true }), ["profile", "Net", "fc2", "aten::addmm"]);
+  // Ancestors stay even when they are below the threshold themselves.
+  assert.deepEqual(all(data, { min_pct: 30, show_ops: true, search: "addmm" }), ["profile", "Net", "fc2", "aten::addmm"]);
+});
+
+test("min_pct is a percent of the sort column, or of CPU total for calls and params", () => {
+  const data = small();
+  // flops: root 1000; fc1 800 (80%) stays at 50%, fc2 100 (10%) goes.
+  assert.deepEqual(all(data, { min_pct: 50, sort_by: "flops" }), ["profile", "Net", "fc1"]);
+  // calls is not a threshold metric: cpu_us decides (fc2 at 35%, Net at 75%).
+  assert.deepEqual(all(data, { min_pct: 30, sort_by: "calls" }), ["profile", "Net", "fc2"]);
+  // Self columns use layer self time while ops are hidden, relative to the root's own (10):
+  // fc2 70 (700%) and fc1 50 (500%) pass 400%, Net's 30 (300%) stays as their parent.
+  assert.deepEqual(all(data, { min_pct: 400, sort_by: "self_cpu_us" }), ["profile", "Net", "fc2", "fc1"]);
+  // With ops shown, fc2's own self time is 10 (100%) and it stays only as the parent of its
+  // addmm (600%); fc1 (self 50) now sorts before fc2 (self 10).
+  assert.deepEqual(all(data, { min_pct: 400, sort_by: "self_cpu_us", show_ops: true }), ["profile", "Net", "fc1", "fc2", "aten::addmm"]);
+});
+
+test("sorting orders siblings within their parent and keeps the hierarchy", () => {
+  const data = small();
+  assert.deepEqual(all(data, { sort_by: "cpu_us", ascending: true }),
+    ["profile", "(backward, no module)", "Optimizer.step#SGD.step", "Net", "fc1", "fc2"]);
+  assert.deepEqual(all(data, { sort_by: "flops" }),
+    ["profile", "Net", "fc1", "fc2", "Optimizer.step#SGD.step", "(backward, no module)"]);
+  assert.deepEqual(all(data, { sort_by: "name", ascending: true }),
+    ["profile", "(backward, no module)", "Net", "fc1", "fc2", "Optimizer.step#SGD.step"]);
+  assert.deepEqual(all(data, { sort_by: "name" }),
+    ["profile", "Optimizer.step#SGD.step", "Net", "fc2", "fc1", "(backward, no module)"]);
+});
+
+test("missing values sort last in both directions, text and numbers", () => {
+  const data = small();
+  // params: only modules have them; the regions (missing) go last, in tree order.
+  assert.deepEqual(all(data, { sort_by: "params" }),
+    ["profile", "Net", "fc1", "fc2", "Optimizer.step#SGD.step", "(backward, no module)"]);
+  assert.deepEqual(all(data, { sort_by: "params", ascending: true }),
+    ["profile", "Net", "fc2", "fc1", "Optimizer.step#SGD.step", "(backward, no module)"]);
+  // type: modules have one; regions do not.
+  assert.deepEqual(all(data, { sort_by: "type", ascending: false }),
+    ["profile", "Net", "fc2", "fc1", "Optimizer.step#SGD.step", "(backward, no module)"]);
+});
+
+test("ties keep tree order (a stable sort)", () => {
+  const data = decode([
+    { path: "r", name: "r", kind: "region", parent: -1, cpu_us: 30 },
+    { path: "b", name: "b", kind: "module", parent: 0, cpu_us: 10 },
+    { path: "a", name: "a", kind: "module", parent: 0, cpu_us: 10 },
+    { path: "c", name: "c", kind: "module", parent: 0, cpu_us: 10 },
+  ]);
+  assert.deepEqual(all(data), ["r", "b", "a", "c"]);
+  assert.deepEqual(all(data, { ascending: true }), ["r", "b", "a", "c"]);
+});
+
+test("search keeps matches and their ancestors; globs match the path or its last dotted part", () => {
+  const data = small();
+  assert.deepEqual(all(data, { search: "fc2" }), ["profile", "Net", "fc2"]);
+  assert.deepEqual(all(data, { search: "FC" }), ["profile", "Net", "fc2", "fc1"]);
+  assert.deepEqual(all(data, { search: "fc?" }), ["profile", "Net", "fc2", "fc1"]);
+  assert.deepEqual(all(data, { search: "net.*" }), ["profile", "Net", "fc2", "fc1"]);
+  assert.deepEqual(all(data, { search: "step" }), ["profile", "Optimizer.step#SGD.step"]);
+  assert.deepEqual(all(data, { search: "aten::*", show_ops: true }),
+    ["profile", "Net", "fc2", "aten::addmm", "Optimizer.step#SGD.step", "aten::add_"]);
+  assert.deepEqual(all(data, { search: "nothing" }), ["profile"]);
+  assert.deepEqual(all(data, { search: "   " }), all(data), "a blank search filters nothing");
+  assert.deepEqual(all(data, { search: ["fc1", "optim*"] }), ["profile", "Net", "fc1", "Optimizer.step#SGD.step"]);
+});
+
+test("collapsed rows hide their children, and carets mark rows that have children", () => {
+  const data = small();
+  const view = visibleRows(data, { expanded: new Set() });
+  assert.deepEqual(names(data, view.rows), ["profile", "Net", "Optimizer.step#SGD.step", "(backward, no module)"]);
+  assert.equal(view.hasKids[1], 1, "Net has children though collapsed");
+  assert.equal(view.hasKids[5], 0, "the optimizer's only child is an op, hidden");
+  assert.deepEqual(names(data, visibleRows(data, { expanded: new Set(["Net"]) }).rows),
+    ["profile", "Net", "fc2", "fc1", "Optimizer.step#SGD.step", "(backward, no module)"]);
+  const withOps = visibleRows(data, { expanded: new Set(["Net"]), show_ops: true });
+  assert.equal(withOps.hasKids[2], 1, "fc2 gets a caret once its ops are shown");
+});
+
+test("default expansion opens depth-1 rows, plus leaf layers at depth 2 when ops show", () => {
+  const data = small();
+  assert.deepEqual(defaultExpanded(data, false), ["Net", "Optimizer.step#SGD.step"]);
+  assert.deepEqual(defaultExpanded(data, true), ["Net", "Net.fc2", "Optimizer.step#SGD.step"]);
+  assert.equal(isLeafLayer(data, 2), true);
+  assert.equal(isLeafLayer(data, 1), false);
+  assert.deepEqual(allExpandable(data), ["Net", "Net.fc2", "Optimizer.step#SGD.step"]);
+});
+
+test("clicks edit the expanded list: toggle, open search matches, open leaf layers for ops", () => {
+  const data = small();
+  assert.deepEqual(toggleExpanded(["Net"], "Net.fc2"), ["Net", "Net.fc2"]);
+  assert.deepEqual(toggleExpanded(["Net", "Net.fc2"], "Net"), ["Net.fc2"]);
+  assert.deepEqual(expandMatches(data, { search: "addmm", show_ops: true }, []), ["Net", "Net.fc2"]);
+  const same = ["Net"];
+  assert.equal(expandMatches(data, { search: "fc1" }, same), same, "nothing new to open: same list");
+  const rows = visibleRows(data, { expanded: new Set(["Net"]), show_ops: true }).rows;
+  assert.deepEqual(expandLeafLayers(data, rows, ["Net"]), ["Net", "Net.fc2", "Optimizer.step#SGD.step"]);
+});
+
+test("sort keys accept torch-style aliases and fall back to cpu_us", () => {
+  assert.equal(resolveSort("self_cpu_time_total"), "self_cpu_us");
+  assert.equal(resolveSort(["count"]), "calls");
+  assert.equal(resolveSort("bogus"), "cpu_us");
+  assert.equal(resolveSort(null), "cpu_us");
+});
+
+test("glob translation follows fnmatch: classes, negation, literal brackets, special characters", () => {
+  const m = (pattern, text) => globToRegExp(pattern).test(text);
+  assert.ok(m("a*", "abc") && !m("a*", "bac"));
+  assert.ok(m("a?c", "abc") && !m("a?c", "ac"));
+  assert.ok(m("[ab]x", "bx") && !m("[ab]x", "cx"));
+  assert.ok(m("[!ab]x", "cx") && !m("[!ab]x", "ax"));
+  assert.ok(m("[a-c]x", "bx") && !m("[a-c]x", "dx"));
+  assert.ok(m("[]]", "]"));
+  assert.ok(m("a[", "a[") && !m("a[", "ab"), "an unclosed [ is literal");
+  assert.ok(m("a+b(c)$", "a+b(c)$"), "regex syntax in a glob is literal");
+  assert.ok(m("*", "a\nb"), "* crosses line breaks like fnmatch");
+  assert.ok(!m("[z-a]", "z") && !m("[z-a]", "a"), "a reversed range matches nothing");
+  const match = makeMatcher("*conv*");
+  assert.ok(match("resnet.layer1.0.conv1"));
+  assert.equal(makeMatcher(""), null);
+});
