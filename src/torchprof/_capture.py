@@ -125,7 +125,9 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
         if type(ef) is not op_fields:
             return None
         values = ef.inputs
-        shapes = [v.sizes if type(v) is tensor else [] for v in values]
+        # A tensor list (cat, _foreach_*) gives the sizes of each tensor, as a chrome trace does.
+        shapes = [v.sizes if type(v) is tensor else [t.sizes if type(t) is tensor else [] for t in v]
+                  if type(v) is list else [] for v in values]  # fmt: skip
         concrete = [None if type(v) is tensor or type(v) is list else v for v in values]
         return shapes, concrete
 

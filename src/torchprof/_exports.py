@@ -53,13 +53,16 @@ def meta_block(prof: Profile) -> dict[str, Any]:
     """What a trace needs besides its events to reopen as the same profile."""
     cap = prof.capture
     tree = prof.tree
+    # A profile read from a trace keeps what that trace said it recorded; a live one says itself.
+    earlier = cap.meta.get("recorded") if isinstance(cap.meta.get("recorded"), dict) else {}
+    shapes = cap.meta["shapes"] if "shapes" in cap.meta else earlier.get("shapes", any(tree.columns["input_shapes"]))
     return {
         "version": 1,
         "label": cap.label,
         "wall_us": cap.wall_us,
         "modules": {path: [m.type, m.params, m.param_bytes] for path, m in cap.modules.items()},
         "recorded": {
-            "shapes": bool(cap.meta.get("shapes", False)),
+            "shapes": bool(shapes),
             "memory": tree.has_memory,
             "cuda": tree.has_cuda,
             "flops": tree.has_flops or bool(cap.meta.get("flops", False)),
@@ -127,6 +130,9 @@ def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> list[str]:
         raise ValueError(f"unknown metric {metric!r}; choose one of: {', '.join(sorted(_STACK_METRICS))}")
     cols = tree.columns
     values = cols[column]
+    if not any(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values):
+        what = {"self_cpu_us": "CPU time", "self_cuda_us": "CUDA time"}.get(column, "memory (use memory=True)")
+        raise ValueError(f"this profile has no {what} to export as stacks ({column} was not recorded)")
     parent = tree.parent_index
     frames: list[str] = []
     lines: list[str] = []

@@ -1,25 +1,34 @@
 """FLOP and MAC formulas from recorded operator shapes.
 
-Every formula takes the op's input shapes (one list per argument, ``[]`` for scalars and
-non-tensors) and its concrete scalar arguments (strides, groups, flags; ``None`` where unknown),
-and returns ``(macs, flops)``.
+Every formula takes the op's input shapes (one entry per argument: a tensor's sizes, a list of
+sizes for a tensor list, ``[]`` for scalars and non-tensors) and its concrete scalar arguments
+(strides, groups, flags; ``None`` where unknown), and returns ``(macs, flops)``. Formulas never
+raise on odd input: what they cannot read counts as absent.
 
 Conventions:
-- A multiply-add is 1 MAC and 2 FLOPs. Only matmul-like work (matmul, convolution, attention)
-  has MACs; ``flops = 2 * macs + everything else``. Matmul and convolution counts agree with
-  ``torch.utils.flop_counter.FlopCounterMode`` (which counts only those), so ``macs`` equals its
-  total divided by two.
-- Bias additions are not counted (as FlopCounterMode). Other ops cost a fixed number of FLOPs per
-  element, given in the tables below: elementwise math 1, normalisation 5 (mean, variance,
-  normalise, scale, shift), softmax 5 (max, subtract, exp, sum, divide).
+- A multiply-add is 1 MAC and 2 FLOPs. Only matmul-like work (the matmul family, convolution,
+  attention) has MACs; ``flops = 2 * macs + everything else``. Matmul, convolution and attention
+  counts agree with ``torch.utils.flop_counter.FlopCounterMode`` (which counts only those), so
+  ``macs`` equals its total divided by two - except where it is wrong: it counts the weight
+  gradient of a grouped convolution ``groups`` times over (we count it once), and it misses the
+  CPU attention kernels and the ``nn.MultiheadAttention`` fast path (we count them).
+- Bias additions inside matmul and convolution are not counted (as FlopCounterMode). Other ops
+  cost a fixed number of FLOPs per element, given in the tables below: elementwise math and
+  activations 1 (their gradients too), normalisation 5 (mean, variance, normalise, scale, shift),
+  softmax 5 (max, subtract, exp, sum, divide), their gradients 10, pooling 1 per window element
+  per output, interpolation a multiply-add per neighbour per output element, optimizer updates
+  as their single-tensor ops.
 - The outermost op that has a formula is counted and the ops it calls are not, so a composite op
   (``scaled_dot_product_attention``, ``_native_multi_head_attention``) is counted once whatever
-  backend ran it. Ops with no formula are walked into; leaves with no formula that are not known
-  to be free are reported as unsupported, never silently counted as zero.
+  backend ran it. Ops with no formula are walked into; an op with no formula that is not known to
+  be free (``FREE``, autograd nodes) and has nothing but free ops below it is reported as
+  unsupported by the tree, never silently counted as zero.
+- Attention is counted dense (as FlopCounterMode): a causal or padding mask does not reduce it.
 """
 
 from __future__ import annotations
 
+import re
 from math import prod
 from typing import Any, Callable, Sequence
 
@@ -27,12 +36,27 @@ Shapes = Sequence[Any]
 Formula = Callable[[Shapes, Sequence[Any]], tuple[int, int]]
 
 
+# -- reading arguments ----------------------------------------------------------------------------
 def _dims(shape: Any) -> list[int]:
-    return [int(d) for d in shape] if isinstance(shape, (list, tuple)) else []
+    """A tensor's sizes; ``[]`` for anything else (a scalar, a tensor list, a missing argument)."""
+    if isinstance(shape, (list, tuple)) and all(isinstance(d, int) for d in shape):
+        return [int(d) for d in shape]
+    return []
+
+
+def _shape(shapes: Shapes, index: int) -> list[int]:
+    return _dims(shapes[index]) if index < len(shapes) else []
 
 
 def _numel(shape: Any) -> int:
     return prod(_dims(shape))
+
+
+def _list_numel(shape: Any) -> int:
+    """Elements of a tensor list (``[[8, 4], [8]]``), or of a single tensor."""
+    if isinstance(shape, (list, tuple)) and shape and all(isinstance(s, (list, tuple)) for s in shape):
+        return sum(prod(_dims(s)) for s in shape)
+    return _numel(shape)
 
 
 def _broadcast_numel(shapes: Shapes) -> int:
@@ -56,72 +80,100 @@ def _arg(concrete: Sequence[Any] | None, index: int, default: Any = None) -> Any
     return default if value is None else value
 
 
-def _pair(value: Any, ndim: int, default: int) -> list[int]:
-    if value is None or value == []:
+def _ints(value: Any, ndim: int, default: int) -> list[int]:
+    """An int-list argument (``stride=[2, 2]``, ``kernel_size=3``) spread over ``ndim`` dims."""
+    if value is None or value == [] or isinstance(value, str):
         return [default] * ndim
     if isinstance(value, (list, tuple)):
+        if not all(isinstance(v, (int, float)) for v in value):
+            return [default] * ndim
         vals = [int(v) for v in value]
-        return vals * ndim if len(vals) == 1 else vals
-    return [int(value)] * ndim
+        return vals if len(vals) == ndim else vals * ndim if len(vals) == 1 else [default] * ndim
+    if isinstance(value, (int, float)):
+        return [int(value)] * ndim
+    return [default] * ndim
 
 
-# -- matmul family ------------------------------------------------------------------------------
-def _mm(shapes: Shapes, concrete: Sequence[Any], a: int = 0) -> tuple[int, int]:
-    x, w = _dims(shapes[a]), _dims(shapes[a + 1])
-    if len(x) != 2 or len(w) != 2:
-        return 0, 0
-    macs = x[0] * x[1] * w[1]
+# -- matmul family ----------------------------------------------------------------------------------
+def _mm(a: int) -> Formula:
+    """[m, k] @ [k, n] with the matrices at arguments ``a`` and ``a + 1``: m*k*n MACs."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        x, w = _shape(shapes, a), _shape(shapes, a + 1)
+        if len(x) != 2 or len(w) != 2:
+            return 0, 0
+        macs = x[0] * x[1] * w[1]
+        return macs, 2 * macs
+
+    return formula
+
+
+def _mm_nt(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    # _weight_int8pack_mm(self [m, k], weight [n, k], scales)
+    x, w = _shape(shapes, 0), _shape(shapes, 1)
+    macs = x[0] * x[1] * w[0] if len(x) == 2 and len(w) == 2 else 0
     return macs, 2 * macs
 
 
-def _bmm(shapes: Shapes, concrete: Sequence[Any], a: int = 0) -> tuple[int, int]:
-    x, w = _dims(shapes[a]), _dims(shapes[a + 1])
-    if len(x) != 3 or len(w) != 3:
-        return 0, 0
-    macs = x[0] * x[1] * x[2] * w[2]
-    return macs, 2 * macs
+def _bmm(a: int) -> Formula:
+    """[b, m, k] @ [b, k, n] at arguments ``a``, ``a + 1``: b*m*k*n MACs."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        x, w = _shape(shapes, a), _shape(shapes, a + 1)
+        if len(x) != 3 or len(w) != 3:
+            return 0, 0
+        macs = x[0] * x[1] * x[2] * w[2]
+        return macs, 2 * macs
+
+    return formula
 
 
-def _mv(shapes: Shapes, concrete: Sequence[Any], a: int = 0) -> tuple[int, int]:
-    m = _dims(shapes[a])
-    macs = prod(m) if len(m) == 2 else 0
-    return macs, 2 * macs
+def _mv(a: int) -> Formula:
+    """[m, k] @ [k] at argument ``a``: m*k MACs (FlopCounterMode has no formula for it)."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        m = _shape(shapes, a)
+        macs = prod(m) if len(m) == 2 else 0
+        return macs, 2 * macs
+
+    return formula
 
 
 def _dot(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
-    macs = _numel(shapes[0])
+    macs = _numel(shapes[0]) if shapes else 0
     return macs, 2 * macs
 
 
-def _addbmm(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
-    return _bmm(shapes, concrete, 1)
-
-
-# -- convolution --------------------------------------------------------------------------------
+# -- convolution ----------------------------------------------------------------------------------
 def _conv_macs(x: list[int], w: list[int], transposed: bool, stride: Any, padding: Any, dilation: Any) -> int:
-    """MACs of one convolution: batch * C_out * C_in/groups * kernel * (output positions), where
-    a transposed convolution's work is counted per *input* position (as FlopCounterMode)."""
-    if len(x) < 3 or len(w) < 3:
+    """MACs of one (batched) convolution: batch * C_out * C_in/groups * kernel * output positions.
+
+    The weight is ``[C_out, C_in/groups, k...]`` (``[C_in, C_out/groups, k...]`` when transposed),
+    so ``w[0] * w[1]`` is the channel work with groups already divided out. A transposed
+    convolution scatters every *input* position through the kernel, so its work is counted per
+    input position and stride, padding and output_padding do not change it (as FlopCounterMode).
+    """
+    if len(x) < 3 or len(w) != len(x):
         return 0
     spatial = len(x) - 2
     kernel = w[2:]
+    channels = w[0] * w[1] * prod(kernel)
     if transposed:
-        positions = prod(x[2:])
-        # weight is [C_in, C_out/groups, k...]: each input element meets C_out/groups * k weights
-        return x[0] * w[0] * w[1] * prod(kernel) * positions
-    s = _pair(stride, spatial, 1)
-    d = _pair(dilation, spatial, 1)
-    if padding == "same":  # output keeps the input's size (stride is 1 by definition)
-        out = list(x[2:])
+        return x[0] * channels * prod(x[2:])
+    s = _ints(stride, spatial, 1)
+    d = _ints(dilation, spatial, 1)
+    if padding == "same":
+        # torch pads an odd total on the right before the aten op, then passes the left part.
+        p = [d[k] * (kernel[k] - 1) // 2 for k in range(spatial)]
     else:
-        p = _pair(0 if padding == "valid" else padding, spatial, 0)
-        out = [max(0, (x[2 + k] + 2 * p[k] - d[k] * (kernel[k] - 1) - 1) // s[k] + 1) for k in range(spatial)]
-    return x[0] * w[0] * w[1] * prod(kernel) * prod(out)
+        p = _ints(padding, spatial, 0)  # "valid" is no padding
+    out = [max(0, (x[2 + k] + 2 * p[k] - d[k] * (kernel[k] - 1) - 1) // s[k] + 1) for k in range(spatial)]
+    return x[0] * channels * prod(out)
 
 
 def _convolution(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
     # aten::convolution / _convolution(input, weight, bias, stride, padding, dilation, transposed, ...)
-    x, w = _dims(shapes[0]), _dims(shapes[1])
+    x, w = _shape(shapes, 0), _shape(shapes, 1)
     transposed = bool(_arg(concrete, 6, False))
     macs = _conv_macs(x, w, transposed, _arg(concrete, 3), _arg(concrete, 4), _arg(concrete, 5))
     return macs, 2 * macs
@@ -129,58 +181,125 @@ def _convolution(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
 
 def _convolution_backward(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
     # (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
-    #  output_padding, groups, output_mask): the input and the weight gradient each cost as much
-    # as the forward convolution.
-    x, w = _dims(shapes[1]), _dims(shapes[2])
+    #  output_padding, groups, output_mask). The input gradient is a transposed convolution of
+    # grad_output with the weight and the weight gradient a convolution of the input with
+    # grad_output: each is exactly as much work as the forward, groups included. output_mask
+    # says which were computed: the first layer's input usually needs no gradient.
+    x, w = _shape(shapes, 1), _shape(shapes, 2)
     transposed = bool(_arg(concrete, 7, False))
     forward = _conv_macs(x, w, transposed, _arg(concrete, 4), _arg(concrete, 5), _arg(concrete, 6))
     mask = _arg(concrete, 10, [True, True, True])
+    if not isinstance(mask, (list, tuple)) or len(mask) < 2:
+        mask = [True, True]
     macs = forward * (int(bool(mask[0])) + int(bool(mask[1])))
     return macs, 2 * macs
 
 
-# -- attention ----------------------------------------------------------------------------------
+# -- attention --------------------------------------------------------------------------------------
+# Per query row and key column: E multiply-adds for the score q.k, Ev for probability @ v. The
+# softmax over the scores costs 5 FLOPs each forward; a backward recomputes the probabilities
+# when it does not store them (fused kernels: 5 more) and takes the softmax gradient (10).
+SOFTMAX_FLOPS = 5
+SOFTMAX_BACKWARD_FLOPS = 10
+
+
 def _attention_dims(q: list[int], k: list[int], v: list[int]) -> tuple[int, int, int, int, int]:
-    """(batch*heads, L, S, E_qk, E_v) for q [..., L, E], k [..., S, E], v [..., S, Ev]."""
+    """(batch*heads, L, S, E_qk, E_v) for q [..., L, E], k [..., S, E], v [..., S, Ev] (grouped-
+    query attention included: k and v may have fewer heads; the work is per query head)."""
     return prod(q[:-2]), q[-2], k[-2], q[-1], v[-1]
 
 
-def _sdpa(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
-    q, k, v = _dims(shapes[0]), _dims(shapes[1]), _dims(shapes[2])
-    if min(len(q), len(k), len(v)) < 2:
-        return 0, 0
-    bh, L, S, E, Ev = _attention_dims(q, k, v)
-    macs = bh * L * S * E + bh * L * S * Ev  # q @ k^T, then probabilities @ v
-    return macs, 2 * macs + 5 * bh * L * S  # + softmax over the scores
+def _sdpa_forward(bh: int, L: int, S: int, E: int, Ev: int) -> tuple[int, int]:
+    macs = bh * L * S * (E + Ev)  # q @ k^T, then probabilities @ v
+    return macs, 2 * macs + SOFTMAX_FLOPS * bh * L * S
 
 
-def _sdpa_backward(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
-    # (grad_out, q, k, v, ...): recompute scores, then grad_v, grad_p, grad_q, grad_k
-    q, k, v = _dims(shapes[1]), _dims(shapes[2]), _dims(shapes[3])
-    if min(len(q), len(k), len(v)) < 2:
-        return 0, 0
-    bh, L, S, E, Ev = _attention_dims(q, k, v)
+def _sdpa_backward_counts(bh: int, L: int, S: int, E: int, Ev: int) -> tuple[int, int]:
+    # recompute q @ k^T (E); grad_p = grad_out @ v^T and grad_v = p^T @ grad_out (Ev each);
+    # grad_q = grad_s @ k and grad_k = grad_s^T @ q (E each): FlopCounterMode's five matmuls.
     macs = bh * L * S * (3 * E + 2 * Ev)
-    return macs, 2 * macs + 5 * bh * L * S
+    return macs, 2 * macs + (SOFTMAX_FLOPS + SOFTMAX_BACKWARD_FLOPS) * bh * L * S
+
+
+def _sdpa(first: int, backward: bool) -> Formula:
+    """Attention with q, k, v at arguments ``first`` .. ``first + 2`` laid out [B, H, L, E]."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        q, k, v = _shape(shapes, first), _shape(shapes, first + 1), _shape(shapes, first + 2)
+        if min(len(q), len(k), len(v)) < 2:
+            return 0, 0
+        dims = _attention_dims(q, k, v)
+        return _sdpa_backward_counts(*dims) if backward else _sdpa_forward(*dims)
+
+    return formula
+
+
+def _attention_blhe(first: int, backward: bool, max_k_index: int) -> Formula:
+    """The kernels under SDPA on CUDA (``_flash_attention_forward``, ``_efficient_attention_*``)
+    take [B, L, H, E]; packed variable-length batches come as [total, H, E], counted as an upper
+    bound: every query against the longest key sequence (argument ``max_k_index``)."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        q, k, v = _shape(shapes, first), _shape(shapes, first + 1), _shape(shapes, first + 2)
+        if len(q) == 4 and len(k) == 4 and len(v) == 4:
+            dims = (q[0] * q[2], q[1], k[1], q[3], v[3])
+        elif len(q) == 3 and len(k) == 3 and len(v) == 3:
+            max_k = _arg(concrete, max_k_index)
+            dims = (q[1], q[0], int(max_k) if isinstance(max_k, int) else k[0], q[2], v[2])
+        else:
+            return 0, 0
+        return _sdpa_backward_counts(*dims) if backward else _sdpa_forward(*dims)
+
+    return formula
 
 
 def _native_mha(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
-    # _native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
-    # proj_weight, proj_bias, ...): the MultiheadAttention inference fast path.
-    q, k = _dims(shapes[0]), _dims(shapes[1])
+    # _native_multi_head_attention(query [B, L, E], key [B, S, E], value, embed_dim, num_head,
+    # qkv_weight, qkv_bias, proj_weight, proj_bias, ...): the nn.MultiheadAttention inference
+    # fast path (also inside TransformerEncoderLayer's), one op FlopCounterMode does not see into.
+    q, k = _shape(shapes, 0), _shape(shapes, 1)
     if len(q) < 2 or len(k) < 2:
         return 0, 0
     E = q[-1]
     batch = prod(q[:-2])
     L, S = q[-2], k[-2]
+    heads = _arg(concrete, 4, 1)
+    heads = heads if isinstance(heads, int) and heads > 0 else 1
     projections = batch * (L + 2 * S) * E * E + batch * L * E * E  # q, k, v in; output out
-    attention = 2 * batch * L * S * E  # heads split E, so heads * (E / heads) = E
-    heads = int(_arg(concrete, 4, 1) or 1)
+    attention = 2 * batch * L * S * E  # heads split E: heads * (E / heads) = E per score, twice
     macs = projections + attention
-    return macs, 2 * macs + 5 * batch * heads * L * S
+    return macs, 2 * macs + SOFTMAX_FLOPS * batch * heads * L * S
 
 
-# -- per-element costs ----------------------------------------------------------------------------
+# -- recurrent layers -------------------------------------------------------------------------------
+def _rnn(weights: slice, backward: bool) -> Formula:
+    """A fused RNN/LSTM/GRU kernel (mkldnn one layer per op, cuDNN all layers in one): every
+    weight matrix (input-hidden, hidden-hidden, projection) multiplies a vector at every step
+    of every sequence, ``prod(input[:-1])`` times whatever the layout ([T, B, I], [B, T, I], or
+    packed [sum T, I]). Gates cost 2 FLOPs per element per step (activation, state update), and
+    each matrix has a row per gate element. The backward takes the input/hidden and the weight
+    gradients: twice the forward."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        x = _shape(shapes, 0)
+        if len(x) < 2:
+            return 0, 0
+        steps = prod(x[:-1])
+        mats: list[list[int]] = []
+        for arg in shapes[weights]:
+            if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, (list, tuple)) for a in arg):
+                mats += [_dims(a) for a in arg]  # a tensor list (cuDNN)
+            else:
+                mats.append(_dims(arg))
+        mats = [m for m in mats if len(m) == 2]
+        macs = steps * sum(m[0] * m[1] for m in mats)
+        fl = 2 * macs + steps * sum(m[0] for m in mats)
+        return (2 * macs, 2 * fl) if backward else (macs, fl)
+
+    return formula
+
+
+# -- per-element costs ------------------------------------------------------------------------------
 def _per_element(cost: int, which: int | None = None) -> Formula:
     """``cost`` FLOPs per element of the broadcast result (or of argument ``which``)."""
 
@@ -192,110 +311,259 @@ def _per_element(cost: int, which: int | None = None) -> Formula:
     return formula
 
 
-def _pool(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
-    # max/avg_pool(input, kernel_size, stride, padding, dilation?, ceil_mode...): one FLOP per
-    # window element per output position.
-    x = _dims(shapes[0])
-    if len(x) < 3:
+def _fused_adam(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    # _fused_adam(w)_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr,
+    # beta1, beta2, weight_decay, ...): per parameter element as the single-tensor update, lerp 2,
+    # mul 1, addcmul 2, sqrt 1, div 1, add 1, addcdiv 3, and 1 for weight decay (either kind).
+    decay = _arg(concrete, 9, 0)
+    cost = 11 + (1 if isinstance(decay, (int, float)) and decay != 0 else 0)
+    return 0, cost * _list_numel(shapes[0]) if shapes else 0
+
+
+def _fused_sgd(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    # _fused_sgd_(params, grads, momentum_buffers, weight_decay, momentum, lr, dampening,
+    # nesterov, ...): the step 1, weight decay 1, momentum 2 (mul, add), nesterov 1.
+    decay, momentum, nesterov = _arg(concrete, 3, 0), _arg(concrete, 4, 0), _arg(concrete, 7, False)
+    cost = 1 + (decay != 0) + 2 * (momentum != 0) + bool(nesterov)
+    return 0, cost * _list_numel(shapes[0]) if shapes else 0
+
+
+def _per_list_element(cost: int) -> Formula:
+    """``cost`` FLOPs per element of the first tensor list (``_foreach_*``, fused optimizers)."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        return 0, cost * _list_numel(shapes[0]) if shapes else 0
+
+    return formula
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
+    """torch's pooling_output_shape."""
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (out - 1) * s >= size + p:
+        out -= 1
+    return max(0, out)
+
+
+def _pool(spatial: int, is_max: bool) -> Formula:
+    """max_pool{n}d(input, kernel_size, stride, padding, dilation, ceil_mode) and
+    avg_pool{n}d(input, kernel_size, stride, padding, ceil_mode, ...): one FLOP per window
+    element per output position (a comparison or an addition)."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        x = _shape(shapes, 0)
+        kernel = _arg(concrete, 1)
+        if len(x) < spatial + 1 or kernel is None:
+            return 0, 0
+        k = _ints(kernel, spatial, 1)
+        s = _ints(_arg(concrete, 2) or kernel, spatial, 1)
+        p = _ints(_arg(concrete, 3), spatial, 0)
+        d = _ints(_arg(concrete, 4), spatial, 1) if is_max else [1] * spatial
+        ceil = bool(_arg(concrete, 5 if is_max else 4, False))
+        dims = x[-spatial:]
+        out = [_pool_out(dims[j], k[j], s[j], p[j], d[j], ceil) for j in range(spatial)]
+        return 0, prod(x[:-spatial]) * prod(out) * prod(k)
+
+    return formula
+
+
+# -- interpolation ----------------------------------------------------------------------------------
+def _interpolate(spatial: int, neighbours: int) -> Formula:
+    """upsample_{linear1d,bilinear2d,bicubic2d,trilinear3d}(input, output_size, align_corners,
+    scale_factors | scales...): a multiply-add per neighbour per output element."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        x = _shape(shapes, 0)
+        if len(x) < spatial + 1:
+            return 0, 0
+        size = _arg(concrete, 1)
+        scales = _arg(concrete, 3)
+        if isinstance(size, (list, tuple)) and len(size) == spatial:
+            out = [int(v) for v in size]
+        elif isinstance(scales, (list, tuple)) and len(scales) == spatial:
+            out = [int(x[-spatial + j] * float(scales[j])) for j in range(spatial)]
+        else:
+            return 0, 0
+        return 0, 2 * neighbours * prod(x[:-spatial]) * prod(out)
+
+    return formula
+
+
+def _interpolate_backward(neighbours: int) -> Formula:
+    # (grad_output, output_size, input_size, ...): each output gradient goes to its neighbours.
+    return _per_element(2 * neighbours, 0)
+
+
+def _grid_sampler(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    # grid_sampler_2d(input [N, C, H, W], grid [N, Ho, Wo, 2], mode, ...): bilinear per output
+    x, g = _shape(shapes, 0), _shape(shapes, 1)
+    if len(x) != 4 or len(g) != 4:
         return 0, 0
-    kernel = _arg(concrete, 1)
-    if kernel is None:
-        return 0, _numel(x)
-    spatial = len(kernel) if isinstance(kernel, (list, tuple)) and len(kernel) > 1 else min(2, len(x) - 2)
-    k = _pair(kernel, spatial, 1)
-    s = _pair(_arg(concrete, 2) or k, spatial, 1)
-    p = _pair(_arg(concrete, 3), spatial, 0)
-    lead, dims = x[: len(x) - spatial], x[len(x) - spatial :]
-    out = [max(0, (dims[j] + 2 * p[j] - k[j]) // s[j] + 1) for j in range(spatial)]
-    return 0, prod(lead) * prod(out) * prod(k)
+    return 0, 2 * 4 * x[0] * x[1] * g[1] * g[2]
 
 
 FORMULAS: dict[str, Formula] = {
-    "aten::mm": _mm,
-    "aten::addmm": lambda s, c: _mm(s, c, 1),
-    "aten::_addmm_activation": lambda s, c: _mm(s, c, 1),
-    "aten::bmm": _bmm,
-    "aten::baddbmm": lambda s, c: _bmm(s, c, 1),
-    "aten::addbmm": _addbmm,
-    "aten::mv": _mv,
-    "aten::addmv": lambda s, c: _mv(s, c, 1),
+    "aten::mm": _mm(0),
+    "aten::addmm": _mm(1),
+    "aten::addmm_": _mm(1),
+    "aten::_addmm_activation": _mm(1),
+    "aten::_scaled_mm": _mm(0),
+    "aten::_int_mm": _mm(0),
+    "aten::_weight_int8pack_mm": _mm_nt,
+    "aten::bmm": _bmm(0),
+    "aten::baddbmm": _bmm(1),
+    "aten::baddbmm_": _bmm(1),
+    "aten::addbmm": _bmm(1),
+    "aten::addbmm_": _bmm(1),
+    "aten::mv": _mv(0),
+    "aten::addmv": _mv(1),
+    "aten::addmv_": _mv(1),
     "aten::dot": _dot,
     "aten::vdot": _dot,
     "aten::convolution": _convolution,
     "aten::_convolution": _convolution,
     "aten::convolution_backward": _convolution_backward,
-    "aten::scaled_dot_product_attention": _sdpa,
-    "aten::_scaled_dot_product_attention_math": _sdpa,
-    "aten::_scaled_dot_product_flash_attention": _sdpa,
-    "aten::_scaled_dot_product_flash_attention_for_cpu": _sdpa,
-    "aten::_scaled_dot_product_efficient_attention": _sdpa,
-    "aten::_scaled_dot_product_cudnn_attention": _sdpa,
-    "aten::_scaled_dot_product_flash_attention_backward": _sdpa_backward,
-    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa_backward,
-    "aten::_scaled_dot_product_efficient_attention_backward": _sdpa_backward,
-    "aten::_scaled_dot_product_cudnn_attention_backward": _sdpa_backward,
+    "aten::scaled_dot_product_attention": _sdpa(0, False),
+    "aten::_scaled_dot_product_attention_math": _sdpa(0, False),
+    "aten::_scaled_dot_product_flash_attention": _sdpa(0, False),
+    "aten::_scaled_dot_product_flash_attention_for_cpu": _sdpa(0, False),
+    "aten::_scaled_dot_product_efficient_attention": _sdpa(0, False),
+    "aten::_scaled_dot_product_cudnn_attention": _sdpa(0, False),
+    "aten::_scaled_dot_product_fused_attention_overrideable": _sdpa(0, False),
+    "aten::_scaled_dot_product_flash_attention_backward": _sdpa(1, True),
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": _sdpa(1, True),
+    "aten::_scaled_dot_product_efficient_attention_backward": _sdpa(1, True),
+    "aten::_scaled_dot_product_cudnn_attention_backward": _sdpa(1, True),
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": _sdpa(1, True),
+    # (query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, ...) and backward (grad_out, q, k,
+    # v, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, ...)
+    "aten::_flash_attention_forward": _attention_blhe(0, False, 6),
+    "aten::_flash_attention_backward": _attention_blhe(1, True, 9),
+    # (query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, ...) and
+    # backward (grad_out, q, k, v, bias, out, cu_seqlens_q, cu_seqlens_k, max_q, max_k, ...)
+    "aten::_efficient_attention_forward": _attention_blhe(0, False, 7),
+    "aten::_efficient_attention_backward": _attention_blhe(1, True, 9),
     "aten::_native_multi_head_attention": _native_mha,
-    "aten::max_pool1d": _pool,
-    "aten::max_pool2d": _pool,
-    "aten::max_pool3d": _pool,
-    "aten::max_pool2d_with_indices": _pool,
-    "aten::max_pool3d_with_indices": _pool,
-    "aten::avg_pool1d": _pool,
-    "aten::avg_pool2d": _pool,
-    "aten::avg_pool3d": _pool,
+    # mkldnn_rnn_layer(input, weight0..3, hx, cx, ...) and its backward(input, weight1..4, ...);
+    # _cudnn_rnn(input, weight[], ...), miopen_rnn likewise, and their backwards
+    "aten::mkldnn_rnn_layer": _rnn(slice(1, 5), False),
+    "aten::mkldnn_rnn_layer_backward": _rnn(slice(1, 5), True),
+    "aten::_cudnn_rnn": _rnn(slice(1, 2), False),
+    "aten::_cudnn_rnn_backward": _rnn(slice(1, 2), True),
+    "aten::miopen_rnn": _rnn(slice(1, 2), False),
+    "aten::miopen_rnn_backward": _rnn(slice(1, 2), True),
+    "aten::grid_sampler_2d": _grid_sampler,
+    "aten::cudnn_grid_sampler": _grid_sampler,
 }
+for _d in (1, 2, 3):
+    FORMULAS[f"aten::max_pool{_d}d"] = FORMULAS[f"aten::max_pool{_d}d_with_indices"] = _pool(_d, True)
+    FORMULAS[f"aten::quantized_max_pool{_d}d"] = FORMULAS[f"aten::mkldnn_max_pool{_d}d"] = _pool(_d, True)
+    FORMULAS[f"aten::avg_pool{_d}d"] = _pool(_d, False)
+#: Interpolating upsamplers: (spatial dims, neighbours read per output element).
+INTERPOLATIONS = {
+    "upsample_linear1d": (1, 2), "upsample_bilinear2d": (2, 4), "upsample_bicubic2d": (2, 16),
+    "upsample_trilinear3d": (3, 8), "_upsample_bilinear2d_aa": (2, 4), "_upsample_bicubic2d_aa": (2, 16),
+}  # fmt: skip
+for _name, (_d, _n) in INTERPOLATIONS.items():
+    FORMULAS[f"aten::{_name}"] = _interpolate(_d, _n)
+    FORMULAS[f"aten::{_name}_backward"] = _interpolate_backward(_n)
 
+# FLOPs per element of the broadcast result: plain elementwise math, comparisons, reductions
+# (per input element), losses, and the gradients of activations (which read grad and input).
 _ONE_PER_ELEMENT = """
-add add_ sub sub_ rsub mul mul_ div div_ neg neg_ abs abs_ reciprocal reciprocal_ sign
+add add_ sub sub_ rsub mul mul_ div div_ true_divide neg neg_ abs abs_ reciprocal reciprocal_ sign
 maximum minimum fmax fmin max min clamp clamp_ clamp_min clamp_min_ clamp_max clamp_max_
 relu relu_ relu6 threshold threshold_ threshold_backward hardtanh hardtanh_ hardtanh_backward
-leaky_relu leaky_relu_ leaky_relu_backward elu elu_ elu_backward selu celu prelu
+leaky_relu leaky_relu_ leaky_relu_backward elu elu_ elu_backward selu selu_ celu celu_ prelu
+_prelu_kernel rrelu rrelu_with_noise rrelu_with_noise_backward
 gelu gelu_ gelu_backward silu silu_ silu_backward mish mish_ mish_backward
-sigmoid sigmoid_ sigmoid_backward tanh tanh_ tanh_backward hardsigmoid hardsigmoid_backward
+sigmoid sigmoid_ sigmoid_backward tanh tanh_ tanh_backward hardsigmoid hardsigmoid_ hardsigmoid_backward
 hardswish hardswish_ hardswish_backward softplus softplus_backward glu glu_backward
-exp exp_ exp2 expm1 log log_ log2 log10 log1p sqrt sqrt_ rsqrt rsqrt_ pow pow_ square
-sin cos tan asin acos atan atan2 sinh cosh erf erfc erfinv floor ceil round trunc frac
+log_sigmoid_forward log_sigmoid_backward hardshrink hardshrink_backward softshrink softshrink_backward
+logit logit_backward xlogy xlogy_ special_xlog1py hypot copysign heaviside
+exp exp_ exp2 exp2_ expm1 expm1_ log log_ log2 log2_ log10 log10_ log1p log1p_ sqrt sqrt_ rsqrt rsqrt_
+pow pow_ square float_power
+sin sin_ cos cos_ tan tan_ asin acos atan atan2 sinh cosh asinh acosh atanh erf erf_ erfc erfinv
+floor floor_ ceil ceil_ round round_ trunc trunc_ frac
 eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ logical_and logical_or logical_not logical_xor
-bitwise_and bitwise_or bitwise_xor bitwise_not fmod remainder floor_divide
-isnan isinf isfinite nan_to_num where masked_fill masked_fill_ sgn
-sum mean amax amin argmax argmin cumsum cumprod prod logsumexp all any nansum
-dropout_ native_dropout native_dropout_backward feature_dropout
-embedding_dense_backward mse_loss mse_loss_backward l1_loss smooth_l1_loss huber_loss
-nll_loss nll_loss_forward nll_loss_backward nll_loss2d_forward nll_loss2d_backward
-binary_cross_entropy binary_cross_entropy_with_logits
-adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d _adaptive_avg_pool2d
-_adaptive_avg_pool2d_backward adaptive_max_pool2d adaptive_max_pool2d_backward
-max_pool2d_with_indices_backward max_pool3d_with_indices_backward avg_pool2d_backward
-upsample_nearest2d upsample_bilinear2d upsample_nearest2d_backward upsample_bilinear2d_backward
-_upsample_bilinear2d_aa grid_sampler_2d
+bitwise_and bitwise_or bitwise_xor bitwise_not fmod fmod_ remainder remainder_ floor_divide
+isnan isinf isfinite nan_to_num nan_to_num_ where masked_fill masked_fill_ sgn sign_
+sum mean amax amin aminmax argmax argmin cumsum cumsum_ cumprod prod logsumexp all any nansum
+logcumsumexp cummax cummin
+dropout_ native_dropout native_dropout_backward feature_dropout feature_dropout_ alpha_dropout
+mse_loss mse_loss_backward l1_loss smooth_l1_loss smooth_l1_loss_backward huber_loss huber_loss_backward
+binary_cross_entropy binary_cross_entropy_backward binary_cross_entropy_with_logits soft_margin_loss
+soft_margin_loss_backward kl_div
+adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d _adaptive_avg_pool2d _adaptive_avg_pool3d
+_adaptive_avg_pool2d_backward _adaptive_avg_pool3d_backward adaptive_avg_pool3d_backward
+adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d adaptive_max_pool2d_backward
+adaptive_max_pool3d_backward
+scatter_add scatter_add_ index_add index_add_ scatter_reduce scatter_reduce_ index_reduce
 """
+# Gradients of gathers (pooling maxima, nearest upsampling, embeddings, padding): one addition
+# per incoming output gradient (argument 0), scattered back.
+_ONE_PER_OUTPUT_GRADIENT = """
+max_pool1d_with_indices_backward max_pool2d_with_indices_backward max_pool3d_with_indices_backward
+upsample_nearest1d_backward upsample_nearest2d_backward upsample_nearest3d_backward
+_upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward _upsample_nearest_exact3d_backward
+embedding_backward embedding_dense_backward reflection_pad1d_backward reflection_pad2d_backward
+reflection_pad3d_backward replication_pad1d_backward replication_pad2d_backward replication_pad3d_backward
+"""
+# ...or one per input element (argument 1) where every input gathers its windows' gradients.
+_ONE_PER_INPUT_GRADIENT = "avg_pool1d_backward avg_pool2d_backward avg_pool3d_backward"
+# A loss over class scores [N, C] reads one score per target (argument 1; 2 in backward).
+_PER_TARGET = {"nll_loss": 1, "nll_loss_forward": 1, "nll_loss2d_forward": 1, "nll_loss_nd": 1,
+               "nll_loss_backward": 2, "nll_loss2d_backward": 2}  # fmt: skip
 _TWO_PER_ELEMENT = "addcmul addcmul_ lerp lerp_ var std var_mean std_mean norm linalg_vector_norm frobenius_norm"
-_THREE_PER_ELEMENT = "addcdiv addcdiv_ _fused_adam _fused_adamw"
-_FIVE_PER_ELEMENT = """
+_THREE_PER_ELEMENT = "addcdiv addcdiv_"
+# Normalisation and softmax cost per element of their input (argument 0), not of their weights.
+_FIVE_PER_INPUT = """
 batch_norm native_batch_norm _batch_norm_impl_index cudnn_batch_norm miopen_batch_norm
 _native_batch_norm_legit _native_batch_norm_legit_no_training _native_batch_norm_legit_functional
+_batch_norm_with_update _batch_norm_with_update_functional _batch_norm_no_update
 layer_norm native_layer_norm group_norm native_group_norm instance_norm rms_norm _fused_rms_norm
 softmax _softmax log_softmax _log_softmax _safe_softmax _masked_softmax
 """
-_TEN_PER_ELEMENT = """
-native_batch_norm_backward cudnn_batch_norm_backward batch_norm_backward native_layer_norm_backward
-native_group_norm_backward _fused_rms_norm_backward
+_TEN_PER_INPUT = """
+native_batch_norm_backward cudnn_batch_norm_backward miopen_batch_norm_backward batch_norm_backward
+native_layer_norm_backward native_group_norm_backward _fused_rms_norm_backward
 _softmax_backward_data _log_softmax_backward_data _masked_softmax_backward
 """
+_FOREACH = {
+    1: """add add_ sub sub_ mul mul_ div div_ neg neg_ abs abs_ reciprocal reciprocal_ sign sign_
+          maximum maximum_ minimum minimum_ clamp_min clamp_min_ clamp_max clamp_max_ exp exp_ log log_
+          sqrt sqrt_ rsqrt rsqrt_ pow pow_ sigmoid sigmoid_ tanh tanh_ expm1 expm1_ log1p log1p_
+          sin sin_ cos cos_ floor floor_ ceil ceil_ round round_ trunc trunc_ frac frac_ erf erf_""",
+    2: "addcmul addcmul_ lerp lerp_ norm",
+    3: "addcdiv addcdiv_",
+}
 
-for _cost, _names in ((1, _ONE_PER_ELEMENT), (2, _TWO_PER_ELEMENT), (3, _THREE_PER_ELEMENT), (5, _FIVE_PER_ELEMENT), (10, _TEN_PER_ELEMENT)):
+for _cost, _names, _which in ((1, _ONE_PER_ELEMENT, None), (1, _ONE_PER_OUTPUT_GRADIENT, 0), (1, _ONE_PER_INPUT_GRADIENT, 1),
+                              (2, _TWO_PER_ELEMENT, None), (3, _THREE_PER_ELEMENT, None),
+                              (5, _FIVE_PER_INPUT, 0), (10, _TEN_PER_INPUT, 0)):  # fmt: skip
     for _name in _names.split():
-        # Normalisation and softmax cost per element of their input, not of their weights.
-        which = 0 if _cost >= 5 else None
-        FORMULAS.setdefault("aten::" + _name, _per_element(_cost, which))
+        FORMULAS.setdefault("aten::" + _name, _per_element(_cost, _which))
+for _name, _which in _PER_TARGET.items():
+    FORMULAS["aten::" + _name] = _per_element(1, _which)
+for _cost, _names in _FOREACH.items():
+    for _name in _names.split():
+        FORMULAS["aten::_foreach_" + _name] = _per_list_element(_cost)
+for _name in ("_fused_adam_", "_fused_adam", "_fused_adamw_", "_fused_adamw"):
+    FORMULAS["aten::" + _name] = _fused_adam
+FORMULAS["aten::_fused_sgd_"] = FORMULAS["aten::_fused_sgd"] = _fused_sgd
 
-#: Positions of the int-list arguments (stride, padding, ..., masks) each op's formula reads.
+#: Positions of the int-list arguments (stride, padding, ..., masks) each op's formula reads:
+#: the live profiler does not record int lists, so these are filled in from the layer that ran
+#: the op or from the profiler's slow complete record.
 LIST_ARGS: dict[str, tuple[int, ...]] = {
     "aten::convolution": (3, 4, 5),
     "aten::_convolution": (3, 4, 5),
     "aten::convolution_backward": (4, 5, 6, 10),
     **{f"aten::{kind}_pool{d}d{suffix}": (1, 2, 3) for kind in ("max", "avg") for d in (1, 2, 3)
-       for suffix in ("", "_with_indices")},
+       for suffix in ("", "_with_indices") if not (kind == "avg" and suffix)},
+    **{f"aten::{name}": (1,) for name in INTERPOLATIONS},
 }  # fmt: skip
 
 
@@ -309,45 +577,76 @@ def lacks_list_args(name: str, concrete: Sequence[Any] | None) -> bool:
     return any(j >= len(concrete) or concrete[j] is None for j in wanted)
 
 
-def args_from_layer(name: str, concrete: Sequence[Any] | None, op_args: dict[str, Any]) -> list[Any] | None:
-    """Fill an op's missing arguments from the hyper-parameters of the layer that ran it."""
+def _merge(concrete: Sequence[Any] | None, layout: Sequence[Any]) -> list[Any]:
     base = list(concrete or [])
+    base += [None] * (len(layout) - len(base))
+    return [b if b is not None or j >= len(layout) else layout[j] for j, b in enumerate(base)]
+
+
+def args_from_layer(name: str, concrete: Sequence[Any] | None, op_args: dict[str, Any]) -> list[Any] | None:
+    """Fill an op's missing arguments from the hyper-parameters of the layer that ran it (see
+    ``_hooks.layer_op_args``); None when the layer does not know them."""
     if name in ("aten::convolution", "aten::_convolution") and "convolution" in op_args:
-        layout = op_args["convolution"]
-        base += [None] * (len(layout) - len(base))
-        return [b if b is not None else layout[j] for j, b in enumerate(base)]
+        return _merge(concrete, op_args["convolution"])
     if name == "aten::convolution_backward" and "convolution" in op_args:
         conv = op_args["convolution"]
-        layout = [None, None, None, None, *conv[3:9], op_args.get("output_mask")]
-        base += [None] * (len(layout) - len(base))
-        return [b if b is not None else layout[j] for j, b in enumerate(base)]
-    if "pool" in op_args and name in LIST_ARGS and "pool" in name:
-        layout = op_args["pool"]
-        base += [None] * (len(layout) - len(base))
-        return [b if b is not None else layout[j] for j, b in enumerate(base)]
+        return _merge(concrete, [None, None, None, None, *conv[3:9], op_args.get("output_mask")])
+    if name.startswith("aten::max_pool") and "max_pool" in op_args:
+        return _merge(concrete, op_args["max_pool"])
+    if name.startswith("aten::avg_pool") and "avg_pool" in op_args:
+        return _merge(concrete, op_args["avg_pool"])
     return None
 
 
-#: Ops that move, view, allocate or fill memory: no arithmetic, so zero FLOPs is the truth.
+#: Ops that move, view, allocate, fill or index memory: no arithmetic, so zero FLOPs is the truth.
 FREE = frozenset(
     "aten::" + name
     for name in """
-empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full
-full_like new_zeros new_ones new_full fill_ zero_ copy_ _copy_from _copy_from_and_resize clone
-contiguous to _to_copy detach detach_ view view_as reshape _reshape_alias _unsafe_view flatten
-unflatten squeeze squeeze_ unsqueeze unsqueeze_ t transpose transpose_ permute expand expand_as
-as_strided as_strided_ slice select narrow split split_with_sizes chunk unbind cat stack hstack
-vstack index index_select gather scatter scatter_ index_put_ _index_put_impl_ masked_select
-embedding item _local_scalar_dense resolve_conj resolve_neg lift_fresh alias set_ resize_
-_has_compatible_shallow_copy_type result_type is_nonzero is_same_size arange linspace randn rand
-randint randperm normal_ uniform_ bernoulli_ bernoulli random_ exponential_ cauchy_ one_hot
-repeat repeat_interleave tile roll flip pad constant_pad_nd reflection_pad2d replication_pad2d
-_nested_tensor_from_mask unfold im2col col2im diagonal triu tril _pin_memory pin_memory
-_foreach_zero_ record_stream _reshape_copy new_empty_strided _unsafe_index lift isin
+empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like ones ones_like
+full full_like new_zeros new_ones new_full scalar_tensor fill_ zero_ copy_ copy _copy_from
+_copy_from_and_resize clone contiguous to _to_copy type_as detach detach_ view view_as reshape
+_reshape_alias _unsafe_view flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ t t_ transpose
+transpose_ permute movedim moveaxis swapaxes swapdims mT mH adjoint expand expand_as broadcast_to
+broadcast_tensors as_strided as_strided_ slice select narrow split split_with_sizes unsafe_split
+unsafe_split_with_sizes tensor_split chunk unbind cat concat concatenate _cat stack hstack vstack dstack
+index index_select gather scatter scatter_ index_put index_put_ _index_put_impl_ index_fill index_fill_
+index_copy index_copy_ masked_select masked_scatter masked_scatter_ take put_ nonzero
+embedding item _local_scalar_dense resolve_conj resolve_neg conj _conj _neg_view lift_fresh lift
+lift_fresh_copy alias set_ resize_ resize_as_ _resize_output_ _has_compatible_shallow_copy_type
+result_type is_nonzero is_same_size size stride numel dim is_pinned _assert_async
+_assert_tensor_metadata arange linspace logspace randn rand randint randperm normal normal_ uniform_
+bernoulli_ bernoulli random_ exponential_ cauchy_ geometric_ log_normal_ multinomial one_hot
+repeat repeat_interleave tile roll flip fliplr flipud rot90 pad constant_pad_nd reflection_pad1d
+reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d
+pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle _pad_circular _pad_enum
+_nested_tensor_from_mask unfold im2col col2im diagonal triu triu_ tril tril_ _pin_memory pin_memory
+_foreach_zero_ _foreach_copy_ record_stream _reshape_copy _unsafe_index isin
+upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact1d
+_upsample_nearest_exact2d _upsample_nearest_exact3d
+select_backward slice_backward index_select_backward as_strided_scatter slice_scatter select_scatter
+diagonal_scatter unfold_backward view_as_real view_as_complex _to_dense to_dense dropout
+meshgrid atleast_1d atleast_2d atleast_3d cartesian_prod diag diag_embed block_diag fill_diagonal_
+_shape_as_tensor numpy_T matrix_H align_to rename refine_names _unsafe_split_with_sizes unsafe_chunk
+cudnn_is_acceptable _use_cudnn_rnn_flatten_weight _cudnn_rnn_flatten_weight is_contiguous
 """.split()
-) | frozenset({"detach", "detach_", "aten::dropout", "aten::feature_dropout_"})
+) | frozenset({"detach", "detach_", "aten::feature_dropout_"})
+
+#: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
+#: between processes (the sums an all-reduce does are not the model's FLOPs).
+_FREE_NAMES = frozenset({"TorchDynamo Cache Lookup", "record_param_comms"})
+_FREE_PREFIXES = ("c10d::", "nccl:", "gloo:")
+
+#: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's
+#: ``MyFnBackward``, ``torch::autograd::AccumulateGrad``): their arithmetic runs in the aten ops
+#: they call, so one with no op below it only passed gradients on (or reshaped them) - unless it
+#: launched GPU kernels itself, which the tree checks (``is_autograd_node``).
+_AUTOGRAD_NODE = re.compile(r"^(?:\w+Backward\d*|torch::autograd::\w+)$")
+
+
+def is_autograd_node(name: str) -> bool:
+    return _AUTOGRAD_NODE.match(name) is not None
 
 
 def is_free(name: str) -> bool:
-    """True when an op is known to do no floating-point arithmetic."""
-    return name in FREE
+    """True when an op is known to do no floating-point arithmetic of its own."""
+    return name in FREE or name in _FREE_NAMES or name.startswith(_FREE_PREFIXES) or is_autograd_node(name)

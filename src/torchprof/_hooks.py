@@ -34,8 +34,7 @@ class ModuleTracker:
         self._local = threading.local()
         self._names: dict[tuple[int, int], tuple[str, str]] = {}  # (id(parent), id(module)) -> (path, range name)
         self._relative: dict[int, dict[int, str]] = {}
-        self._roots: dict[int, str] = {}  # id(root module) -> label
-        self._root_modules: list[Any] = []  # keeps ids of roots from being reused while we run
+        self._roots: dict[int, tuple[Any, str]] = {}  # id(root) -> (root, label); holding the root keeps its id unique
         self._handles: list[Any] = []
         self._op_args: dict[str, dict[str, Any] | None] = {}
         if model is not None:
@@ -111,8 +110,7 @@ class ModuleTracker:
                 path = f"{parent_path}.{rel}"
                 break
         if path is None:
-            for root_id, label in self._roots.items():
-                root = next(r for r in self._root_modules if id(r) == root_id)
+            for root, label in self._roots.values():
                 if root is module:
                     path = label
                     break
@@ -138,14 +136,13 @@ class ModuleTracker:
 
     def _add_root(self, module: Any) -> str:
         label = self.labels.get(id(module)) or type(module).__name__
-        taken = set(self._roots.values())
+        taken = {label for _, label in self._roots.values()}
         if label in taken:
             n = 2
             while f"{label}#{n}" in taken:
                 n += 1
             label = f"{label}#{n}"
-        self._roots[id(module)] = label
-        self._root_modules.append(module)
+        self._roots[id(module)] = (module, label)
         self._objects.setdefault(label, module)
         return label
 
@@ -172,24 +169,40 @@ def layer_op_args(module: Any, args: Any) -> dict[str, Any] | None:
     """The arguments a convolution or pooling layer passes to its aten op, in aten's order.
 
     The live profiler's op records keep tensors and scalars but drop int lists (stride,
-    padding), which FLOP counting needs; the module knows them. For a convolution also which
-    gradients backward computes (``output_mask``): the input's only if it requires grad.
+    padding), which FLOP counting needs; the module knows them. The padding is the one the aten
+    op receives: none when the layer pads the input itself (``padding_mode`` other than zeros),
+    and for ``padding="same"`` the left part torch passes on (it pads an odd remainder itself).
+    For a convolution also which gradients backward computes (``output_mask``): the input's only
+    if it requires grad, which only a call in grad mode can tell (otherwise it is left unknown,
+    and taken from the profiler's complete record).
     """
+    import torch
     from torch import nn
 
     if isinstance(module, nn.modules.conv._ConvNd):
         first = args[0] if args else None
-        needs_input_grad = bool(getattr(first, "requires_grad", True))
         weight, bias = module.weight, module.bias
+        spatial = len(module.kernel_size)
         padding = module.padding
+        if module.padding_mode != "zeros":
+            padding = [0] * spatial
+        elif padding == "same":
+            padding = [d * (k - 1) // 2 for d, k in zip(module.dilation, module.kernel_size)]
+        elif padding == "valid":
+            padding = [0] * spatial
+        mask = None
+        if torch.is_grad_enabled() and isinstance(first, torch.Tensor):
+            mask = [first.requires_grad, bool(weight is not None and weight.requires_grad),
+                    bool(bias is not None and bias.requires_grad)]  # fmt: skip
         return {
-            "convolution": [None, None, None, list(module.stride), padding if isinstance(padding, str) else list(padding),
-                            list(module.dilation), bool(module.transposed), list(module.output_padding), module.groups],
-            "output_mask": [needs_input_grad, bool(weight is not None and weight.requires_grad),
-                            bool(bias is not None and bias.requires_grad)],
+            "convolution": [None, None, None, list(module.stride), list(padding), list(module.dilation),
+                            bool(module.transposed), list(module.output_padding), module.groups],
+            "output_mask": mask,
         }  # fmt: skip
-    pools = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)
-    if isinstance(module, pools):
+    if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)):
         stride = module.stride if module.stride is not None else module.kernel_size
-        return {"pool": [None, module.kernel_size, stride, module.padding, getattr(module, "dilation", 1), module.ceil_mode]}
+        return {"max_pool": [None, module.kernel_size, stride, module.padding, module.dilation, module.ceil_mode]}
+    if isinstance(module, (nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)):
+        stride = module.stride if module.stride is not None else module.kernel_size
+        return {"avg_pool": [None, module.kernel_size, stride, module.padding, module.ceil_mode, module.count_include_pad]}
     return None

@@ -142,6 +142,7 @@ class TreeBuilder:
         self.memory = memory
         self.cuda = cuda
         self.saw_shapes = False
+        self.formula_errors: dict[str, int] = {}  # ops whose formula failed on their arguments
         self.steps: list[dict[str, Any]] = []
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
         self._live = [0, 0]
@@ -299,9 +300,15 @@ class TreeBuilder:
                         concrete = args[1]
                         if name in _flops.LIST_ARGS and _flops.lacks_list_args(name, concrete):
                             concrete = self._complete_args(ev, i, name, node, concrete)
-                        macs, fl = formulas[name](args[0], concrete)
+                        try:
+                            macs, fl = formulas[name](args[0], concrete)
+                        except Exception:  # a formula that cannot read these args: unknown, not zero
+                            self.formula_errors[name] = self.formula_errors.get(name, 0) + 1
+                            macs = fl = 0
                         nodes.macs[node] += macs
                         nodes.flops[node] += fl
+                elif not self.saw_shapes and formulas and inputs_of(i) is not None:
+                    self.saw_shapes = True  # shapes were recorded, even if nothing here has a formula
             elif k == RUNTIME:
                 c = ev.corr[i]
                 if c:
@@ -329,7 +336,8 @@ class TreeBuilder:
 
     def _complete_args(self, ev: EventColumns, i: int, name: str, node: int, concrete: Any) -> Any:
         """Arguments the live profiler did not keep: from the layer that ran the op if it is a
-        convolution or pooling module, else from the slow complete record."""
+        convolution or pooling module and knows them all (a convolution run without grad mode
+        cannot tell which gradients its backward computes), else from the slow complete record."""
         nodes = self.nodes
         m = nodes.parent[node]
         while m >= 0 and nodes.kind[m] != MODULE:
@@ -339,7 +347,9 @@ class TreeBuilder:
             if info is not None and info.op_args:
                 filled = _flops.args_from_layer(name, concrete, info.op_args)
                 if filled is not None:
-                    return filled
+                    if not _flops.lacks_list_args(name, filled) or ev.full_concrete is None:
+                        return filled
+                    concrete = filled
         if ev.full_concrete is not None:
             full = ev.full_concrete(i)
             if full is not None:
@@ -553,22 +563,41 @@ class TreeBuilder:
         return paths, names
 
     def _unsupported(self) -> dict[str, int]:
-        """Leaf ops (no op children) that have no formula, are not known to cost no FLOPs and are
-        not inside an op that was counted: their FLOPs are unknown, not zero."""
+        """Ops that have no formula, are not known to cost no FLOPs, are not inside an op that was
+        counted and have no such op below them either (a leaf, or an op that only calls free ops,
+        like a custom op computing in numpy), and ops whose formula could not read their
+        arguments: their FLOPs are unknown, not zero. Autograd nodes (``AddBackward0``) count as
+        free, their arithmetic being in the aten ops below them, unless they launched GPU
+        kernels themselves."""
         nodes = self.nodes
-        has_op_child = [False] * len(nodes.parent)
-        for nid, p in enumerate(nodes.parent):
-            if p >= 0 and nodes.kind[nid] == OP:
-                has_op_child[p] = True
+        count = len(nodes.parent)
+        labels, kinds, covered, parent = nodes.label, nodes.kind, nodes.covered, nodes.parent
+        launches = [False] * count  # the op launched GPU work itself (a runtime call or kernel child)
+        for nid in range(1, count):
+            if kinds[nid] in (RUNTIME, DEVICE):
+                launches[parent[nid]] = True
+
+        def cost_unknown(nid: int) -> bool:
+            name = labels[nid]
+            return not _flops.is_free(name) or launches[nid] and _flops.is_autograd_node(name)
+
+        # work_below[n]: an op under n is counted or has unknown cost itself. Children have larger
+        # ids than their parent, so one reverse sweep sees a whole subtree before its root.
+        work_below = [False] * count
+        for nid in range(count - 1, 0, -1):
+            if kinds[nid] == OP and (work_below[nid] or covered[nid] or cost_unknown(nid)):
+                work_below[parent[nid]] = True
         found: dict[str, int] = {}
-        for nid, k in enumerate(nodes.kind):
-            if k != OP or nodes.covered[nid] or has_op_child[nid]:
+        for nid, k in enumerate(kinds):
+            if k != OP or covered[nid] or work_below[nid]:
                 continue
-            name = nodes.label[nid]
+            name = labels[nid]
             if nodes.bwd[nid] and name.startswith(BACKWARD_PREFIX):
                 continue
-            if not _flops.is_free(name):
+            if cost_unknown(nid):
                 found[name] = found.get(name, 0) + nodes.calls[nid]
+        for name, calls in self.formula_errors.items():
+            found[name] = found.get(name, 0) + calls
         return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def _params(self):

@@ -1,0 +1,492 @@
+"""The command line: ``python -m torchprof [options] script.py [args]`` and ``torchprof demo``.
+
+Like ``python -m cProfile``: the script runs as ``__main__`` with its own ``sys.argv``, under a
+:class:`~torchprof.Profiler`, and the layer tree is printed when it ends (also when it raises
+or is interrupted: what was profiled until then is kept). ``torchprof demo [MODEL]`` profiles
+one training step of any torchvision model.
+
+Also home of what the notebook magic shares with it: checking and writing ``--html``, ``--csv``
+and ``--trace`` files, and turning view options into widget state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import runpy
+import sys
+import time
+import traceback
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from ._profile import Profile
+
+DEMO = "demo"
+DEFAULT_MODEL = "resnet18"
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
+
+
+class OutputError(Exception):
+    """A requested output file cannot be written (its folder is missing, a write failed)."""
+
+
+# -- shared with the magic ----------------------------------------------------------------------
+def check_output_paths(**paths: str | None) -> None:
+    """Fail before a long run, not after it, when an output file's folder does not exist."""
+    for option, path in paths.items():
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        if not os.path.isdir(folder):
+            raise OutputError(f"--{option} {path}: the folder {folder} does not exist")
+        if os.path.isdir(path):
+            raise OutputError(f"--{option} {path}: that is a folder, not a file name")
+
+
+def view_state(prof: Profile, *, min_pct: float | None = None, sort_by: str | None = None, show_ops: bool = False,
+               depth: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """Widget / HTML state for the view options that were given (the widget's defaults for the
+    rest). ``depth`` N expands every row above depth N, so rows down to depth N show."""
+    state: dict[str, Any] = {}
+    if min_pct is not None:
+        state["min_pct"] = min_pct
+    if sort_by is not None:
+        state["sort_by"] = sort_by
+    if show_ops:
+        state["show_ops"] = True
+    if depth is not None:
+        tree = prof.tree
+        has_children = [False] * len(tree)
+        for p in tree.parent_index[1:]:
+            has_children[p] = True
+        cols = tree.columns
+        state["expanded"] = [cols["path"][i] for i in range(len(tree)) if has_children[i] and cols["depth"][i] < depth]
+    return state
+
+
+def write_outputs(prof: Profile, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
+                  state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
+    """Write the requested files; the paths written. Every file is attempted; failures are
+    collected into one :class:`OutputError`."""
+    written: list[str] = []
+    problems: list[str] = []
+    jobs = (
+        ("html", html, lambda path: prof.to_html(path, **(state or {}))),
+        ("csv", csv, lambda path: prof.df.to_csv(path)),
+        ("trace", trace, lambda path: prof.export_chrome_trace(path)),
+    )
+    for option, path, write in jobs:
+        if not path:
+            continue
+        path = os.path.expanduser(path)
+        try:
+            write(path)
+        except (OSError, ValueError, RuntimeError) as exc:
+            problems.append(f"--{option} {path}: {exc}")
+        else:
+            written.append(path)
+    if problems:
+        raise OutputError("; ".join(problems))
+    return written
+
+
+# -- the command line ------------------------------------------------------------------------------
+def _add_view_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
+    # Demo options may repeat these after the model name; SUPPRESS keeps the earlier values.
+    d = (lambda v: v) if defaults else (lambda v: argparse.SUPPRESS)
+    parser.add_argument("--html", metavar="FILE", default=d(None), help="also write a self-contained interactive HTML report")
+    parser.add_argument("--csv", metavar="FILE", default=d(None), help="also write the table (prof.df) as CSV")
+    parser.add_argument("--trace", metavar="FILE", default=d(None), help="also write a chrome trace (Perfetto, chrome://tracing)")
+    parser.add_argument("--min-pct", metavar="P", type=float, default=d(1.0), help="hide rows below P%% of the total (default 1)")
+    parser.add_argument("--sort", metavar="COL", default=d("cpu_us"), help="order siblings by this column (default cpu_us)")
+    parser.add_argument("--ops", action="store_true", default=d(False), help="also show the aten ops inside each layer")
+    parser.add_argument("--depth", metavar="N", type=int, default=d(None), help="show the tree N levels deep")
+    parser.add_argument("--memory", action="store_true", default=d(False), help="record memory allocated per layer")
+    parser.add_argument("--shapes", action="store_true", default=d(False), help="keep the input shapes of each layer")
+    parser.add_argument("--stack", action="store_true", default=d(False), help="record Python source locations (slower)")
+    parser.add_argument("--cuda", action="store_true", default=d(False), help="record GPU kernels (default: when CUDA is available)")
+    parser.add_argument("--no-flops", dest="flops", action="store_false", default=d(True), help="do not count FLOPs and MACs")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchprof",
+        usage="%(prog)s [options] (script.py [args ...] | -m module [args ...] | demo [MODEL] [demo options])",
+        description="Profile a PyTorch script layer by layer (forward and backward time, memory and FLOPs\n"
+                    "per nn.Module) and print the layer tree, like python -m cProfile.",
+        epilog="examples:\n  torchprof train.py --epochs 1\n  torchprof --html report.html -m mypkg.train\n"
+               "  torchprof demo resnet18            # one training step of a torchvision model\n"
+               "  torchprof demo vit_b_16 --batch 2 --html vit.html",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    _add_view_options(parser)
+    parser.add_argument("-m", dest="module", metavar="module", help="run a library module as a script (like python -m)")
+    return parser
+
+
+def build_demo_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchprof demo",
+        description="Profile one training step (forward, backward, SGD step, after one warm-up step) of a "
+                    "torchvision model with random weights and print the layer tree.",
+    )  # fmt: skip
+    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, help=f"a torchvision model name (default {DEFAULT_MODEL})")
+    parser.add_argument("--batch", type=int, default=8, help="batch size (default 8)")
+    parser.add_argument("--size", type=int, default=None, help="image height and width (default: what the model expects, 224 for most)")
+    parser.add_argument("--list", action="store_true", help="list the model names and exit")
+    _add_view_options(parser, defaults=False)
+    return parser
+
+
+def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], str | None, str | None, list[str]]:
+    """``(our options, module, script, the program's arguments)``.
+
+    Our options come first; the first word that is not one of them (or its value) is the script
+    (``demo`` included), and everything after it belongs to the script, as with ``python`` and
+    ``python -m cProfile``. ``-m module`` ends our options the same way.
+    """
+    takes_value = {opt for action in parser._actions for opt in action.option_strings if action.nargs != 0}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            rest = argv[i + 1 :]
+            return argv[:i], None, rest[0] if rest else None, rest[1:]
+        if word == "-m" or (word.startswith("-m") and not word.startswith("--")):
+            module = word[2:] or (argv[i + 1] if i + 1 < len(argv) else None)
+            rest = argv[i + (1 if word[2:] else 2) :]
+            if module is None:
+                return argv[: i + 1], None, None, []  # argparse will say -m needs a value
+            return argv[:i], module, None, rest
+        if not word.startswith("-") or word == "-":
+            return argv[:i], None, word, argv[i + 1 :]
+        i += 2 if word in takes_value else 1
+    return argv, None, None, []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m torchprof`` and the ``torchprof`` console script; the exit code."""
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # Ctrl-C while printing or writing: no traceback of ours
+        print("KeyboardInterrupt", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: list[str]) -> int:
+    parser = build_parser()
+    options, module, target, rest = split_argv(parser, argv)
+    try:
+        args = parser.parse_args(options)
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return _exit_code(exc.code)
+    args.module, args.target, args.args = module, target, rest
+    if target is None and module is None:
+        parser.print_usage(sys.stderr)
+        print("torchprof: error: give a script to profile, -m module, or 'demo'", file=sys.stderr)
+        return EXIT_USAGE
+    problem = _check_view_options(args)
+    if problem:
+        parser.print_usage(sys.stderr)
+        print(f"torchprof: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if target == DEMO:
+        return run_demo(args)
+    saved = sys.argv, list(sys.path)
+    try:
+        return run_script(args)
+    finally:
+        sys.argv, sys.path[:] = saved
+
+
+def _check_view_options(args: argparse.Namespace) -> str | None:
+    from ._view import resolve_sort
+
+    try:
+        resolve_sort(args.sort)
+    except ValueError as exc:
+        return f"--sort: {exc}"
+    if args.min_pct < 0:
+        return "--min-pct must be 0 or more"
+    if args.depth is not None and args.depth < 0:
+        return "--depth must be 0 or more"
+    try:
+        check_output_paths(html=args.html, csv=args.csv, trace=args.trace)
+    except OutputError as exc:
+        return str(exc)
+    return None
+
+
+def _exit_code(code: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message") prints the message and exits with 1
+    return 1
+
+
+def _profiler(args: argparse.Namespace, name: str):
+    from ._capture import Profiler
+
+    return Profiler(cuda=True if args.cuda else None, memory=args.memory, shapes=args.shapes, stack=args.stack,
+                    flops=args.flops, name=name)  # fmt: skip
+
+
+def _report(prof: Any, args: argparse.Namespace, *, title: str) -> int:
+    """Print the summary line and the tree; write the requested files. 0, or 1 if a file failed."""
+    print(title)
+    print(summary_line(prof))
+    print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
+                     colour=_wants_colour()))  # fmt: skip
+    state = view_state(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
+    try:
+        for path in write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state):
+            print(f"torchprof: wrote {path}")
+    except OutputError as exc:
+        print(f"torchprof: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _wants_colour() -> bool:
+    from ._table import wants_colour
+
+    return wants_colour(sys.stdout)
+
+
+def summary_line(prof: Any) -> str:
+    """``wall 1.2s · CPU 1.1s (forward 38%, backward 57%) · 11.7M params · 29.8G FLOPs (24.3G FLOP/s)``"""
+    from . import _format as fmt
+
+    s = prof.summary
+    parts = [f"wall {fmt.time_us(s['wall_us'])}"]
+    cpu = s["cpu_us"]
+    split = ""
+    if cpu and not fmt.is_missing(cpu) and s["backward_cpu_us"]:
+        split = f" (forward {fmt.percent(s['forward_cpu_us'], cpu)}, backward {fmt.percent(s['backward_cpu_us'], cpu)})"
+    parts.append(f"CPU {fmt.time_us(cpu)}{split}")
+    if not fmt.is_missing(s["cuda_us"]):
+        parts.append(f"CUDA {fmt.time_us(s['cuda_us'])}")
+    if not fmt.is_missing(s["params"]):
+        parts.append(f"{fmt.count(s['params'])} params")
+    if not fmt.is_missing(s["flops"]):
+        rate = f" ({fmt.rate(s['flops_per_s'])})" if not fmt.is_missing(s["flops_per_s"]) else ""
+        parts.append(f"{fmt.count(s['flops'])} FLOPs{rate}")
+    if not fmt.is_missing(s["peak_cpu_mem"]):
+        parts.append(f"peak CPU memory {fmt.nbytes(s['peak_cpu_mem'])}")
+    if "interrupted" in s:
+        parts.append(f"stopped by {s['interrupted']}")
+    return " · ".join(parts)
+
+
+# -- scripts ------------------------------------------------------------------------------------------
+def run_script(args: argparse.Namespace) -> int:
+    """Run a script or module as ``__main__`` under the Profiler and print the tree.
+
+    The script's exceptions are reported as Python would report them (its own frames only, none
+    of ours or runpy's), after the profile collected until then; the exit code is the script's
+    (``sys.exit(n)``), 1 for an exception and 130 for Ctrl-C, as the interpreter itself gives.
+    """
+    from ._capture import ProfilerError
+
+    if args.module is not None:
+        label = args.module
+        sys.argv = [args.module, *args.args]  # runpy replaces argv[0] with the module's file
+        run = lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True)  # noqa: E731
+        origin = None
+    else:
+        script = args.target
+        if not os.path.exists(script):
+            print(f"torchprof: error: cannot open {script!r}: no such file", file=sys.stderr)
+            return EXIT_USAGE
+        if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
+            print(f"torchprof: error: {script!r} is a folder without __main__.py", file=sys.stderr)
+            return EXIT_USAGE
+        label = os.path.basename(script)
+        sys.argv = [script, *args.args]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` does
+        run = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
+        origin = os.path.abspath(script)
+    try:
+        prof = _profiler(args, label)
+    except (ProfilerError, TypeError) as exc:
+        print(f"torchprof: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    code = 0
+    failure: BaseException | None = None
+    try:
+        with prof:
+            run()
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except KeyboardInterrupt as exc:
+        failure, code = exc, EXIT_INTERRUPTED
+    except BaseException as exc:  # noqa: BLE001 - reported like the interpreter would, below
+        failure, code = exc, 1
+    sys.stdout.flush()
+    # As cProfile does: the profile first (also of a run that failed), the error last.
+    title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
+    status = _report(prof, args, title=title)
+    if failure is not None:
+        sys.stdout.flush()
+        _print_user_traceback(failure, origin)
+    return code or status
+
+
+def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
+    """The traceback without the frames of torchprof, runpy and importlib that lead to the
+    user's code: it starts at the script (or, for -m, the first frame outside the machinery)."""
+    tb = exc.__traceback__
+    skip = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(runpy.__file__))
+    start = None
+    cursor = tb
+    while cursor is not None:
+        filename = os.path.abspath(cursor.tb_frame.f_code.co_filename)
+        ours = filename.startswith(skip[0] + os.sep) or filename == os.path.abspath(runpy.__file__)
+        frozen = cursor.tb_frame.f_code.co_filename.startswith("<frozen")
+        if (origin is not None and filename == origin) or (origin is None and not ours and not frozen):
+            start = cursor
+            break
+        cursor = cursor.tb_next
+    if isinstance(exc, KeyboardInterrupt):
+        print("KeyboardInterrupt", file=sys.stderr)
+        return
+    lines = traceback.format_exception(type(exc), exc, start) if start is not None else traceback.format_exception_only(type(exc), exc)
+    sys.stderr.write("".join(lines))
+    sys.stderr.flush()
+
+
+# -- the demo -----------------------------------------------------------------------------------------
+def run_demo(args: argparse.Namespace) -> int:
+    """Profile one training step of a torchvision model (random weights, random data)."""
+    demo = build_demo_parser()
+    try:
+        demo.parse_args(args.args, namespace=args)
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    problem = _check_view_options(args)
+    if problem:
+        demo.print_usage(sys.stderr)
+        print(f"torchprof demo: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        print("torchprof demo: error: the demo needs torchvision (pip install 'jupyter-torchprof[demo]')", file=sys.stderr)
+        return EXIT_USAGE
+    from torchvision import models
+
+    names = models.list_models()
+    if args.list:
+        print("\n".join(names))
+        return 0
+    if args.model not in names:
+        close = difflib.get_close_matches(args.model, names, n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; torchprof demo --list shows them all"
+        print(f"torchprof demo: error: torchvision has no model {args.model!r}{hint}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.batch < 1 or (args.size is not None and args.size < 16):
+        print("torchprof demo: error: --batch must be 1 or more and --size 16 or more", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        prof = _profiler(args, args.model)
+    except Exception as exc:  # noqa: BLE001 - ProfilerError (--cuda without a GPU) and friends
+        print(f"torchprof demo: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    t0 = time.perf_counter()
+    try:
+        step, shape = demo_step(args.model, batch=args.batch, size=args.size)
+        step()  # warm-up: first calls allocate, pick kernels and fill caches
+        with prof:
+            step()
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", file=sys.stderr)
+        if prof.wall_us is None:
+            return EXIT_INTERRUPTED
+        _report(prof, args, title=f"torchprof demo: {args.model} (interrupted)")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - a model this demo cannot drive: say so, briefly
+        print(f"torchprof demo: error: could not run a training step of {args.model}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    title = (f"torchprof demo: {args.model}, one training step (forward, backward, SGD step) on {shape}, "
+             f"random weights; {time.perf_counter() - t0:.1f}s with the warm-up step")  # fmt: skip
+    return _report(prof, args, title=title)
+
+
+def demo_step(name: str, *, batch: int = 8, size: int | None = None) -> tuple[Any, str]:
+    """A closure running one training step of torchvision model ``name`` on random data, and a
+    description of the input. Classification, segmentation, video, detection and optical-flow
+    models each get the input their family expects."""
+    import torch
+    from torchvision import models
+
+    family = models.get_model_builder(name).__module__.split(".")[2]  # torchvision.models.<family>...
+    kwargs: dict[str, Any] = {"weights": None}
+    if family in ("detection", "segmentation"):
+        kwargs["weights_backbone"] = None  # the default would download ImageNet weights
+    if name in ("googlenet", "inception_v3", "quantized_googlenet", "quantized_inception_v3"):
+        kwargs["init_weights"] = False  # scipy-based truncated-normal init is slow and irrelevant here
+    torch.manual_seed(0)
+    model = models.get_model(name, **kwargs)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    if family == "video":
+        s = size or (224 if name.startswith(("mvit", "swin3d", "s3d")) else 112)
+        x = torch.randn(batch, 3, 16, s, s)
+        inputs, shape = (x,), f"{batch}x3x16x{s}x{s}"
+    elif family == "optical_flow":
+        s = size or 128
+        inputs, shape = (torch.randn(batch, 3, s, s), torch.randn(batch, 3, s, s)), f"2 x {batch}x3x{s}x{s}"
+    elif family == "detection":
+        s = size or 320
+        images = [torch.rand(3, s, s) for _ in range(batch)]
+        targets = [_detection_target(s) for _ in range(batch)]
+        inputs, shape = (images, targets), f"{batch} images 3x{s}x{s} with one box each"
+    else:
+        s = size or (299 if "inception" in name else 224)
+        inputs, shape = (torch.randn(batch, 3, s, s),), f"{batch}x3x{s}x{s}"
+
+    def step() -> None:
+        loss = scalar_loss(model(*inputs))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, shape
+
+
+def _detection_target(size: int) -> dict[str, Any]:
+    import torch
+
+    box = torch.tensor([[size * 0.2, size * 0.2, size * 0.7, size * 0.8]])
+    masks = torch.zeros(1, size, size, dtype=torch.uint8)
+    masks[0, size // 5 : size * 4 // 5, size // 5 : size * 7 // 10] = 1
+    keypoints = torch.cat([torch.rand(1, 17, 2) * size * 0.5 + size * 0.2, torch.ones(1, 17, 1)], dim=2)
+    return {"boxes": box, "labels": torch.tensor([1]), "masks": masks, "keypoints": keypoints}
+
+
+def scalar_loss(output: Any) -> Any:
+    """One number to call backward on, from whatever a model returns (a tensor, a dict of
+    losses or outputs, a tuple with auxiliary logits, a list of flow refinements)."""
+    import torch
+
+    total = None
+    stack = [output]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            if item.requires_grad and item.is_floating_point():
+                total = item.float().mean() if total is None else total + item.float().mean()
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    if total is None:
+        raise RuntimeError("the model returned no tensor that needs a gradient")
+    return total

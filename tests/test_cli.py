@@ -1,0 +1,260 @@
+"""``python -m torchprof script.py``, ``-m module``, ``torchprof demo``: as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from torchprof import _cli
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(8, 16)
+            self.fc2 = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+    if __name__ == "__main__":
+        print("argv", sys.argv[1:])
+        net = Net()
+        net(torch.randn(4, 8)).sum().backward()
+        {tail}
+    """
+)
+
+
+def write_script(tmp_path: Path, tail: str = "pass", name: str = "train.py") -> Path:
+    path = tmp_path / name
+    path.write_text(SCRIPT.format(tail=tail))
+    return path
+
+
+def run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "torchprof", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env, timeout=timeout)  # fmt: skip
+
+
+def test_script_runs_as_main_with_its_arguments_and_the_tree_is_printed(tmp_path):
+    script = write_script(tmp_path)
+    done = run("--min-pct", "0", str(script), "--epochs", "1", "-v", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("argv ['--epochs', '1', '-v']\ntorchprof: train.py\nwall ")
+    for row in ("| train.py ", "├──Net ", "├──fc1 ", "├──fc2 "):
+        assert row in out.replace("└──", "├──"), row
+    assert "USDT" not in done.stderr and "gpuGetDeviceCount" not in done.stderr
+
+
+def test_console_script_is_installed_and_prints_help():
+    exe = Path(sys.executable).with_name("torchprof")
+    done = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: torchprof [options] (script.py [args ...] | -m module [args ...] | demo")
+
+
+def test_options_after_the_script_belong_to_the_script(tmp_path):
+    script = write_script(tmp_path, tail="print('done')")
+    done = run(str(script), "--html", "x.html", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "argv ['--html', 'x.html']" in done.stdout
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_module_mode_runs_a_package_module_as_main(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    write_script(pkg, name="train.py")
+    done = run("--depth", "1", "-m", "pkg.train", "--lr", "0.1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("argv ['--lr', '0.1']\ntorchprof: pkg.train\n")
+    assert "Net" in done.stdout and "fc1" not in done.stdout  # --depth 1 stops at the model
+
+
+def test_files_are_written_and_the_csv_is_the_dataframe(tmp_path):
+    script = write_script(tmp_path)
+    csv, trace = tmp_path / "layers.csv", tmp_path / "trace.json.gz"
+    done = run("--csv", str(csv), "--trace", str(trace), str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith(f"torchprof: wrote {csv}\ntorchprof: wrote {trace}\n")
+    df = pd.read_csv(csv, index_col=0)
+    assert {"Net", "Net.fc1", "Net.fc2"} <= set(df.index)
+    assert df.loc["Net.fc1", "type"] == "Linear" and df.loc["Net.fc1", "bwd_cpu_us"] > 0
+    import torchprof
+
+    assert set(torchprof.load_trace(trace).df.index) >= {"Net", "Net.fc1", "Net.fc2"}
+
+
+def test_script_that_raises_prints_the_partial_profile_then_only_its_own_traceback(tmp_path):
+    script = write_script(tmp_path, tail="raise ValueError('bad data')")
+    done = run(str(script), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "torchprof: train.py (incomplete: the script did not finish)" in done.stdout
+    assert "Net" in done.stdout
+    assert done.stderr.startswith("Traceback (most recent call last):\n" f'  File "{script}", line ')
+    assert done.stderr.rstrip().endswith("ValueError: bad data")
+    for internal in ("_cli.py", "runpy", "_capture.py"):
+        assert internal not in done.stderr
+
+
+def test_script_exit_code_is_passed_through_and_the_profile_still_printed(tmp_path):
+    script = write_script(tmp_path, tail="sys.exit(3)")
+    done = run(str(script), cwd=tmp_path)
+    assert done.returncode == 3
+    assert "torchprof: train.py\n" in done.stdout and "Net" in done.stdout
+    assert done.stderr == ""
+
+
+def test_ctrl_c_in_the_script_prints_the_partial_profile_and_exits_130(tmp_path):
+    script = write_script(tmp_path, tail="import os, signal; os.kill(os.getpid(), signal.SIGINT); print('not reached')")
+    done = run(str(script), cwd=tmp_path)
+    assert done.returncode == 130
+    assert "not reached" not in done.stdout
+    assert "(incomplete: the script did not finish)" in done.stdout and "Net" in done.stdout
+    assert done.stderr == "KeyboardInterrupt\n"
+
+
+def test_missing_script_is_one_error_line(tmp_path):
+    done = run("nothere.py", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "torchprof: error: cannot open 'nothere.py': no such file\n"
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--bogus", "x.py"], "torchprof: error: unrecognized arguments: --bogus"),
+        (["--min-pct", "lots", "x.py"], "torchprof: error: argument --min-pct: invalid float value: 'lots'"),
+        (["--sort", "speed", "x.py"], "torchprof: error: --sort: cannot sort by 'speed'; choose one of: calls,"),
+        (["--html", "/no/such/dir/r.html", "x.py"], "torchprof: error: --html /no/such/dir/r.html: the folder /no/such/dir does not exist"),
+        ([], "torchprof: error: give a script to profile, -m module, or 'demo'"),
+    ],
+)
+def test_bad_options_print_usage_and_exit_2_without_a_traceback(capsys, argv, message):
+    assert _cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: torchprof [options]")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_argv_is_split_into_our_options_the_program_and_its_arguments():
+    parser = _cli.build_parser()
+    split = _cli.split_argv
+    assert split(parser, ["--html", "r.html", "--ops", "train.py", "--ops", "-x"]) == (["--html", "r.html", "--ops"], None, "train.py", ["--ops", "-x"])
+    assert split(parser, ["--depth", "2", "-m", "pkg.mod", "a"]) == (["--depth", "2"], "pkg.mod", None, ["a"])
+    assert split(parser, ["-mpkg.mod", "a"]) == ([], "pkg.mod", None, ["a"])
+    assert split(parser, ["--", "-weird.py", "a"]) == ([], None, "-weird.py", ["a"])
+    assert split(parser, ["demo", "vgg11", "--html", "v.html"]) == ([], None, "demo", ["vgg11", "--html", "v.html"])
+
+
+def test_in_process_run_restores_sys_argv_and_sys_path(tmp_path, capsys):
+    script = write_script(tmp_path)
+    argv, path = list(sys.argv), list(sys.path)
+    assert _cli.main([str(script), "a"]) == 0
+    assert sys.argv == argv and sys.path == path
+    assert "argv ['a']" in capsys.readouterr().out
+
+
+# -- the demo ------------------------------------------------------------------------------------------------
+def test_demo_profiles_a_training_step_of_a_torchvision_model(capsys):
+    pytest.importorskip("torchvision")
+    assert _cli.main(["demo", "resnet18", "--batch", "2", "--size", "64", "--min-pct", "0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 2x3x64x64")
+    for row in ("ResNet", "layer1", "layer4", "conv1", "downsample", "Optimizer.step#SGD.step"):
+        assert row in out, row
+    assert "11.7M params" in out and "backward" in out
+
+
+def test_demo_options_before_and_after_the_model_name_both_apply(tmp_path, capsys):
+    pytest.importorskip("torchvision")
+    csv = tmp_path / "demo.csv"
+    assert _cli.main(["--depth", "1", "demo", "squeezenet1_0", "--batch", "2", "--size", "64", "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "├──SqueezeNet" in out or "└──SqueezeNet" in out
+    assert "features" not in out.split("torchprof: wrote")[0]  # depth 1: the model's children are hidden
+    df = pd.read_csv(csv, index_col=0)
+    assert "SqueezeNet.features.0" in df.index
+
+
+@pytest.mark.parametrize(
+    ("model", "options", "layer"),
+    [
+        ("lraspp_mobilenet_v3_large", ["--batch", "2", "--size", "64"], "LRASPP.classifier"),  # dict output
+        ("r3d_18", ["--batch", "1", "--size", "32"], "VideoResNet.layer1"),  # 5-d video input
+        ("googlenet", ["--batch", "2", "--size", "64"], "GoogLeNet.inception3a"),  # auxiliary logits in train mode
+        ("fasterrcnn_mobilenet_v3_large_320_fpn", ["--batch", "1", "--size", "128"], "FasterRCNN.roi_heads"),  # images + targets
+    ],
+)
+def test_demo_drives_every_model_family(model, options, layer, tmp_path, capsys):
+    pytest.importorskip("torchvision")
+    csv = tmp_path / "demo.csv"
+    assert _cli.main(["demo", model, *options, "--csv", str(csv)]) == 0, capsys.readouterr().err
+    df = pd.read_csv(csv, index_col=0)
+    assert layer in df.index
+    assert df.loc[layer, "bwd_cpu_us"] > 0  # a training step: backward reached the layer
+
+
+def test_unknown_model_lists_close_matches(capsys):
+    pytest.importorskip("torchvision")
+    assert _cli.main(["demo", "resnt18"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torchprof demo: error: torchvision has no model 'resnt18'; did you mean resnet18")
+    assert err.count("\n") == 1
+
+
+def test_demo_list_prints_every_model_name(capsys):
+    pytest.importorskip("torchvision")
+    from torchvision import models
+
+    assert _cli.main(["demo", "--list"]) == 0
+    assert capsys.readouterr().out.split() == models.list_models()
+
+
+def test_demo_as_the_readme_runs_it():
+    """The README's 'run the main job' command, exactly: a real layer tree from a fresh process."""
+    pytest.importorskip("torchvision")
+    done = run("demo", "resnet18", timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 8x3x224x224")
+    assert re.search(r"^\| [├└]──ResNet ", out, re.M) and "layer4" in out and "CPU bwd" in out
+    assert done.stderr == ""
+
+
+def test_scalar_loss_reduces_any_model_output():
+    import torch
+
+    a = torch.ones(2, requires_grad=True)
+    out = {"out": a * 2, "aux": [a * 3, (a * 4, torch.ones(1))], "meta": "text"}
+    loss = _cli.scalar_loss(out)
+    assert float(loss.detach()) == 2 + 3 + 4
+    with pytest.raises(RuntimeError, match="no tensor that needs a gradient"):
+        _cli.scalar_loss({"boxes": torch.ones(3)})
+
+
+def test_trace_file_written_by_the_cli_is_valid_json(tmp_path):
+    script = write_script(tmp_path)
+    trace = tmp_path / "t.json"
+    done = run("--trace", str(trace), str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e.get("name") == "nn.Module: Net.fc1 [Linear]" and e.get("ph") == "X" for e in events)

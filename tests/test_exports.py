@@ -1,0 +1,232 @@
+"""Exports: chrome traces (Perfetto), folded stacks (flamegraphs), HTML, and save/load."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+import torchprof
+from synthetic import columns, ev
+from torchprof._records import Capture
+from torchprof._trace_file import TraceError
+from torchprof._tree import TreeBuilder
+
+
+def training_step_events():
+    """Net.fc1 and Net.fc2 forward, their backward on another thread, an optimizer step."""
+    return [
+        ev("module", "Net", 0, 100, type_="Net"),
+        ev("module", "Net.fc1", 10, 40, type_="Linear"),
+        ev("op", "aten::linear", 12, 38, seq=0),
+        ev("op", "aten::addmm", 15, 35, seq=1, shapes=[[8], [4, 16], [16, 8]]),
+        ev("module", "Net.fc2", 50, 90, type_="Linear"),
+        ev("op", "aten::addmm", 55, 85, seq=2, shapes=[[2], [4, 8], [8, 2]]),
+        ev("op", "aten::sum", 100, 110, seq=3),
+        ev("op", "autograd::engine::evaluate_function: SumBackward0", 120, 130, tid=2, seq=3, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 130, 160, tid=2, seq=2, fwd=1),
+        ev("op", "AddmmBackward0", 131, 159, tid=2, seq=2, fwd=1),
+        ev("op", "aten::mm", 135, 150, tid=2),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 160, 180, tid=2, seq=1, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 180, 185, tid=2),
+        ev("region", "Optimizer.step#SGD.step", 200, 220),
+        ev("op", "aten::add_", 205, 215, shapes=[[16, 8], [16, 8], []]),
+    ]
+
+
+def synthetic_profile() -> torchprof.Profile:
+    builder = TreeBuilder()
+    builder.add(columns(training_step_events()))
+    return torchprof.Profile._from_parts(builder, Capture(cycles=[], label="profile", wall_us=220.0))
+
+
+@pytest.fixture
+def trained(mlp):
+    x = torch.randn(4, 8)
+    mlp(x).sum().backward()  # warm-up
+    with torchprof.Profiler(shapes=True, memory=True) as prof:
+        mlp(x).sum().backward()
+    return prof
+
+
+# -- chrome trace --------------------------------------------------------------------------------------------------
+def x_events(path) -> list[dict]:
+    raw = open(path, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    data = json.loads(raw)
+    assert isinstance(data["traceEvents"], list)
+    return [e for e in data["traceEvents"] if e.get("ph") == "X"]
+
+
+def test_chrome_trace_shows_every_module_call_as_a_named_span(trained, tmp_path):
+    path = trained.export_chrome_trace(str(tmp_path / "run.json"))
+    events = x_events(path)
+    # What Perfetto and chrome://tracing need of a complete event: numeric ts/dur, pid, tid.
+    for e in events:
+        assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0
+        assert "pid" in e and "tid" in e and isinstance(e["name"], str)
+    spans = {e["name"]: e for e in events if e["name"].startswith("nn.Module: ")}
+    assert set(spans) == {"nn.Module: Sequential [Sequential]", "nn.Module: Sequential.0 [Linear]",
+                          "nn.Module: Sequential.1 [ReLU]", "nn.Module: Sequential.2 [Linear]"}  # fmt: skip
+    outer = spans["nn.Module: Sequential [Sequential]"]
+    for name in ("nn.Module: Sequential.0 [Linear]", "nn.Module: Sequential.2 [Linear]"):
+        inner = spans[name]
+        assert inner["tid"] == outer["tid"]
+        assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+        # the layer's ops sit inside its span
+        assert any(e["name"] == "aten::addmm" and inner["ts"] <= e["ts"] <= inner["ts"] + inner["dur"] for e in events)
+
+
+def test_chrome_trace_reads_back_into_the_same_tree(trained, tmp_path):
+    path = trained.export_chrome_trace(str(tmp_path / "run.json.gz"))
+    assert open(path, "rb").read(2) == b"\x1f\x8b"  # .gz means gzip
+    back = torchprof.load_trace(path).df
+    df = trained.df
+    modules = df[df.kind == "module"].index
+    assert set(back[back.kind == "module"].index) == set(modules)
+    for col in ("calls", "params", "macs", "flops"):
+        assert back.loc[modules, col].tolist() == df.loc[modules, col].tolist(), col
+    assert back.loc[modules, "type"].tolist() == df.loc[modules, "type"].tolist()
+    assert back.loc["Sequential.0", "bwd_cpu_us"] > 0
+    assert back.loc["profile", "cpu_us"] == pytest.approx(df.loc["profile", "cpu_us"], rel=0.02)
+
+
+def test_a_loaded_trace_exports_again_unchanged(trained, tmp_path):
+    first = trained.export_chrome_trace(str(tmp_path / "a.json"))
+    again = torchprof.load_trace(first).export_chrome_trace(str(tmp_path / "b.json"))
+    a, b = torchprof.load_trace(first).df, torchprof.load_trace(again).df
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_chrome_trace_of_a_reopened_profile_is_a_clear_error(trained, tmp_path):
+    trained.save(str(tmp_path / "p.json"))
+    with pytest.raises(ValueError, match="no trace events to export"):
+        torchprof.load(str(tmp_path / "p.json")).export_chrome_trace(str(tmp_path / "t.json"))
+
+
+def test_export_into_a_missing_folder_fails_before_writing(trained, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        trained.export_chrome_trace(str(tmp_path / "nope" / "t.json"))
+
+
+# -- folded stacks -------------------------------------------------------------------------------------------------
+def test_folded_stacks_have_module_paths_as_frames_forward_and_backward(tmp_path):
+    path = synthetic_profile().export_stacks(str(tmp_path / "stacks.txt"))
+    assert open(path, encoding="utf-8").read() == (
+        "profile;Net 30\n"
+        "profile;Net;Net.fc2 10\n"
+        "profile;Net;Net.fc2;aten::addmm 30\n"
+        "profile;Net;Net.fc2;autograd::engine::evaluate_function: AddmmBackward0 2\n"
+        "profile;Net;Net.fc2;autograd::engine::evaluate_function: AddmmBackward0;AddmmBackward0 13\n"
+        "profile;Net;Net.fc2;autograd::engine::evaluate_function: AddmmBackward0;AddmmBackward0;aten::mm 15\n"
+        "profile;Net;Net.fc1 4\n"
+        "profile;Net;Net.fc1;aten::linear 6\n"
+        "profile;Net;Net.fc1;aten::linear;aten::addmm 20\n"
+        "profile;Net;Net.fc1;autograd::engine::evaluate_function: AddmmBackward0 20\n"
+        "profile;Optimizer.step#SGD.step 10\n"
+        "profile;Optimizer.step#SGD.step;aten::add_ 10\n"
+        "profile;(backward, no module);autograd::engine::evaluate_function: SumBackward0 10\n"
+        "profile;(backward, no module);autograd::engine::evaluate_function: torch::autograd::AccumulateGrad 5\n"
+        "profile;aten::sum 10\n"
+    )
+
+
+def test_folded_stack_counts_add_up_to_the_total(trained, tmp_path):
+    path = trained.export_stacks(str(tmp_path / "stacks.txt"), "self_cpu_time_total")  # torch's metric name works
+    lines = open(path, encoding="utf-8").read().splitlines()
+    counts = [int(line.rsplit(" ", 1)[1]) for line in lines]
+    assert sum(counts) == pytest.approx(trained.df.loc["profile", "cpu_us"], abs=len(lines))  # rounding per line
+    assert all(line.startswith("profile;") for line in lines)
+    assert any(line.startswith("profile;Sequential;Sequential.0;autograd::engine::evaluate_function: AddmmBackward0") for line in lines)
+    assert all(";;" not in line for line in lines)
+
+
+def test_frames_never_contain_the_separator(tmp_path):
+    builder = TreeBuilder()
+    builder.add(columns([ev("region", "load;decode", 0, 10), ev("op", "aten::add", 2, 6)]))
+    prof = torchprof.Profile._from_parts(builder, Capture(cycles=[], label="profile"))
+    path = prof.export_stacks(str(tmp_path / "s.txt"))
+    assert open(path).read() == "profile;load:decode 6\nprofile;load:decode;aten::add 4\n"
+
+
+def test_stacks_of_a_metric_that_was_not_recorded_is_a_clear_error(trained, tmp_path):
+    with pytest.raises(ValueError, match="no CUDA time"):
+        trained.export_stacks(str(tmp_path / "s.txt"), "self_cuda_us")
+    with pytest.raises(ValueError, match="unknown metric 'wall'; choose one of"):
+        trained.export_stacks(str(tmp_path / "s.txt"), "wall")
+
+
+def test_memory_stacks_keep_allocations_per_layer(trained, tmp_path):
+    path = trained.export_stacks(str(tmp_path / "mem.txt"), "self_cpu_mem")
+    lines = open(path).read().splitlines()
+    assert lines and all(int(line.rsplit(" ", 1)[1]) > 0 for line in lines)
+
+
+# -- HTML ------------------------------------------------------------------------------------------------------------
+def test_html_report_is_one_self_contained_file(trained, tmp_path):
+    path = tmp_path / "report.html"
+    html = trained.to_html(str(path))
+    assert path.read_text(encoding="utf-8") == html
+    assert html.lstrip().lower().startswith("<!doctype html")
+    for text in ("Sequential", "Linear", "AddmmBackward0"):  # the profile's data is in the page
+        assert text in html
+    for remote in ('src="http', "src='http", 'href="http', "@import url(http"):
+        assert remote not in html  # opens without a network
+
+
+# -- save / load ------------------------------------------------------------------------------------------------------
+def summaries_equal(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+            continue
+        if x != y:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", ["profile.json", "profile.json.gz"])
+def test_saved_profile_reopens_identically_without_rerunning(trained, tmp_path, name):
+    path = trained.save(str(tmp_path / name))
+    loaded = torchprof.load(path)
+    assert type(loaded) is torchprof.Profile  # nothing of torch's, nothing re-run
+    pd.testing.assert_frame_equal(loaded.df, trained.df)
+    assert loaded.table(min_pct=0, show_ops=True) == trained.table(min_pct=0, show_ops=True)
+    assert str(loaded) == str(trained)
+    assert summaries_equal(loaded.summary, trained.summary), (loaded.summary, trained.summary)
+    pd.testing.assert_frame_equal(loaded.by_type(), trained.by_type())
+    assert loaded.unsupported_ops == trained.unsupported_ops
+
+
+def test_reopened_profile_keeps_steps_and_works_in_the_widget(mlp, tmp_path):
+    opt = torch.optim.SGD(mlp.parameters(), lr=0.1)
+    with torchprof.Profiler(schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as prof:
+        for _ in range(3):
+            mlp(torch.randn(2, 8)).sum().backward()
+            opt.step()
+            prof.step()
+    loaded = torchprof.load(prof.save(str(tmp_path / "p.json")))
+    pd.testing.assert_frame_equal(loaded.steps, prof.steps)
+    widget = loaded.widget(min_pct=0)
+    assert widget is not None
+    html = loaded.to_html()
+    assert "Sequential" in html and "AddmmBackward0" in html
+
+
+def test_loading_something_else_is_a_clear_error(trained, tmp_path):
+    trace = trained.export_chrome_trace(str(tmp_path / "t.json"))
+    with pytest.raises(TraceError, match="not a profile written by prof.save\\(\\) \\(a chrome trace\\? use torchprof.load_trace\\)"):
+        torchprof.load(trace)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "torchprof-profile", "version": 1, "columns": {}}')
+    with pytest.raises(TraceError, match="is damaged"):
+        torchprof.load(broken)
+    with pytest.raises(FileNotFoundError):
+        torchprof.load(tmp_path / "missing.json")
