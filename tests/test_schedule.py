@@ -27,7 +27,9 @@ def train_step(mlp):
 
 
 def steps_of(prof) -> list[int]:
-    return [int(s) for s in prof.steps["step"]]
+    steps = list(prof.steps["step"])
+    assert all(isinstance(s, int) for s in steps), "step numbers must sort as numbers"
+    return steps
 
 
 def test_each_recorded_step_is_a_profiler_step_region_with_its_own_figures(train_step):
@@ -241,3 +243,13 @@ def test_memory_grows_only_by_the_tree_nodes_of_recorded_steps_over_200_steps():
     # The same measurement catches a leak of either kind.
     assert not within_budget(runs["leak_native"], "rss"), runs
     assert not within_budget(runs["leak_python"], "python"), runs
+
+
+def test_summary_counts_parameter_bytes_of_a_model_seen_in_several_steps(train_step, mlp):
+    with torchprof.Profiler(schedule=torch.profiler.schedule(wait=0, warmup=1, active=3)) as prof:
+        for _ in range(4):
+            train_step()
+            prof.step()
+    summary = prof.summary
+    assert summary["params"] == sum(p.numel() for p in mlp.parameters())
+    assert summary["param_bytes"] == 4 * summary["params"]

@@ -106,12 +106,17 @@ class Profile:
         params = c["params"][0]
         param_bytes = nan
         if cap.modules and not math.isnan(params):
-            roots = [c["path"][i] for i, k in enumerate(c["kind"]) if k == "module" and (tree.parent_index[i] < 0 or c["kind"][tree.parent_index[i]] != "module")]
+            # A root module's label is the last part of its path (below a region the path is
+            # "ProfilerStep#3/ResNet"); the same root under several steps counts once.
             seen = {}
-            for path in roots:
-                info = cap.modules.get(path)
+            for i, kind in enumerate(c["kind"]):
+                p = tree.parent_index[i]
+                if kind != "module" or (p >= 0 and c["kind"][p] == "module"):
+                    continue
+                label = c["path"][i].rsplit("/", 1)[-1]
+                info = cap.modules.get(label)
                 if info is not None:
-                    seen[path] = info.param_bytes
+                    seen[label] = info.param_bytes
             param_bytes = float(sum(seen.values())) if seen else nan
         out = {
             "name": c["name"][0],

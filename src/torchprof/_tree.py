@@ -314,7 +314,7 @@ class TreeBuilder:
                 if c:
                     runtime_by_corr[c] = p
             elif k == REGION and name.startswith(STEP_PREFIX):
-                self.steps.append({"step": name[len(STEP_PREFIX):], "start_ns": s, "wall_us": (e - s) / 1000.0, "node": node})
+                self.steps.append({"step": _step_number(name[len(STEP_PREFIX):]), "start_ns": s, "wall_us": (e - s) / 1000.0, "node": node})
 
         # Child time comes off each parent's self time (a second pass: only now are all known).
         for i, c in enumerate(child_ns):
@@ -693,3 +693,8 @@ def _nest(ev: EventColumns) -> tuple[list[int], list[int]]:
         ev.frame = frame
         order = [i for i in order if kinds[i] != PYFRAME]
     return order, parent
+
+
+def _step_number(text: str) -> int | str:
+    """``ProfilerStep#12`` -> 12 (so steps sort numerically); anything else stays text."""
+    return int(text) if text.isdigit() else text
