@@ -23,7 +23,8 @@ const FLAG_NAME_IN_TAIL = 16; // name == tail without its separator ("/name" or 
 export const NUMBER_COLUMNS = [
   "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
   "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-  "params", "macs", "flops", "layer_self_cpu_us", "layer_self_cuda_us",
+  "params", "macs", "flops", "layer_self_cpu_us", "layer_self_cuda_us", "layer_bwd_self_cpu_us",
+  "layer_bwd_self_cuda_us",
 ];
 /** The DataFrame's columns in order (prof.df), used for the CSV export. */
 export const DF_COLUMNS = [
@@ -31,8 +32,9 @@ export const DF_COLUMNS = [
   "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us",
   "bwd_self_cpu_us", "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us",
   "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-  "params", "macs", "flops", "input_shapes",
-  "layer_self_cpu_us", "layer_self_cuda_us", "is_backward",
+  "params", "macs", "flops", "input_shapes", "source",
+  "layer_self_cpu_us", "layer_self_cuda_us", "layer_bwd_self_cpu_us", "layer_bwd_self_cuda_us",
+  "is_backward",
 ];
 
 const MAGIC = [0x54, 0x50, 0x46, 0x31]; // "TPF1": an uncompressed binary payload
@@ -128,7 +130,7 @@ export function decodePayload(src) {
   for (let i = 1; i < n; i++) childIndex[fill[parent[i]]++] = i;
   return {
     n, parent, kind, backward, depth, path, name, num, allNaN, childStart, childIndex,
-    type: spec.type, shapes: spec.shapes,
+    type: spec.type, shapes: spec.shapes, source: spec.source || [],
     columns: spec.columns || DF_COLUMNS,
     summary: spec.summary || {}, steps: spec.steps || [],
     lower: {},
@@ -137,7 +139,10 @@ export function decodePayload(src) {
 
 // -- the view rules (mirror of _view.visible_rows) -------------------------------------------
 
-export const LAYER_SELF = { self_cpu_us: "layer_self_cpu_us", self_cuda_us: "layer_self_cuda_us" };
+export const LAYER_SELF = {
+  self_cpu_us: "layer_self_cpu_us", self_cuda_us: "layer_self_cuda_us",
+  bwd_self_cpu_us: "layer_bwd_self_cpu_us", bwd_self_cuda_us: "layer_bwd_self_cuda_us",
+};
 export const SORT_NUMERIC = [
   "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
   "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
@@ -546,6 +551,7 @@ function csvValue(data, col, i) {
     case "parent": return data.parent[i] >= 0 ? data.path[data.parent[i]] : "";
     case "depth": return String(data.depth[i]);
     case "input_shapes": return data.shapes[i] ?? "";
+    case "source": return data.source[i] ?? "";
     case "is_backward": return data.backward[i] ? "True" : "False";
     default: {
       const v = data.num[col] ? data.num[col][i] : NaN;
@@ -709,6 +715,7 @@ function nodeTitle(data, i) {
   const lines = [data.path[i], data.type[i] ? `${kind} · ${data.type[i]}` : kind];
   if (data.backward[i]) lines[1] += " · backward";
   if (data.shapes[i]) lines.push("input shapes: " + data.shapes[i]);
+  if (data.source[i]) lines.push("called from: " + data.source[i]);
   return lines.join("\n");
 }
 

@@ -38,7 +38,8 @@ FLAG_NAME_IN_TAIL = 16  # name == tail without its separator ("/name" or ".name"
 NUMBER_COLUMNS = (
     "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
     "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-    "params", "macs", "flops", "layer_self_cpu_us", "layer_self_cuda_us",
+    "params", "macs", "flops", "layer_self_cpu_us", "layer_self_cuda_us", "layer_bwd_self_cpu_us",
+    "layer_bwd_self_cuda_us",
 )  # fmt: skip
 #: The view state every view takes (widget traits, report, ``prof.widget(**state)``).
 STATE_KEYS = ("min_pct", "sort_by", "ascending", "show_ops", "search", "expanded")
@@ -155,6 +156,8 @@ def payload(prof: Profile) -> dict[str, Any]:
         "names": name_exceptions,
         "type": list(cols["type"]),
         "shapes": list(cols["input_shapes"]),
+        # Only with stack=True; otherwise all null, sent as an empty list.
+        "source": list(cols["source"]) if any(cols["source"]) else [],
         "num": num,
         "columns": list(COLUMNS),
         "summary": _clean(prof.summary),

@@ -44,7 +44,8 @@ COLUMNS = (
     "bwd_self_cpu_us", "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us",
     "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
     "params", "macs", "flops", "input_shapes", "source",
-    "layer_self_cpu_us", "layer_self_cuda_us", "is_backward",
+    "layer_self_cpu_us", "layer_self_cuda_us", "layer_bwd_self_cpu_us", "layer_bwd_self_cuda_us",
+    "is_backward",
 )  # fmt: skip
 
 
@@ -424,6 +425,8 @@ class TreeBuilder:
         bwd_cpu, bwd_cuda = list(bwd_self_cpu), list(bwd_self_cuda)
         layer_cpu = [0] * count  # total time of op/kernel children, folded into a layer's self time
         layer_cuda = [0] * count
+        layer_bwd_cpu = [0] * count  # ... and the backward part of it
+        layer_bwd_cuda = [0] * count
         tot_cpu, tot_cuda = tot["cpu_ns"], tot["cuda_ns"]
         kind = nodes.kind
         for nid in range(count - 1, 0, -1):
@@ -435,6 +438,8 @@ class TreeBuilder:
             if kind[nid] not in (MODULE, REGION):
                 layer_cpu[p] += tot_cpu[nid]
                 layer_cuda[p] += tot_cuda[nid]
+                layer_bwd_cpu[p] += bwd_cpu[nid]
+                layer_bwd_cuda[p] += bwd_cuda[nid]
 
         order, depth = self._preorder(tot_cpu, tot_cuda)
         paths, names = self._paths(order)
@@ -461,6 +466,7 @@ class TreeBuilder:
             cols["bwd_self_cpu_us"].append(bwd_self_cpu[nid] / us)
             cols["bwd_cpu_us"].append(bwd_cpu[nid] / us)
             cols["layer_self_cpu_us"].append((nodes.cpu_ns[nid] + layer_cpu[nid]) / us if is_layer else nodes.cpu_ns[nid] / us)
+            cols["layer_bwd_self_cpu_us"].append((bwd_self_cpu[nid] + (layer_bwd_cpu[nid] if is_layer else 0)) / us)
             cols["is_backward"].append(nodes.bwd[nid])
             if self.cuda:
                 cols["self_cuda_us"].append(nodes.cuda_ns[nid] / us)
@@ -468,8 +474,9 @@ class TreeBuilder:
                 cols["bwd_self_cuda_us"].append(bwd_self_cuda[nid] / us)
                 cols["bwd_cuda_us"].append(bwd_cuda[nid] / us)
                 cols["layer_self_cuda_us"].append((nodes.cuda_ns[nid] + layer_cuda[nid]) / us if is_layer else nodes.cuda_ns[nid] / us)
+                cols["layer_bwd_self_cuda_us"].append((bwd_self_cuda[nid] + (layer_bwd_cuda[nid] if is_layer else 0)) / us)
             else:
-                for c in ("self_cuda_us", "cuda_us", "bwd_self_cuda_us", "bwd_cuda_us", "layer_self_cuda_us"):
+                for c in ("self_cuda_us", "cuda_us", "bwd_self_cuda_us", "bwd_cuda_us", "layer_self_cuda_us", "layer_bwd_self_cuda_us"):
                     cols[c].append(nan)
             if self.memory:
                 cols["self_cpu_mem"].append(float(nodes.cpu_mem[nid]))

@@ -10,7 +10,10 @@ from typing import Iterable, Sequence
 from ._tree import Tree
 
 #: With operator rows hidden, a layer's self time includes its ops (they fold into it).
-LAYER_SELF = {"self_cpu_us": "layer_self_cpu_us", "self_cuda_us": "layer_self_cuda_us"}
+LAYER_SELF = {
+    "self_cpu_us": "layer_self_cpu_us", "self_cuda_us": "layer_self_cuda_us",
+    "bwd_self_cpu_us": "layer_bwd_self_cpu_us", "bwd_self_cuda_us": "layer_bwd_self_cuda_us",
+}  # fmt: skip
 LAYER_KINDS = ("module", "region")
 #: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
 SORT_ALIASES = {
