@@ -63,6 +63,12 @@ def test_root_module_is_labelled_by_its_variable_name_else_its_class(ip, capsys)
     assert set(module_rows(ip.user_ns["_torchprof"])) == {"model", "model.0", "model.1", "model.2", "Linear"}
 
 
+def test_module_created_in_the_profiled_cell_is_labelled_by_its_variable(ip, capsys):
+    ip.run_cell_magic("torchprof", "--text", "head = torch.nn.Linear(4, 3)\nhead(model(x))")
+    capsys.readouterr()
+    assert "head" in module_rows(ip.user_ns["_torchprof"])
+
+
 def test_private_names_do_not_label_modules(ip, capsys):
     ip.run_cell("_hidden = torch.nn.Linear(8, 8)")
     ip.run_cell_magic("torchprof", "--text", "_hidden(x)")

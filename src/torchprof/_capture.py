@@ -233,7 +233,8 @@ class Profiler(Profile):
         name: label of the tree's root (the profiled block).
         schedule, on_trace_ready: as in ``torch.profiler.profile`` for long runs; call
             :meth:`step` once per iteration. Each completed cycle is folded into the tree.
-        labels: names for root modules (e.g. their variable names), used instead of class names.
+        labels: names for root modules (e.g. their variable names), used instead of class names:
+            a mapping ``{module: name}``, or a callable asked the first time a root module runs.
     """
 
     def __init__(
@@ -248,7 +249,7 @@ class Profiler(Profile):
         name: str | None = None,
         schedule: Callable[[int], Any] | None = None,
         on_trace_ready: Callable[[Any], Any] | None = None,
-        labels: Mapping[Any, str] | None = None,
+        labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
     ) -> None:
         import torch
 

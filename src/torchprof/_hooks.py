@@ -7,7 +7,7 @@ so the trace alone says which layer issued each op, in our tree and in Perfetto 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ._records import ModuleInfo, module_range_name
 
@@ -24,10 +24,21 @@ class ModuleTracker:
     becomes a root itself, labelled by ``labels`` (e.g. its variable name) or its class name.
     """
 
-    def __init__(self, model: torch.nn.Module | None = None, labels: Mapping[Any, str] | None = None, record_inputs: bool = False) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
+        record_inputs: bool = False,
+    ) -> None:
         self.model = model
         self.only = {id(m) for m in model.modules()} if model is not None else None
-        self.labels = {id(m): name for m, name in (labels or {}).items()}
+        # A callable is asked when a root is first seen, so modules created inside the profiled
+        # block itself (a notebook cell) can still be named after their variable.
+        if callable(labels):
+            self._label_of: Callable[[Any], str | None] = labels
+        else:
+            by_id = {id(m): name for m, name in (labels or {}).items()}
+            self._label_of = lambda module: by_id.get(id(module))
         self.record_inputs = record_inputs
         self.modules: dict[str, ModuleInfo] = {}
         self._objects: dict[str, Any] = {}  # path -> module, for parameter counts at the end
@@ -135,7 +146,7 @@ class ModuleTracker:
         return table.get(id(module))
 
     def _add_root(self, module: Any) -> str:
-        label = self.labels.get(id(module)) or type(module).__name__
+        label = self._label_of(module) or type(module).__name__
         taken = {label for _, label in self._roots.values()}
         if label in taken:
             n = 2

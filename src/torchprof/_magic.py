@@ -245,9 +245,18 @@ def make_profiler(user_ns: dict[str, Any], args: Any) -> Profiler:
     labels = module_labels(user_ns)
     if model is not None:
         labels[model] = args.model
+
+    def label_of(module: Any) -> str | None:
+        # Asked when a root module first runs: a model the cell itself creates is in the
+        # namespace by then, so it too is named after its variable.
+        label = labels.get(module)
+        if label is None:
+            label = module_labels(user_ns).get(module)
+        return label
+
     try:
         return Profiler(model, cuda=True if args.cuda else None, memory=args.memory, shapes=args.shapes,
-                        stack=args.stack, flops=args.flops, name="cell", labels=labels)  # fmt: skip
+                        stack=args.stack, flops=args.flops, name="cell", labels=label_of)  # fmt: skip
     except ProfilerError as exc:
         raise UsageError(f"%%torchprof --cuda: {exc}" if args.cuda else f"%%torchprof: {exc}") from None
 
