@@ -35,5 +35,5 @@ if ! command -v node >/dev/null 2>&1; then
 fi
 
 export CI=${CI:-true}  # browser and notebook tests must run, never skip
-node --test tests/js/
+node --test --test-reporter=dot tests/js/
 .venv/bin/python -m pytest -q "$@"
