@@ -86,9 +86,7 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
             if isinstance(ef, frame_types):
                 kinds[i] = PYFRAME
     for i, name in enumerate(names):
-        if kinds[i] == PYFRAME:
-            continue
-        if name[:6] != "aten::":
+        if name[:6] != "aten::" and kinds[i] != PYFRAME:
             if name.startswith(MODULE_PREFIX):
                 kinds[i] = MODULE
             elif name == "[memory]":

@@ -61,6 +61,12 @@ def _list_numel(shape: Any) -> int:
 
 def _broadcast_numel(shapes: Shapes) -> int:
     """Elements of the result of broadcasting every tensor argument together."""
+    # Fast path (most elementwise calls): every tensor argument has the same sizes.
+    tensors = [s for s in shapes if s]
+    if tensors:
+        first = tensors[0]
+        if type(first) is list and all(s == first for s in tensors) and all(type(d) is int for d in first):
+            return prod(first)
     out: list[int] = []
     for shape in shapes:
         dims = _dims(shape)
