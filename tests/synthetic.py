@@ -20,6 +20,27 @@ def ev(kind: str, name: str, start: float, end: float, *, tid: Any = 1, seq: int
                 fwd=fwd, ext=ext, link=link, corr=corr, nbytes=nbytes, cuda=cuda, shapes=shapes, concrete=concrete)
 
 
+def training_step():
+    """model.fc1 and model.fc2 forward, then backward on another thread, then an optimizer."""
+    return [
+        ev("module", "Net", 0, 100, type_="Net"),
+        ev("module", "Net.fc1", 10, 40, type_="Linear"),
+        ev("op", "aten::linear", 12, 38, seq=0),
+        ev("op", "aten::addmm", 15, 35, seq=1, shapes=[[8], [4, 16], [16, 8]]),
+        ev("module", "Net.fc2", 50, 90, type_="Linear"),
+        ev("op", "aten::addmm", 55, 85, seq=2, shapes=[[2], [4, 8], [8, 2]]),
+        ev("op", "aten::sum", 100, 110, seq=3),  # the loss, outside any module
+        ev("op", "autograd::engine::evaluate_function: SumBackward0", 120, 130, tid=2, seq=3, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 130, 160, tid=2, seq=2, fwd=1),
+        ev("op", "AddmmBackward0", 131, 159, tid=2, seq=2, fwd=1),
+        ev("op", "aten::mm", 135, 150, tid=2),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 160, 180, tid=2, seq=1, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 180, 185, tid=2),
+        ev("region", "Optimizer.step#SGD.step", 200, 220),
+        ev("op", "aten::add_", 205, 215, shapes=[[16, 8], [16, 8], []]),
+    ]
+
+
 def columns(events: list[dict]) -> EventColumns:
     cols = EventColumns()
     for e in events:

@@ -11,36 +11,15 @@ import pytest
 import torch
 
 import torchprof
-from synthetic import columns, ev
+from synthetic import columns, ev, training_step
 from torchprof._records import Capture
 from torchprof._trace_file import TraceError
 from torchprof._tree import TreeBuilder
 
 
-def training_step_events():
-    """Net.fc1 and Net.fc2 forward, their backward on another thread, an optimizer step."""
-    return [
-        ev("module", "Net", 0, 100, type_="Net"),
-        ev("module", "Net.fc1", 10, 40, type_="Linear"),
-        ev("op", "aten::linear", 12, 38, seq=0),
-        ev("op", "aten::addmm", 15, 35, seq=1, shapes=[[8], [4, 16], [16, 8]]),
-        ev("module", "Net.fc2", 50, 90, type_="Linear"),
-        ev("op", "aten::addmm", 55, 85, seq=2, shapes=[[2], [4, 8], [8, 2]]),
-        ev("op", "aten::sum", 100, 110, seq=3),
-        ev("op", "autograd::engine::evaluate_function: SumBackward0", 120, 130, tid=2, seq=3, fwd=1),
-        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 130, 160, tid=2, seq=2, fwd=1),
-        ev("op", "AddmmBackward0", 131, 159, tid=2, seq=2, fwd=1),
-        ev("op", "aten::mm", 135, 150, tid=2),
-        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 160, 180, tid=2, seq=1, fwd=1),
-        ev("op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 180, 185, tid=2),
-        ev("region", "Optimizer.step#SGD.step", 200, 220),
-        ev("op", "aten::add_", 205, 215, shapes=[[16, 8], [16, 8], []]),
-    ]
-
-
 def synthetic_profile() -> torchprof.Profile:
     builder = TreeBuilder()
-    builder.add(columns(training_step_events()))
+    builder.add(columns(training_step()))
     return torchprof.Profile._from_parts(builder, Capture(cycles=[], label="profile", wall_us=220.0))
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from synthetic import build
-from test_tree import training_step
+from synthetic import build, training_step
 from torchprof._table import render_table
 from torchprof._view import visible_rows
 

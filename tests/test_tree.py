@@ -6,29 +6,8 @@ import math
 
 import pytest
 
-from synthetic import build, ev, frame
+from synthetic import build, ev, frame, training_step
 from torchprof._tree import UNATTRIBUTED_BACKWARD
-
-
-def training_step():
-    """model.fc1 and model.fc2 forward, then backward on another thread, then an optimizer."""
-    return [
-        ev("module", "Net", 0, 100, type_="Net"),
-        ev("module", "Net.fc1", 10, 40, type_="Linear"),
-        ev("op", "aten::linear", 12, 38, seq=0),
-        ev("op", "aten::addmm", 15, 35, seq=1, shapes=[[8], [4, 16], [16, 8]]),
-        ev("module", "Net.fc2", 50, 90, type_="Linear"),
-        ev("op", "aten::addmm", 55, 85, seq=2, shapes=[[2], [4, 8], [8, 2]]),
-        ev("op", "aten::sum", 100, 110, seq=3),  # the loss, outside any module
-        ev("op", "autograd::engine::evaluate_function: SumBackward0", 120, 130, tid=2, seq=3, fwd=1),
-        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 130, 160, tid=2, seq=2, fwd=1),
-        ev("op", "AddmmBackward0", 131, 159, tid=2, seq=2, fwd=1),
-        ev("op", "aten::mm", 135, 150, tid=2),
-        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 160, 180, tid=2, seq=1, fwd=1),
-        ev("op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 180, 185, tid=2),
-        ev("region", "Optimizer.step#SGD.step", 200, 220),
-        ev("op", "aten::add_", 205, 215, shapes=[[16, 8], [16, 8], []]),
-    ]
 
 
 def test_backward_time_lands_on_the_layer_that_ran_forward():

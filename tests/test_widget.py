@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from synthetic import columns, ev
-from test_tree import training_step
+from synthetic import columns, ev, training_step
 from torchprof import _format as fmt
 from torchprof._html import NUMBER_COLUMNS, default_expanded, payload, payload_bytes, payload_json, static_table
 from torchprof._profile import Profile

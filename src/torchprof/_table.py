@@ -29,7 +29,7 @@ def wants_colour(stream=None) -> bool:
 def _columns(tree: Tree, show_ops: bool) -> list[tuple[str, str, Callable[[float], str], str | None]]:
     """(header, column, formatter, percent-of column) for the data this profile has."""
     cols = tree.columns
-    has_bwd = any(v > 0 for v in cols["bwd_cpu_us"][:1]) or any(cols["is_backward"])
+    has_bwd = any(cols["is_backward"])
     spec: list[tuple[str, str, Callable[[float], str], str | None]] = [
         ("Self CPU", value_column("self_cpu_us", show_ops), fmt.time_us, "cpu_us"),
         ("CPU total", "cpu_us", fmt.time_us, "cpu_us"),
