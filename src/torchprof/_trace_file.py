@@ -10,6 +10,7 @@ from typing import Any
 
 from ._records import (
     CATEGORY_KIND,
+    CPU_DEVICE_TYPES,
     DEVICE,
     IGNORED,
     MEMORY,
@@ -124,7 +125,7 @@ def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dic
         corrs.append(_int(args.get("correlation"), 0) if kind >= 3 else 0)
         if kind == MEMORY:
             nbytes.append(_int(args.get("Bytes"), 0))
-            on_cuda.append(_int(args.get("Device Type"), 0) not in (0, 7, 8))
+            on_cuda.append(_int(args.get("Device Type"), 0) not in CPU_DEVICE_TYPES)
             mem_total.append(_int(args.get("Total Allocated"), 0))
         else:
             nbytes.append(0)
