@@ -1,50 +1,121 @@
+// @ts-check
 // torchprof's front end: the layer tree as an interactive, virtualised tree table.
 //
 // One ES module with no dependencies and no bundler; anywidget loads it in Jupyter and
 // `prof.to_html()` inlines it in a report page. Everything above `render` is pure (no DOM,
 // no globals touched at import time) and exported, so `node --test tests/js/` checks the
-// rules without a browser. The view rules mirror src/torchprof/_view.py exactly; a pytest
-// cross-check runs both on the same trees and states.
+// rules without a browser. The view rules mirror src/torchprof/_views/rows.py exactly; a
+// pytest cross-check runs both on the same trees and states.
+//
+// The module keeps no vocabulary of its own: column specs, kind codes, sort aliases and the
+// view-state keys arrive in the payload (`vocab`, from src/torchprof/_vocab.py).
 //
 // Text from the profile (module names, region labels, shapes) only ever reaches the DOM
 // through textContent / setAttribute.
 
+// -- types ---------------------------------------------------------------------------------
+
+/**
+ * One column of the registry (src/torchprof/_vocab.py `Column`).
+ * @typedef {object} ColumnSpec
+ * @property {string} name
+ * @property {string} label
+ * @property {string} unit "time" | "bytes" | "count" | "int" | "text" | "bool"
+ * @property {string} about
+ * @property {string} dtype "float" | "int" | "str" | "bool"
+ * @property {string} rollup "total" | "self" | "count" | "none"
+ * @property {string} [family] "cpu" | "cuda" | "bwd" | "mem"
+ * @property {string} [percent_of]
+ * @property {string} [layer_alt]
+ * @property {boolean} sortable
+ * @property {boolean} threshold
+ * @property {string} [needs]
+ */
+
+/**
+ * What the payload says of the registry (src/torchprof/_views/payload.py `vocabulary`).
+ * @typedef {object} Vocab
+ * @property {ColumnSpec[]} columns every prof.df column, in order
+ * @property {string[]} view_columns the table's columns, in order
+ * @property {string[]} kinds kind names by code
+ * @property {string[]} layer_kinds kinds kept when operator rows are hidden
+ * @property {Record<string, string>} sort_aliases
+ * @property {{name: string, default: any}[]} state
+ * @property {{kind: number, backward: number, absolute_path: number, name_in_tail: number}} flags
+ */
+
+/**
+ * A payload as Python writes it (JSON form; the binary form points into buffers instead).
+ * @typedef {object} Payload
+ * @property {string} format
+ * @property {number} n
+ * @property {any} parent
+ * @property {any} flags
+ * @property {string[]} tail
+ * @property {[number, string][]} names
+ * @property {(string|null)[]} type
+ * @property {(string|null)[]} shapes
+ * @property {(string|null)[]} [source]
+ * @property {Record<string, any>} num
+ * @property {Vocab} vocab
+ * @property {Record<string, any>} [summary]
+ * @property {[string, string, string][]} [summary_items]
+ * @property {any[]} [steps]
+ */
+
+/**
+ * The decoded table every function below works on.
+ * @typedef {object} Data
+ * @property {number} n
+ * @property {Int32Array} parent
+ * @property {Uint8Array} kind
+ * @property {Uint8Array} backward
+ * @property {Int32Array} depth
+ * @property {string[]} path
+ * @property {string[]} name
+ * @property {Record<string, Float64Array>} num
+ * @property {Record<string, boolean>} allNaN
+ * @property {Int32Array} childStart
+ * @property {Int32Array} childIndex
+ * @property {(string|null)[]} type
+ * @property {(string|null)[]} shapes
+ * @property {(string|null)[]} source
+ * @property {Vocab} vocab
+ * @property {Record<string, ColumnSpec>} spec columns by name
+ * @property {Set<number>} layerCodes kind codes of layers (modules and regions)
+ * @property {Record<string, any>} summary
+ * @property {[string, string, string][]} summaryItems
+ * @property {any[]} steps
+ * @property {Record<string, (string|null)[]>} lower lower-cased text columns, made on demand
+ */
+
+/**
+ * The view state (the widget's synced traits); `expanded` as a Set of paths, null = all open.
+ * @typedef {object} ViewState
+ * @property {number} [min_pct]
+ * @property {string|string[]|null} [sort_by]
+ * @property {boolean} [ascending]
+ * @property {boolean} [show_ops]
+ * @property {string|string[]} [search]
+ * @property {Set<string>|null} [expanded]
+ * @property {number|null} [max_depth]
+ */
+
 // -- the payload ---------------------------------------------------------------------------
 
 export const FORMAT = "torchprof-1";
-/** Kind codes in the payload's flag byte (bits 0-1). */
-export const KINDS = ["module", "region", "op", "kernel"];
-const FLAG_KIND = 3;
-const FLAG_BACKWARD = 4;
-const FLAG_ABSOLUTE_PATH = 8; // the path does not extend the parent's path: the tail is all of it
-const FLAG_NAME_IN_TAIL = 16; // name == tail without its separator ("/name" or ".name")
-
-/** Numeric df columns the payload carries (depth is derived from the parents). */
-export const NUMBER_COLUMNS = [
-  "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
-  "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-  "params", "macs", "flops", "layer_self_cpu_us", "layer_self_cuda_us", "layer_bwd_self_cpu_us",
-  "layer_bwd_self_cuda_us",
-];
-/** The DataFrame's columns in order (prof.df), used for the CSV export. */
-export const DF_COLUMNS = [
-  "path", "name", "kind", "type", "parent", "depth", "calls",
-  "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us",
-  "bwd_self_cpu_us", "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us",
-  "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-  "params", "macs", "flops", "input_shapes", "source",
-  "layer_self_cpu_us", "layer_self_cuda_us", "layer_bwd_self_cpu_us", "layer_bwd_self_cuda_us",
-  "is_backward",
-];
-
 const MAGIC = [0x54, 0x50, 0x46, 0x31]; // "TPF1": an uncompressed binary payload
 
-/** Inflates a zlib stream (what Python's zlib.compress writes) with the platform's codec. */
+/**
+ * Inflates a zlib stream (what Python's zlib.compress writes) with the platform's codec.
+ * @param {Uint8Array} bytes
+ */
 export async function inflate(bytes) {
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
+/** @param {any} src @returns {Uint8Array|null} */
 function asBytes(src) {
   if (src instanceof Uint8Array) return src;
   if (src instanceof ArrayBuffer) return new Uint8Array(src);
@@ -52,12 +123,17 @@ function asBytes(src) {
   return null;
 }
 
+/** @param {Uint8Array} bytes */
 function isRaw(bytes) {
   return MAGIC.every((b, k) => bytes[k] === b);
 }
 
-/** The payload as anywidget (DataView of zlib bytes) or the report page (a JSON object)
- * hands it over, decoded into the in-memory table. */
+/**
+ * The payload as anywidget (DataView of zlib bytes) or the report page (a JSON object) hands
+ * it over, decoded into the in-memory table.
+ * @param {any} src
+ * @returns {Promise<Data>}
+ */
 export async function loadPayload(src) {
   const bytes = asBytes(src);
   if (bytes === null) return decodePayload(src);
@@ -71,9 +147,12 @@ export async function loadPayload(src) {
  * aligned little-endian buffers the header points into) or the same header as a plain
  * object whose arrays are inline (the HTML report). Paths arrive as tails of the parent's
  * path and names as tails of the path, which is what keeps the payload small.
+ * @param {any} src
+ * @returns {Data}
  */
 export function decodePayload(src) {
   const bytes = asBytes(src);
+  /** @type {Payload} */
   let spec = src;
   let base = 0;
   if (bytes !== null) {
@@ -82,19 +161,26 @@ export function decodePayload(src) {
     spec = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
     base = Math.ceil((8 + headerLength) / 8) * 8;
   }
-  if (!spec || spec.format !== FORMAT) throw new Error("not a torchprof payload");
+  if (!spec || spec.format !== FORMAT || !spec.vocab) throw new Error("not a torchprof payload");
+  const vocab = spec.vocab;
   const n = spec.n;
+  /** @template T @param {any} ref @param {any} Type @returns {T} */
   const array = (ref, Type) => {
-    if (Array.isArray(ref)) return Type.from(ref, (v) => (v === null ? NaN : v));
-    const offset = bytes.byteOffset + base + ref.offset;
-    if (offset % Type.BYTES_PER_ELEMENT === 0) return new Type(bytes.buffer, offset, ref.length);
-    return new Type(bytes.buffer.slice(offset, offset + ref.length * Type.BYTES_PER_ELEMENT));
+    if (Array.isArray(ref)) return Type.from(ref, (/** @type {any} */ v) => (v === null ? NaN : v));
+    const offset = /** @type {Uint8Array} */ (bytes).byteOffset + base + ref.offset;
+    const buffer = /** @type {Uint8Array} */ (bytes).buffer;
+    if (offset % Type.BYTES_PER_ELEMENT === 0) return new Type(buffer, offset, ref.length);
+    return new Type(buffer.slice(offset, offset + ref.length * Type.BYTES_PER_ELEMENT));
   };
+  /** @type {Int32Array} */
   const parent = array(spec.parent, Int32Array);
+  /** @type {Uint8Array} */
   const flags = array(spec.flags, Uint8Array);
+  /** @type {Record<string, Float64Array>} */
   const num = {};
+  /** @type {Record<string, boolean>} */
   const allNaN = {};
-  for (const c of NUMBER_COLUMNS) {
+  for (const c of numberColumns(vocab)) {
     const ref = spec.num[c];
     if (ref === undefined || (ref && typeof ref === "object" && "const" in ref)) {
       const v = ref === undefined || ref.const === null ? NaN : ref.const;
@@ -105,6 +191,7 @@ export function decodePayload(src) {
       allNaN[c] = num[c].every(Number.isNaN);
     }
   }
+  const F = vocab.flags;
   const tails = spec.tail;
   const path = new Array(n);
   const name = new Array(n);
@@ -114,10 +201,10 @@ export function decodePayload(src) {
   for (let i = 0; i < n; i++) {
     const f = flags[i];
     const p = parent[i];
-    kind[i] = f & FLAG_KIND;
-    backward[i] = f & FLAG_BACKWARD ? 1 : 0;
-    path[i] = p < 0 || f & FLAG_ABSOLUTE_PATH ? tails[i] : path[p] + tails[i];
-    name[i] = f & FLAG_NAME_IN_TAIL ? tails[i].slice(1) : null;
+    kind[i] = f & F.kind;
+    backward[i] = f & F.backward ? 1 : 0;
+    path[i] = p < 0 || f & F.absolute_path ? tails[i] : path[p] + tails[i];
+    name[i] = f & F.name_in_tail ? tails[i].slice(1) : null;
     depth[i] = p < 0 ? 0 : depth[p] + 1;
   }
   for (const [i, text] of spec.names) name[i] = text;
@@ -131,57 +218,74 @@ export function decodePayload(src) {
   return {
     n, parent, kind, backward, depth, path, name, num, allNaN, childStart, childIndex,
     type: spec.type, shapes: spec.shapes, source: spec.source || [],
-    columns: spec.columns || DF_COLUMNS,
-    summary: spec.summary || {}, steps: spec.steps || [],
+    vocab,
+    spec: Object.fromEntries(vocab.columns.map((c) => [c.name, c])),
+    layerCodes: new Set(vocab.layer_kinds.map((k) => vocab.kinds.indexOf(k))),
+    summary: spec.summary || {}, summaryItems: spec.summary_items || [], steps: spec.steps || [],
     lower: {},
   };
 }
 
-// -- the view rules (mirror of _view.visible_rows) -------------------------------------------
+/**
+ * Numeric columns the payload carries (depth is derived from the parents).
+ * @param {Vocab} vocab
+ */
+export function numberColumns(vocab) {
+  return vocab.columns.filter((c) => (c.dtype === "float" || c.dtype === "int") && c.name !== "depth").map((c) => c.name);
+}
 
-export const LAYER_SELF = {
-  self_cpu_us: "layer_self_cpu_us", self_cuda_us: "layer_self_cuda_us",
-  bwd_self_cpu_us: "layer_bwd_self_cpu_us", bwd_self_cuda_us: "layer_bwd_self_cuda_us",
-};
-export const SORT_NUMERIC = [
-  "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
-  "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-  "params", "macs", "flops", "depth",
-];
-export const SORT_TEXT = ["name", "path", "kind", "type"];
-export const SORT_ALIASES = {
-  cpu_time: "cpu_us", cpu_time_total: "cpu_us", self_cpu_time: "self_cpu_us",
-  self_cpu_time_total: "self_cpu_us", cuda_time: "cuda_us", cuda_time_total: "cuda_us",
-  self_cuda_time: "self_cuda_us", self_cuda_time_total: "self_cuda_us", count: "calls",
-  cpu_memory_usage: "cpu_mem", self_cpu_memory_usage: "self_cpu_mem",
-  cuda_memory_usage: "cuda_mem", self_cuda_memory_usage: "self_cuda_mem",
-};
-const NOT_A_THRESHOLD = ["calls", "depth", "params"];
+// -- the view rules (mirror of _views/rows.py visible_rows) ------------------------------------
 
-/** A column name for a sort key (torch-style aliases accepted; unknown keys sort by cpu_us). */
-export function resolveSort(key) {
+/**
+ * A column name for a sort key (torch-style aliases accepted; unknown keys sort by cpu_us).
+ * @param {Vocab} vocab
+ * @param {string|string[]|null|undefined} key
+ */
+export function resolveSort(vocab, key) {
   if (Array.isArray(key)) key = key[0];
   if (!key) return "cpu_us";
-  key = SORT_ALIASES[key] || key;
-  return SORT_NUMERIC.includes(key) || SORT_TEXT.includes(key) ? key : "cpu_us";
+  key = vocab.sort_aliases[key] || key;
+  return vocab.columns.some((c) => c.name === key && c.sortable) ? key : "cpu_us";
 }
 
-/** With op rows hidden, a layer's self time includes its ops: the "Self" columns switch. */
-export function valueColumn(column, showOps) {
-  return showOps ? column : LAYER_SELF[column] || column;
+/**
+ * With op rows hidden, a layer's self time includes its ops: the "Self" columns switch.
+ * @param {Data} data @param {string} column @param {boolean} showOps
+ */
+export function valueColumn(data, column, showOps) {
+  return showOps ? column : data.spec[column]?.layer_alt || column;
 }
 
-/** Values of any sortable column, numeric as Float64Array, text as an array (null = missing). */
+/**
+ * What the min-percent threshold compares: the sort column when it can be one, else CPU total.
+ * @param {Data} data @param {string} key
+ */
+export function thresholdColumn(data, key) {
+  return data.spec[key]?.threshold ? key : "cpu_us";
+}
+
+/** @param {Data} data @param {string} key */
+function isTextColumn(data, key) {
+  const spec = data.spec[key];
+  return spec !== undefined && spec.dtype !== "float" && spec.dtype !== "int";
+}
+
+/**
+ * Values of any sortable column, numeric as Float64Array, text as an array (null = missing).
+ * @param {Data} data @param {string} key
+ * @returns {Float64Array|(string|null)[]}
+ */
 export function column(data, key) {
   if (key in data.num) return data.num[key];
   if (key === "depth") return Float64Array.from(data.depth);
   if (key === "name") return data.name;
   if (key === "path") return data.path;
   if (key === "type") return data.type;
-  if (key === "kind") return Array.from(data.kind, (k) => KINDS[k]);
+  if (key === "kind") return Array.from(data.kind, (k) => data.vocab.kinds[k]);
   throw new Error(`unknown column ${key}`);
 }
 
+/** @param {Data} data @param {string} key */
 function lowered(data, key) {
   let out = data.lower[key];
   if (!out) {
@@ -198,6 +302,7 @@ const CLASS_SPECIAL = /[\\\]\-^[]/g;
  * Python's fnmatch.translate for one lower-cased pattern: `*`, `?`, `[seq]`, `[!seq]`, the
  * rest literal, anchored at both ends, `.` matching newlines too. Ranges whose ends are out
  * of order are dropped the way fnmatch drops them.
+ * @param {string} pat
  */
 export function globToRegExp(pat) {
   let out = "";
@@ -260,24 +365,27 @@ export function globToRegExp(pat) {
 }
 
 /**
- * The search rule of _view: a pattern with `*?[` is a glob against the whole lower-cased text
- * or its last dotted part, anything else a substring. Several patterns = any. Returns null
- * for an empty search, else a test on ALREADY lower-cased text.
+ * The search rule of _views/rows.py: a pattern with `*?[` is a glob against the whole
+ * lower-cased text or its last dotted part, anything else a substring. Several patterns = any.
+ * Returns null for an empty search, else a test on ALREADY lower-cased text.
+ * @param {string|string[]|undefined} search
+ * @returns {((t: string) => boolean)|null}
  */
 export function makeMatcher(search) {
   let patterns = search;
   if (typeof search === "string") patterns = search.trim() ? [search] : [];
   if (!patterns || patterns.length === 0) return null;
-  const tests = patterns.map((pattern) => {
+  const tests = /** @type {string[]} */ (patterns).map((pattern) => {
     const p = pattern.toLowerCase();
-    if (!/[*?[]/.test(p)) return (t) => t.includes(p);
+    if (!/[*?[]/.test(p)) return (/** @type {string} */ t) => t.includes(p);
+    /** @type {RegExp} */
     let re;
     try {
       re = globToRegExp(p);
     } catch {
-      return (t) => t.includes(p);
+      return (/** @type {string} */ t) => t.includes(p);
     }
-    return (t) => re.test(t) || re.test(t.slice(t.lastIndexOf(".") + 1));
+    return (/** @type {string} */ t) => re.test(t) || re.test(t.slice(t.lastIndexOf(".") + 1));
   });
   return (t) => tests.some((test) => test(t));
 }
@@ -285,15 +393,15 @@ export function makeMatcher(search) {
 /**
  * The selection half of visibleRows: 1 for rows the filters keep (kind, threshold, search)
  * and for their ancestors, before expansion and sorting. O(n).
+ * @param {Data} data @param {ViewState} state
  */
 export function selectRows(data, state) {
   const { n, parent, kind, depth } = data;
   const shown = new Uint8Array(n);
   if (n === 0) return shown;
-  const key = resolveSort(state.sort_by);
+  const key = resolveSort(data.vocab, state.sort_by);
   const showOps = !!state.show_ops;
-  const thresholdKey = SORT_NUMERIC.includes(key) && !NOT_A_THRESHOLD.includes(key) ? key : "cpu_us";
-  const values = column(data, valueColumn(thresholdKey, showOps));
+  const values = /** @type {Float64Array} */ (column(data, valueColumn(data, thresholdColumn(data, key), showOps)));
   const base = values[0];
   const minPct = Number(state.min_pct) || 0;
   const usePct = minPct > 0 && !Number.isNaN(base) && base !== 0;
@@ -301,16 +409,17 @@ export function selectRows(data, state) {
   const names = match ? lowered(data, "name") : null;
   const paths = match ? lowered(data, "path") : null;
   const maxDepth = state.max_depth ?? null;
+  const layers = data.layerCodes;
 
   shown[0] = 1;
   for (let i = 1; i < n; i++) {
-    if (!showOps && kind[i] > 1) continue;
+    if (!showOps && !layers.has(kind[i])) continue;
     if (maxDepth !== null && depth[i] > maxDepth) continue;
     if (usePct) {
       const v = values[i];
       if (Number.isNaN(v) || (100 * Math.abs(v)) / Math.abs(base) < minPct) continue;
     }
-    if (match && !(match(names[i]) || match(paths[i]))) continue;
+    if (match && !(match(/** @type {string} */ (names?.[i])) || match(/** @type {string} */ (paths?.[i])))) continue;
     shown[i] = 1;
   }
   // Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.
@@ -319,31 +428,34 @@ export function selectRows(data, state) {
 }
 
 /**
- * Rows to show, in display order: exactly _view.visible_rows.
+ * Rows to show, in display order: exactly _views/rows.py visible_rows.
  *
- * A row is selected when its kind is shown (modules and regions, plus ops and kernels with
- * show_ops), its value of the threshold metric is at least min_pct percent of the root's,
- * and it matches the search; ancestors of selected rows are shown too. Collapsed rows
- * (not in `expanded`, a Set of paths; null = all expanded) hide their children. Siblings
- * are sorted by sort_by, stable, missing values last. O(n) plus the sibling sorts.
+ * A row is selected when its kind is shown (layers, plus ops and kernels with show_ops), its
+ * value of the threshold metric is at least min_pct percent of the root's, and it matches the
+ * search; ancestors of selected rows are shown too. Collapsed rows (not in `expanded`, a Set
+ * of paths; null = all expanded) hide their children. Siblings are sorted by sort_by, stable,
+ * missing values last. O(n) plus the sibling sorts.
  *
  * Returns {rows, hasKids}: hasKids[i] = 1 when row i has children under the current filters
  * (whether or not it is expanded), i.e. when it gets a caret.
+ * @param {Data} data @param {ViewState} state
+ * @returns {{rows: number[], hasKids: Uint8Array}}
  */
 export function visibleRows(data, state) {
   const { n } = data;
   const hasKids = new Uint8Array(n);
   if (n === 0) return { rows: [], hasKids };
-  const key = resolveSort(state.sort_by);
+  const key = resolveSort(data.vocab, state.sort_by);
   const showOps = !!state.show_ops;
   const ascending = !!state.ascending;
   const expanded = state.expanded ?? null;
   const shown = selectRows(data, state);
   const { childStart, childIndex } = data;
 
-  const sortKey = valueColumn(key, showOps);
+  const sortKey = valueColumn(data, key, showOps);
+  /** @type {(a: number, b: number) => number} */
   let compare;
-  if (SORT_TEXT.includes(key)) {
+  if (isTextColumn(data, key)) {
     const text = lowered(data, sortKey);
     const sign = ascending ? 1 : -1;
     compare = (a, b) => {
@@ -353,7 +465,7 @@ export function visibleRows(data, state) {
       return ta < tb ? -sign : ta > tb ? sign : 0;
     };
   } else {
-    const order = column(data, sortKey);
+    const order = /** @type {Float64Array} */ (column(data, sortKey));
     compare = (a, b) => {
       const va = order[a];
       const vb = order[b];
@@ -367,7 +479,7 @@ export function visibleRows(data, state) {
   const rows = [];
   const stack = [0];
   while (stack.length) {
-    const i = stack.pop();
+    const i = /** @type {number} */ (stack.pop());
     rows.push(i);
     const kids = [];
     for (let c = childStart[i]; c < childStart[i + 1]; c++) {
@@ -385,48 +497,59 @@ export function visibleRows(data, state) {
 
 // -- expansion helpers (what clicks do to the `expanded` list) --------------------------------
 
-/** Paths expanded by default: every depth-1 layer (module or region) with children, so rows
- * down to depth 2 show; with ops shown also the depth-2 layers that hold only ops. Same as
- * _html.default_expanded. */
+/**
+ * Paths expanded by default: every depth-1 layer with children, so rows down to depth 2 show;
+ * with ops shown also the depth-2 layers that hold only ops. Same as _views/state.py
+ * default_expanded.
+ * @param {Data} data @param {boolean} showOps
+ */
 export function defaultExpanded(data, showOps) {
   const { n, depth } = data;
   const out = [];
   for (let i = 1; i < n; i++) {
-    if (depth[i] === 1 && data.kind[i] <= 1 && data.childStart[i + 1] > data.childStart[i]) out.push(data.path[i]);
+    if (depth[i] === 1 && data.layerCodes.has(data.kind[i]) && data.childStart[i + 1] > data.childStart[i]) out.push(data.path[i]);
     else if (showOps && depth[i] === 2 && isLeafLayer(data, i)) out.push(data.path[i]);
   }
   return out;
 }
 
-/** A module or region whose children are all ops or kernels (and there is at least one). */
+/**
+ * A layer whose children are all ops or kernels (and there is at least one).
+ * @param {Data} data @param {number} i
+ */
 export function isLeafLayer(data, i) {
-  if (data.kind[i] > 1) return false;
+  const layers = data.layerCodes;
+  if (!layers.has(data.kind[i])) return false;
   const { childStart, childIndex, kind } = data;
   if (childStart[i + 1] === childStart[i]) return false;
-  for (let c = childStart[i]; c < childStart[i + 1]; c++) if (kind[childIndex[c]] <= 1) return false;
+  for (let c = childStart[i]; c < childStart[i + 1]; c++) if (layers.has(kind[childIndex[c]])) return false;
   return true;
 }
 
-/** Every row that has children: "expand all". */
+/** Every row that has children: "expand all". @param {Data} data */
 export function allExpandable(data) {
   const out = [];
   for (let i = 1; i < data.n; i++) if (data.childStart[i + 1] > data.childStart[i]) out.push(data.path[i]);
   return out;
 }
 
-/** `list` with `path` added or removed. */
+/** `list` with `path` added or removed. @param {string[]} list @param {string} path */
 export function toggleExpanded(list, path) {
   return list.includes(path) ? list.filter((p) => p !== path) : [...list, path];
 }
 
+/** @param {string[]} list @param {string[]} paths */
 function withPaths(list, paths) {
   const have = new Set(list);
   const added = paths.filter((p) => !have.has(p) && (have.add(p), true));
   return added.length ? [...list, ...added] : list;
 }
 
-/** `expanded` plus the ancestors of every row the filters select, so a search shows its matches
- * even inside collapsed layers. Returns the same list when nothing had to open. */
+/**
+ * `expanded` plus the ancestors of every row the filters select, so a search shows its matches
+ * even inside collapsed layers. Returns the same list when nothing had to open.
+ * @param {Data} data @param {ViewState} state @param {string[]} list
+ */
 export function expandMatches(data, state, list) {
   const shown = selectRows(data, state);
   const open = [];
@@ -440,7 +563,10 @@ export function expandMatches(data, state, list) {
   return withPaths(list, open);
 }
 
-/** `expanded` plus the shown leaf layers, so turning ops on shows the ops of the layers in view. */
+/**
+ * `expanded` plus the shown leaf layers, so turning ops on shows the ops of the layers in view.
+ * @param {Data} data @param {number[]} rows @param {string[]} list
+ */
 export function expandLeafLayers(data, rows, list) {
   return withPaths(list, rows.filter((i) => i > 0 && isLeafLayer(data, i)).map((i) => data.path[i]));
 }
@@ -454,6 +580,8 @@ export const OVERSCAN = 16;
  * Which rows to build for a scroll position: the rows in view plus `overscan` on each side.
  * `scrollTop` is relative to the first row; positions past the end clamp to the last page.
  * Returns {start, end} (end exclusive), the top offset of `start` and the full height.
+ * @param {number} scrollTop @param {number} viewportHeight @param {number} rowHeight
+ * @param {number} total @param {number} [overscan]
  */
 export function virtualWindow(scrollTop, viewportHeight, rowHeight, total, overscan = OVERSCAN) {
   const height = total * rowHeight;
@@ -465,14 +593,18 @@ export function virtualWindow(scrollTop, viewportHeight, rowHeight, total, overs
   return { start, end, offset: start * rowHeight, height };
 }
 
-// -- numbers (mirror of _format.py) -------------------------------------------------------------
+// -- numbers (mirror of _views/format.py) -------------------------------------------------------
 
+/** @param {any} v */
 function missing(v) {
   return v === null || v === undefined || Number.isNaN(v);
 }
 
-/** Python's f"{x:.{digits}f}": exact decimal rounding of the double, ties to even. JS toFixed
- * rounds exact ties away from zero (0.125 -> "0.13"; Python gives "0.12"). */
+/**
+ * Python's f"{x:.{digits}f}": exact decimal rounding of the double, ties to even. JS toFixed
+ * rounds exact ties away from zero (0.125 -> "0.13"; Python gives "0.12").
+ * @param {number} x @param {number} digits
+ */
 export function pyFixed(x, digits) {
   const sign = x < 0 || Object.is(x, -0) ? "-" : "";
   const a = Math.abs(x);
@@ -487,6 +619,7 @@ export function pyFixed(x, digits) {
   return sign + s;
 }
 
+/** @param {number} v */
 function sig(v) {
   const a = Math.abs(v);
   if (a >= 100) return pyFixed(v, 0);
@@ -534,19 +667,34 @@ export function formatPercent(part, whole) {
   return (Math.abs(pct) >= 10 || pct === 0 ? pyFixed(pct, 0) : pyFixed(pct, 1)) + "%";
 }
 
+/**
+ * A number as every view writes it, by the column's unit (_views/format.py value_text).
+ * @param {string} unit @param {number} v
+ */
+export function formatValue(unit, v) {
+  if (unit === "time") return formatTime(v);
+  if (unit === "bytes") return formatBytes(v);
+  if (unit === "count") return formatCount(v);
+  return missing(v) ? "-" : String(v);
+}
+
 // -- CSV ------------------------------------------------------------------------------------------
 
-/** One CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). */
+/**
+ * One CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180).
+ * @param {any} text
+ */
 export function csvField(text) {
   const s = String(text);
   return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
+/** @param {Data} data @param {string} col @param {number} i @returns {string} */
 function csvValue(data, col, i) {
   switch (col) {
     case "path": return data.path[i];
     case "name": return data.name[i];
-    case "kind": return KINDS[data.kind[i]];
+    case "kind": return data.vocab.kinds[data.kind[i]];
     case "type": return data.type[i] ?? "";
     case "parent": return data.parent[i] >= 0 ? data.path[data.parent[i]] : "";
     case "depth": return String(data.depth[i]);
@@ -560,9 +708,12 @@ function csvValue(data, col, i) {
   }
 }
 
-/** The given rows as CSV with the DataFrame's columns (what `w.view_df.to_csv(index=False)` holds). */
+/**
+ * The given rows as CSV with the DataFrame's columns (what `w.view_df.to_csv(index=False)` holds).
+ * @param {Data} data @param {number[]} rows
+ */
 export function toCSV(data, rows) {
-  const cols = data.columns;
+  const cols = data.vocab.columns.map((c) => c.name);
   const lines = [cols.map(csvField).join(",")];
   for (const i of rows) lines.push(cols.map((c) => csvField(csvValue(data, c, i))).join(","));
   return lines.join("\n") + "\n";
@@ -570,11 +721,27 @@ export function toCSV(data, rows) {
 
 // -- a model for pages without a kernel ---------------------------------------------------------
 
-/** The slice of anywidget's model API the view uses, kept in the page (the HTML report). */
+/**
+ * The slice of anywidget's model API the view uses.
+ * @typedef {object} Model
+ * @property {(key: string) => any} get
+ * @property {(key: string, value: any) => void} set
+ * @property {(event: string, cb: () => void) => void} on
+ * @property {(event?: string, cb?: () => void) => void} off
+ * @property {() => void} save_changes
+ */
+
+/**
+ * That model kept in the page (the HTML report).
+ * @param {Record<string, any>} initial
+ * @returns {Model}
+ */
 export function createModel(initial) {
+  /** @type {Record<string, any>} */
   const state = { ...initial };
+  /** @type {Map<string, Set<() => void>>} */
   const listeners = new Map();
-  const emit = (event) => {
+  const emit = (/** @type {string} */ event) => {
     for (const cb of [...(listeners.get(event) || [])]) cb();
   };
   return {
@@ -586,7 +753,7 @@ export function createModel(initial) {
     },
     on(event, cb) {
       if (!listeners.has(event)) listeners.set(event, new Set());
-      listeners.get(event).add(cb);
+      listeners.get(event)?.add(cb);
     },
     off(event, cb) {
       if (event === undefined) listeners.clear();
@@ -601,34 +768,57 @@ export function createModel(initial) {
 
 // -- columns -------------------------------------------------------------------------------------
 
-/** The table's columns for this profile: CUDA, memory, FLOPs and params only when recorded. */
+/**
+ * A column of the table as the view draws it.
+ * @typedef {object} ViewColumn
+ * @property {string} key the registry column (what sorting uses)
+ * @property {string} label
+ * @property {string} title
+ * @property {string} type "name" | "time" | "bytes" | "count" | "int"
+ * @property {string} [of] the column whose root value is 100%
+ * @property {string} [family]
+ * @property {string} [self] for totals: the self column shown on hover
+ * @property {Float64Array} [values] filled on each update
+ * @property {number} [base]
+ */
+
+/**
+ * Does the profile have something to show in this column (not all missing, not all zero)?
+ * @param {Data} data @param {string} name
+ */
+export function hasData(data, name) {
+  if (name === "calls") return data.n > 0;
+  const values = data.num[name];
+  if (!values || data.allNaN[name]) return false;
+  for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
+  return false;
+}
+
+/**
+ * The table's columns for this profile: the registry's view columns that have data (as
+ * _views/cells.py view_columns), after the Node column.
+ * @param {Data} data
+ * @returns {ViewColumn[]}
+ */
 export function columnsFor(data) {
-  const has = (c) => !data.allNaN[c];
+  /** @type {ViewColumn[]} */
   const cols = [{ key: "name", label: "Node", type: "name", title: "Layer, region, op or kernel; hover for path, type and input shapes" }];
-  const time = (key, label, of, family, title) => cols.push({ key, label, type: "time", of, family, title });
-  time("self_cpu_us", "Self CPU", "cpu_us", "cpu", "CPU time in the node itself, without its child rows (with ops hidden, a layer's ops count as its own)");
-  time("cpu_us", "CPU total", "cpu_us", "cpu", "CPU time of the node and everything under it, forward + backward");
-  const cuda = has("cuda_us");
-  if (cuda) {
-    time("self_cuda_us", "Self CUDA", "cuda_us", "cuda", "GPU time of the node itself (with ops hidden, a layer's kernels count as its own)");
-    time("cuda_us", "CUDA total", "cuda_us", "cuda", "GPU time of the node and everything under it");
+  const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
+  for (const name of data.vocab.view_columns) {
+    const spec = data.spec[name];
+    if (!shown.has(name) || (spec.needs && !shown.has(spec.needs))) continue;
+    const self = data.vocab.columns.find((c) => c.rollup === "self" && c.unit === spec.unit && c.name === "self_" + name);
+    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name });
   }
-  time("bwd_self_cpu_us", "Bwd self CPU", "cpu_us", "bwd", "Backward part of Self CPU");
-  time("bwd_cpu_us", "Bwd CPU", "cpu_us", "bwd", "Backward part of CPU total: autograd work of the layer that ran the forward op");
-  if (cuda) {
-    time("bwd_self_cuda_us", "Bwd self CUDA", "cuda_us", "bwd", "Backward part of Self CUDA");
-    time("bwd_cuda_us", "Bwd CUDA", "cuda_us", "bwd", "Backward part of CUDA total");
-  }
-  if (has("cpu_mem")) cols.push({ key: "cpu_mem", label: "CPU mem", type: "bytes", self: "self_cpu_mem", title: "Host bytes allocated minus freed (self in hover)" });
-  if (has("cuda_mem")) cols.push({ key: "cuda_mem", label: "CUDA mem", type: "bytes", self: "self_cuda_mem", title: "Device bytes allocated minus freed (self in hover)" });
-  if (has("flops")) cols.push({ key: "flops", label: "FLOPs", type: "count", title: "Floating-point operations, forward + backward (MACs in hover; 1 MAC = 2 FLOPs)" });
-  if (has("params")) cols.push({ key: "params", label: "Params", type: "count", title: "Parameters of the module and its children" });
-  cols.push({ key: "calls", label: "Calls", type: "int", title: "How many times the node ran" });
   return cols;
 }
 
 // -- the DOM ---------------------------------------------------------------------------------------
 
+/**
+ * @param {string} tag @param {Record<string, any>|null} attrs @param {...(Node|string)} children
+ * @returns {HTMLElement}
+ */
 function h(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -640,38 +830,15 @@ function h(tag, attrs, ...children) {
   return node;
 }
 
-function summaryItems(summary) {
-  const items = [];
-  const add = (label, value, title) => {
-    if (value && value !== "-") items.push([label, value, title]);
-  };
-  const s = summary;
-  add("wall", formatTime(s.wall_us), "Wall-clock time of the profiled block");
-  add("CPU", formatTime(s.cpu_us), "CPU time covered by the tree's root");
-  // The split only where it says something: no modules (a trace without torchprof's ranges)
-  // means no forward figure, and then "other" would just repeat the total.
-  if (s.forward_cpu_us > 0) add("forward", formatTime(s.forward_cpu_us), "CPU time in module forward passes");
-  if (s.backward_cpu_us > 0) add("backward", formatTime(s.backward_cpu_us), "CPU time of backward work");
-  if (s.forward_cpu_us > 0 && Math.abs(s.other_cpu_us) >= 0.0005 * s.cpu_us) {
-    add("other", formatTime(s.other_cpu_us), "CPU time outside modules and backward (optimizer, loss, data)");
-  }
-  add("CUDA", formatTime(s.cuda_us), "GPU time");
-  add("params", formatCount(s.params), "Parameters of the profiled modules");
-  if (!missing(s.flops)) add("FLOPs", formatCount(s.flops), `${formatCount(s.macs)} MACs`);
-  add("achieved", formatRate(s.flops_per_s), "FLOPs divided by wall time");
-  add("peak CPU mem", formatBytes(s.peak_cpu_mem), "Peak host memory allocated during the run");
-  add("peak CUDA mem", formatBytes(s.peak_cuda_mem), "Peak device memory allocated during the run");
-  return items;
-}
-
+/** @param {HTMLElement} box @param {Data} data */
 function buildSummary(box, data) {
   const s = data.summary;
   box.replaceChildren();
   box.append(h("span", { class: "tp-title", text: s.name ?? data.path[0] }));
-  for (const [label, value, title] of summaryItems(s)) {
-    box.append(h("span", { class: "tp-stat", title }, h("span", { class: "tp-stat-k", text: label }), " ", h("b", { text: value })));
+  for (const [label, value, title] of data.summaryItems) {
+    const warn = label === "stopped by";
+    box.append(h("span", { class: warn ? "tp-stat tp-warn" : "tp-stat", title }, h("span", { class: "tp-stat-k", text: label }), " ", h("b", { text: value })));
   }
-  if (s.interrupted) box.append(h("span", { class: "tp-warn", text: "interrupted: " + s.interrupted }));
   const steps = data.steps;
   if (steps.length) {
     // Per-step wall times as small bars, so drift between iterations is visible at a glance.
@@ -692,6 +859,7 @@ function buildSummary(box, data) {
   }
 }
 
+/** @param {ViewColumn[]} columns */
 function rowTemplate(columns) {
   const row = h("div", { class: "tp-row", role: "row" });
   for (const col of columns) {
@@ -710,8 +878,9 @@ function rowTemplate(columns) {
   return template;
 }
 
+/** @param {Data} data @param {number} i */
 function nodeTitle(data, i) {
-  const kind = KINDS[data.kind[i]];
+  const kind = data.vocab.kinds[data.kind[i]];
   const lines = [data.path[i], data.type[i] ? `${kind} · ${data.type[i]}` : kind];
   if (data.backward[i]) lines[1] += " · backward";
   if (data.shapes[i]) lines.push("input shapes: " + data.shapes[i]);
@@ -719,27 +888,46 @@ function nodeTitle(data, i) {
   return lines.join("\n");
 }
 
+/** @type {Intl.NumberFormat|null} */
 let exactFormat = null; // one Intl formatter: creating one per call costs more than a row
 
+/** @param {number} v @param {string} unit */
 function exactTitle(v, unit) {
   exactFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });
   return missing(v) ? "" : `${exactFormat.format(v)} ${unit}`;
 }
 
-/** Mounts the view into `root`; returns a function that removes listeners and observers. */
-function mount(root, model, data) {
-  const columns = columnsFor(data);
-  const template = rowTemplate(columns);
+/**
+ * The widget's elements, built once per payload.
+ * @typedef {object} Parts
+ * @property {HTMLElement} summary
+ * @property {HTMLInputElement} slider
+ * @property {HTMLElement} sliderValue
+ * @property {HTMLInputElement} ops
+ * @property {HTMLInputElement} search
+ * @property {HTMLElement} rowCount
+ * @property {HTMLElement} head
+ * @property {HTMLElement} rowsBox
+ * @property {HTMLElement} sizer
+ * @property {HTMLElement} grid
+ * @property {HTMLElement} scroller
+ */
+
+/**
+ * Build: the summary, the controls, the header and the empty row container.
+ * @param {HTMLElement} root @param {Data} data @param {ViewColumn[]} columns
+ * @returns {Parts}
+ */
+function build(root, data, columns) {
   root.style.setProperty("--tp-row", ROW_HEIGHT + "px");
   root.style.setProperty("--tp-cols", `minmax(16rem, 3fr) repeat(${columns.length - 1}, minmax(5.75rem, 1fr))`);
   root.style.setProperty("--tp-min-width", `calc(16rem + ${columns.length - 1} * 5.75rem)`);
-
   const summary = h("div", { class: "tp-summary", "data-testid": "summary" });
   buildSummary(summary, data);
-  const slider = h("input", { type: "range", min: "0", max: "100", step: "0.1", "data-testid": "min-pct", "aria-label": "Minimum percent of the root" });
+  const slider = /** @type {HTMLInputElement} */ (h("input", { type: "range", min: "0", max: "100", step: "0.1", "data-testid": "min-pct", "aria-label": "Minimum percent of the root" }));
   const sliderValue = h("output", { class: "tp-slider-value" });
-  const ops = h("input", { type: "checkbox", "data-testid": "show-ops" });
-  const search = h("input", { type: "search", "data-testid": "search", placeholder: "Filter: name or path, glob * ?", "aria-label": "Filter rows by name or path", spellcheck: "false" });
+  const ops = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", "data-testid": "show-ops" }));
+  const search = /** @type {HTMLInputElement} */ (h("input", { type: "search", "data-testid": "search", placeholder: "Filter: name or path, glob * ?", "aria-label": "Filter rows by name or path", spellcheck: "false" }));
   const rowCount = h("span", { class: "tp-count", "data-testid": "row-count", "aria-live": "polite" });
   const controls = h("div", { class: "tp-controls" },
     h("label", { class: "tp-ctl", title: "Hide rows below this percent of the root's value of the sort column (CPU total for calls and params); ancestors of shown rows stay" }, "min ", slider, sliderValue),
@@ -759,80 +947,27 @@ function mount(root, model, data) {
   const grid = h("div", { class: "tp-grid", role: "treegrid", "aria-label": "Profile tree" }, head, sizer);
   const scroller = h("div", { class: "tp-scroller", "data-testid": "scroller" }, grid);
   root.replaceChildren(summary, controls, scroller);
+  return { summary, slider, sliderValue, ops, search, rowCount, head, rowsBox, sizer, grid, scroller };
+}
 
+/**
+ * Paint: fills the rows of the virtual window and keeps them when they stay in view. Rows in the
+ * DOM are exactly the window's, in display order; scrolling by less than a window moves the rows
+ * that left on one side over to the other, so only the moved ones are refilled.
+ * @param {Parts} parts @param {Data} data @param {ViewColumn[]} columns
+ */
+function painter(parts, data, columns) {
+  const { head, rowsBox, scroller } = parts;
+  const template = rowTemplate(columns);
   const numeric = columns.filter((c) => c.type !== "name");
-  let view = { rows: [], hasKids: new Uint8Array(0) };
-  let showOps = false;
-  let version = 0;
-  let expandedList = null;
-  let expandedSet = new Set();
-
-  function state() {
-    const list = model.get("expanded") || [];
-    if (list !== expandedList) {
-      expandedList = list;
-      expandedSet = new Set(list);
-    }
-    return {
-      min_pct: Number(model.get("min_pct")) || 0,
-      sort_by: model.get("sort_by") || "cpu_us",
-      ascending: !!model.get("ascending"),
-      show_ops: !!model.get("show_ops"),
-      search: model.get("search") || "",
-      expanded: expandedSet,
-    };
-  }
-
-  function update() {
-    const st = state();
-    view = visibleRows(data, st);
-    showOps = st.show_ops;
-    version++;
-    for (const col of numeric) {
-      col.values = data.num[valueColumn(col.key, showOps)];
-      col.base = col.of ? data.num[col.of][0] : NaN;
-    }
-    // Controls follow the model (Python may have changed it); the search box only when it
-    // differs, so typing keeps its caret.
-    slider.value = String(st.min_pct);
-    sliderValue.textContent = `${st.min_pct}%`;
-    ops.checked = st.show_ops;
-    if (search.value !== st.search) search.value = st.search;
-    const active = resolveSort(st.sort_by);
-    for (const th of head.children) {
-      if (th.dataset.col === active) th.setAttribute("aria-sort", st.ascending ? "ascending" : "descending");
-      else th.removeAttribute("aria-sort");
-    }
-    rowCount.textContent = `${view.rows.length} of ${data.n} rows`;
-    grid.setAttribute("aria-rowcount", String(view.rows.length));
-    sizer.style.height = view.rows.length * ROW_HEIGHT + "px";
-    paint();
-  }
-
+  const spare = /** @type {HTMLElement[]} */ ([]);
   let headHeight = 0;
   let windowStart = 0;
-  const spare = [];
+  let view = { rows: /** @type {number[]} */ ([]), hasKids: new Uint8Array(0) };
+  let expandedSet = /** @type {Set<string>} */ (new Set());
+  let version = 0;
 
-  // Rows in the DOM are exactly the window's, in display order. Scrolling by less than a
-  // window moves the rows that left on one side over to the other, so the rows still in view
-  // keep their content and layout and only the moved ones are refilled.
-  function paint() {
-    if (!headHeight) headHeight = head.offsetHeight;
-    const viewport = scroller.clientHeight > 0 ? scroller.clientHeight - headHeight : 20 * ROW_HEIGHT;
-    const win = virtualWindow(scroller.scrollTop - headHeight, viewport, ROW_HEIGHT, view.rows.length);
-    const count = win.end - win.start;
-    let have = rowsBox.childElementCount;
-    const shift = win.start - windowStart;
-    if (shift > 0 && shift < have) for (let k = 0; k < shift; k++) rowsBox.append(rowsBox.firstElementChild);
-    else if (shift < 0 && -shift < have) for (let k = 0; k < -shift; k++) rowsBox.prepend(rowsBox.lastElementChild);
-    for (; have > count; have--) spare.push(rowsBox.removeChild(rowsBox.lastElementChild));
-    for (; have < count; have++) rowsBox.append(spare.pop() || template.content.firstElementChild.cloneNode(true));
-    windowStart = win.start;
-    let row = rowsBox.firstElementChild;
-    for (let k = 0; k < count; k++, row = row.nextElementSibling) fillRow(row, view.rows[win.start + k]);
-    rowsBox.style.transform = `translateY(${win.offset}px)`;
-  }
-
+  /** @param {any} row @param {number} i */
   function fillRow(row, i) {
     if (row._i === i && row._v === version) return;
     row._i = i;
@@ -842,7 +977,7 @@ function mount(root, model, data) {
     row.setAttribute("aria-level", String(depth + 1));
     // Tag where backward work starts, not on every op inside it.
     const bwdRoot = data.backward[i] && !(data.parent[i] >= 0 && data.backward[data.parent[i]]);
-    row.className = `tp-row tp-k-${KINDS[data.kind[i]]}${bwdRoot ? " tp-backward" : ""}${i === 0 ? " tp-root" : ""}`;
+    row.className = `tp-row tp-k-${data.vocab.kinds[data.kind[i]]}${bwdRoot ? " tp-backward" : ""}${i === 0 ? " tp-root" : ""}`;
     row.style.setProperty("--d", String(depth));
     const nameCell = row.firstElementChild;
     const slot = nameCell.firstElementChild;
@@ -863,23 +998,25 @@ function mount(root, model, data) {
     const label = slot.nextElementSibling;
     label.textContent = data.name[i];
     // The tag is drawn from an attribute (CSS attr()), so the cell's text is the name alone.
-    const tag = data.kind[i] === 0 && data.type[i] ? data.type[i] : bwdRoot ? "bwd" : "";
+    const isModule = data.vocab.kinds[data.kind[i]] === "module";
+    const tag = isModule && data.type[i] ? data.type[i] : bwdRoot ? "bwd" : "";
     label.nextElementSibling.setAttribute("data-tag", tag);
     nameCell.title = nodeTitle(data, i);
     let cell = nameCell.nextElementSibling;
     for (const col of numeric) {
-      const v = col.values[i];
+      const v = /** @type {Float64Array} */ (col.values)[i];
       const value = col.type === "time" ? cell.children[1] : cell.firstElementChild;
       const empty = Number.isNaN(v) || (v === 0 && col.type !== "int");
       if (col.type === "time") {
-        const pct = empty ? 0 : (100 * v) / col.base;
+        const base = /** @type {number} */ (col.base);
+        const pct = empty ? 0 : (100 * v) / base;
         value.textContent = empty ? "" : formatTime(v);
-        cell.children[2].textContent = empty ? "" : formatPercent(v, col.base);
+        cell.children[2].textContent = empty ? "" : formatPercent(v, base);
         cell.firstElementChild.style.width = Number.isFinite(pct) ? Math.max(0, Math.min(100, pct)) + "%" : "0";
         cell.title = empty ? "" : exactTitle(v, "µs");
       } else if (col.type === "bytes") {
         value.textContent = empty ? "" : formatBytes(v);
-        const own = data.num[col.self][i];
+        const own = col.self ? data.num[col.self][i] : NaN;
         cell.title = empty ? "" : `${exactTitle(v, "bytes")}\nself: ${formatBytes(own)}`;
       } else if (col.type === "count") {
         value.textContent = empty ? "" : formatCount(v);
@@ -891,19 +1028,122 @@ function mount(root, model, data) {
     }
   }
 
+  function paint() {
+    if (!headHeight) headHeight = head.offsetHeight;
+    const viewport = scroller.clientHeight > 0 ? scroller.clientHeight - headHeight : 20 * ROW_HEIGHT;
+    const win = virtualWindow(scroller.scrollTop - headHeight, viewport, ROW_HEIGHT, view.rows.length);
+    const count = win.end - win.start;
+    let have = rowsBox.childElementCount;
+    const shift = win.start - windowStart;
+    if (shift > 0 && shift < have) for (let k = 0; k < shift; k++) rowsBox.append(/** @type {Element} */ (rowsBox.firstElementChild));
+    else if (shift < 0 && -shift < have) for (let k = 0; k < -shift; k++) rowsBox.prepend(/** @type {Element} */ (rowsBox.lastElementChild));
+    for (; have > count; have--) spare.push(/** @type {HTMLElement} */ (rowsBox.removeChild(/** @type {Element} */ (rowsBox.lastElementChild))));
+    for (; have < count; have++) rowsBox.append(spare.pop() || /** @type {Element} */ (template.content.firstElementChild).cloneNode(true));
+    windowStart = win.start;
+    let row = rowsBox.firstElementChild;
+    for (let k = 0; k < count; k++, row = /** @type {Element} */ (row).nextElementSibling) fillRow(row, view.rows[win.start + k]);
+    rowsBox.style.transform = `translateY(${win.offset}px)`;
+  }
+
+  return {
+    paint,
+    /** A new view (rows, expansion, which values the columns read): everything is refilled.
+     * @param {{rows: number[], hasKids: Uint8Array}} next @param {Set<string>} expanded @param {boolean} showOps */
+    show(next, expanded, showOps) {
+      view = next;
+      expandedSet = expanded;
+      version++;
+      for (const col of numeric) {
+        col.values = data.num[valueColumn(data, col.key, showOps)];
+        col.base = col.of ? data.num[col.of][0] : NaN;
+      }
+      paint();
+    },
+    resized() {
+      headHeight = 0;
+      paint();
+    },
+    rows: () => view.rows,
+  };
+}
+
+/**
+ * Mounts the view into `root` (build, paint, bind); returns a function that removes listeners
+ * and observers.
+ * @param {HTMLElement} root @param {Model} model @param {Data} data
+ */
+function mount(root, model, data) {
+  const columns = columnsFor(data);
+  const parts = build(root, data, columns);
+  const view = painter(parts, data, columns);
+  return bind(root, model, data, parts, view);
+}
+
+/**
+ * Bind: model changes redraw, clicks and typing change the model. One listener per event type on
+ * the root (delegation); rows carry no handlers.
+ * @param {HTMLElement} root @param {Model} model @param {Data} data @param {Parts} parts
+ * @param {ReturnType<typeof painter>} view
+ */
+function bind(root, model, data, parts, view) {
+  const { slider, sliderValue, ops, search, rowCount, head, sizer, grid, scroller } = parts;
+  const keys = data.vocab.state.map((k) => k.name);
+  /** @type {string[]|null} */
+  let expandedList = null;
+  let expandedSet = /** @type {Set<string>} */ (new Set());
+
+  /** @returns {ViewState & {expanded: Set<string>}} */
+  function state() {
+    const list = model.get("expanded") || [];
+    if (list !== expandedList) {
+      expandedList = list;
+      expandedSet = new Set(list);
+    }
+    return {
+      min_pct: Number(model.get("min_pct")) || 0,
+      sort_by: model.get("sort_by") || "cpu_us",
+      ascending: !!model.get("ascending"),
+      show_ops: !!model.get("show_ops"),
+      search: model.get("search") || "",
+      expanded: expandedSet,
+    };
+  }
+
+  function update() {
+    const st = state();
+    const next = visibleRows(data, st);
+    // Controls follow the model (Python may have changed it); the search box only when it
+    // differs, so typing keeps its caret.
+    slider.value = String(st.min_pct);
+    sliderValue.textContent = `${st.min_pct}%`;
+    ops.checked = !!st.show_ops;
+    if (search.value !== st.search) search.value = /** @type {string} */ (st.search);
+    const active = resolveSort(data.vocab, st.sort_by);
+    for (const th of head.children) {
+      if (/** @type {HTMLElement} */ (th).dataset.col === active) th.setAttribute("aria-sort", st.ascending ? "ascending" : "descending");
+      else th.removeAttribute("aria-sort");
+    }
+    rowCount.textContent = `${next.rows.length} of ${data.n} rows`;
+    grid.setAttribute("aria-rowcount", String(next.rows.length));
+    sizer.style.height = next.rows.length * ROW_HEIGHT + "px";
+    view.show(next, st.expanded, !!st.show_ops);
+  }
+
+  /** @param {Record<string, any>} values */
   function change(values) {
     for (const [k, v] of Object.entries(values)) model.set(k, v);
     model.save_changes();
   }
 
+  /** @param {string} key */
   function sortBy(key) {
     const st = state();
-    if (resolveSort(st.sort_by) === key) change({ ascending: !st.ascending });
-    else change({ sort_by: key, ascending: SORT_TEXT.includes(key) });
+    if (resolveSort(data.vocab, st.sort_by) === key) change({ ascending: !st.ascending });
+    else change({ sort_by: key, ascending: isTextColumn(data, key) });
   }
 
   function exportCSV() {
-    const blob = new Blob([toCSV(data, view.rows)], { type: "text/csv;charset=utf-8" });
+    const blob = new Blob([toCSV(data, view.rows())], { type: "text/csv;charset=utf-8" });
     const url = URL.createObjectURL(blob);
     const link = h("a", { href: url, download: `${String(data.summary.name || "profile").replace(/[^\w.-]+/g, "_")}.csv`, hidden: true });
     root.append(link);
@@ -912,37 +1152,40 @@ function mount(root, model, data) {
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
   }
 
-  // One listener per event type on the root (delegation); rows carry no handlers.
+  /** @param {Event} event */
   function onClick(event) {
-    const target = event.target;
+    const target = /** @type {HTMLElement} */ (event.target);
     const caret = target.closest('[data-testid="caret"]');
     if (caret) {
-      const path = caret.closest('[role="row"]').getAttribute("data-path");
+      const path = /** @type {string} */ (caret.closest('[role="row"]')?.getAttribute("data-path"));
       change({ expanded: toggleExpanded(model.get("expanded") || [], path) });
       return;
     }
-    const th = target.closest(".tp-th");
-    if (th) return sortBy(th.dataset.col);
-    const button = target.closest("button[data-testid]");
+    const th = /** @type {HTMLElement|null} */ (target.closest(".tp-th"));
+    if (th) return sortBy(/** @type {string} */ (th.dataset.col));
+    const button = /** @type {HTMLElement|null} */ (target.closest("button[data-testid]"));
     if (!button) return;
     const action = button.dataset.testid;
     if (action === "expand-all") change({ expanded: allExpandable(data) });
     else if (action === "collapse-all") change({ expanded: [] });
     else if (action === "export-csv") exportCSV();
   }
+  /** @param {KeyboardEvent} event */
   function onKeydown(event) {
-    const th = event.target.closest(".tp-th");
+    const th = /** @type {HTMLElement|null} */ (/** @type {HTMLElement} */ (event.target).closest(".tp-th"));
     if (th && (event.key === "Enter" || event.key === " ")) {
       event.preventDefault();
-      sortBy(th.dataset.col);
+      sortBy(/** @type {string} */ (th.dataset.col));
     }
   }
+  /** @param {Event} event */
   function onInput(event) {
     const target = event.target;
     if (target === slider) {
       change({ min_pct: Number(slider.value) });
     } else if (target === search) {
       const text = search.value;
+      /** @type {Record<string, any>} */
       const values = { search: text };
       if (text.trim()) {
         const list = model.get("expanded") || [];
@@ -952,12 +1195,14 @@ function mount(root, model, data) {
       change(values);
     }
   }
+  /** @param {Event} event */
   function onChange(event) {
     if (event.target !== ops) return;
+    /** @type {Record<string, any>} */
     const values = { show_ops: ops.checked };
     if (ops.checked) {
       const list = model.get("expanded") || [];
-      const opened = expandLeafLayers(data, view.rows, list);
+      const opened = expandLeafLayers(data, view.rows(), list);
       if (opened !== list) values.expanded = opened;
     }
     change(values);
@@ -974,18 +1219,15 @@ function mount(root, model, data) {
       update();
     });
   }
-  const events = ["min_pct", "sort_by", "ascending", "show_ops", "search", "expanded"].map((k) => "change:" + k);
+  const events = keys.map((k) => "change:" + k);
   for (const e of events) model.on(e, schedule);
   root.addEventListener("click", onClick);
   root.addEventListener("keydown", onKeydown);
   root.addEventListener("input", onInput);
   root.addEventListener("change", onChange);
-  scroller.addEventListener("scroll", paint, { passive: true });
+  scroller.addEventListener("scroll", view.paint, { passive: true });
   // The output area may attach or resize the widget after render: repaint for the new height.
-  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => {
-    headHeight = 0;
-    paint();
-  }) : null;
+  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(view.resized) : null;
   resize?.observe(scroller);
   resize?.observe(head);
   update();
@@ -997,10 +1239,14 @@ function mount(root, model, data) {
     root.removeEventListener("keydown", onKeydown);
     root.removeEventListener("input", onInput);
     root.removeEventListener("change", onChange);
-    scroller.removeEventListener("scroll", paint);
+    scroller.removeEventListener("scroll", view.paint);
   };
 }
 
+/**
+ * anywidget's entry point (and the report page's).
+ * @param {{model: Model, el: HTMLElement}} context
+ */
 async function render({ model, el }) {
   const root = h("div", { class: "torchprof", "data-testid": "torchprof" });
   el.append(root);
@@ -1008,11 +1254,12 @@ async function render({ model, el }) {
   let generation = 0;
   async function load() {
     const mine = ++generation;
+    /** @type {Data} */
     let data;
     try {
       data = await loadPayload(model.get("data"));
     } catch (err) {
-      root.replaceChildren(h("div", { class: "tp-error", text: `torchprof: cannot show this profile (${err.message})` }));
+      root.replaceChildren(h("div", { class: "tp-error", text: `torchprof: cannot show this profile (${/** @type {Error} */ (err).message})` }));
       return;
     }
     if (mine !== generation) return;

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchprof._records import DEVICE, MEMORY, MODULE, OP, REGION, RUNTIME, EventColumns, module_range_name
-from torchprof._tree import TreeBuilder
+from torchprof._records import EventColumns, module_range_name
+from torchprof._vocab import EventKind
+
+DEVICE, MEMORY, MODULE, OP, REGION, RUNTIME = (EventKind.DEVICE, EventKind.MEMORY, EventKind.MODULE, EventKind.OP,
+                                               EventKind.REGION, EventKind.RUNTIME)
+from torchprof._tree.builder import TreeBuilder
 
 KINDS = {"op": OP, "region": REGION, "module": MODULE, "runtime": RUNTIME, "kernel": DEVICE, "memory": MEMORY}
 
@@ -68,6 +72,6 @@ def build(events: list[dict], **options: Any):
 
 
 def frame(events: list[dict], **options: Any):
-    from torchprof._frame import to_dataframe
+    from torchprof._views.frame import to_dataframe
 
     return to_dataframe(build(events, **options))

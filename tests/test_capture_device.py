@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import torchprof
-from torchprof._capture import result_columns
-from torchprof._tree import TreeBuilder
+from torchprof._capture.kineto import result_columns
+from torchprof._tree.builder import TreeBuilder
 
 
 class FakeDeviceEvent:
@@ -59,7 +59,7 @@ def test_kernels_and_runtime_calls_join_the_ops_that_launched_them(mlp):
     x = torch.randn(4, 8)
     with torchprof.Profiler(name="run") as prof:
         mlp(x).sum().backward()
-    result = prof._torch_profile.profiler.kineto_results
+    result = prof.torch_profile.profiler.kineto_results
     ops = []
     stack = list(result.experimental_event_tree())
     while stack:
@@ -75,9 +75,9 @@ def test_kernels_and_runtime_calls_join_the_ops_that_launched_them(mlp):
         FakeDeviceEvent("sgemm_bwd", "kernel", bwd.end_time_ns + 10, bwd.end_time_ns + 3010, 902, bwd.correlation_id),
         FakeDeviceEvent("Memcpy HtoD", "gpu_memcpy", 5, 1005, 903, 0),
     ]
-    builder = TreeBuilder(label="run", modules=prof._tracker.modules, cuda=True)
+    builder = TreeBuilder(label="run", modules=prof.recording.modules, cuda=True)
     builder.add(result_columns(ResultWithGpu(result, device), device=True))
-    from torchprof._frame import to_dataframe
+    from torchprof._views.frame import to_dataframe
 
     df = to_dataframe(builder.finish())
     kernel_rows = df[df.kind == "kernel"]

@@ -181,7 +181,7 @@ def test_demo_profiles_a_training_step_of_a_torchvision_model(capsys):
     assert out.startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 2x3x64x64")
     for row in ("ResNet", "layer1", "layer4", "conv1", "downsample", "Optimizer.step#SGD.step"):
         assert row in out, row
-    assert "11.7M params" in out and "backward" in out
+    assert "params 11.7M" in out and "backward" in out
 
 
 def test_demo_options_before_and_after_the_model_name_both_apply(tmp_path, capsys):

@@ -12,15 +12,15 @@ import torch
 
 import torchprof
 from synthetic import columns, ev, training_step
-from torchprof._records import Capture
-from torchprof._trace_file import TraceError
-from torchprof._tree import TreeBuilder
+from torchprof._records import Recording
+from torchprof import TraceError
+from torchprof._tree.builder import TreeBuilder
 
 
 def synthetic_profile() -> torchprof.Profile:
     builder = TreeBuilder()
     builder.add(columns(training_step()))
-    return torchprof.Profile._from_parts(builder, Capture(cycles=[], label="profile", wall_us=220.0))
+    return torchprof.Profile(builder.finish(), Recording(label="profile", wall_us=220.0))
 
 
 @pytest.fixture
@@ -128,7 +128,7 @@ def test_folded_stack_counts_add_up_to_the_total(trained, tmp_path):
 def test_frames_never_contain_the_separator(tmp_path):
     builder = TreeBuilder()
     builder.add(columns([ev("region", "load;decode", 0, 10), ev("op", "aten::add", 2, 6)]))
-    prof = torchprof.Profile._from_parts(builder, Capture(cycles=[], label="profile"))
+    prof = torchprof.Profile(builder.finish(), Recording(label="profile"))
     path = prof.export_stacks(str(tmp_path / "s.txt"))
     assert open(path).read() == "profile;load:decode 6\nprofile;load:decode;aten::add 4\n"
 

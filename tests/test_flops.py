@@ -27,7 +27,7 @@ from torch.utils.flop_counter import (
 
 import torchprof
 from synthetic import build, ev
-from torchprof import _flops
+from torchprof._tree import flops as _flops
 
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import torchprof
-from torchprof._tree import UNATTRIBUTED_BACKWARD
+from torchprof._vocab import UNATTRIBUTED_BACKWARD
 
 
 def check_invariants(df) -> None:
@@ -81,7 +81,7 @@ def test_root_total_equals_torch_self_cpu_total(mlp):
     with torchprof.Profiler() as prof:
         for _ in range(3):
             mlp(x).sum().backward()
-    torch_total = prof._torch_profile.key_averages().self_cpu_time_total
+    torch_total = prof.torch_profile.key_averages().self_cpu_time_total
     assert prof.df.loc["profile", "cpu_us"] == pytest.approx(torch_total, rel=1e-3)
 
 

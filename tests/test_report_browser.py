@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from browser_util import ARTIFACTS, chromium, new_page, page_state, rendered_paths, serve, write_widget_page
-from torchprof import _format as fmt
-from torchprof._view import visible_rows
+from torchprof._views import format as fmt
+from torchprof._views.rows import visible_rows
 
 pytestmark = pytest.mark.browser
 

@@ -65,7 +65,7 @@ def test_summary_refers_to_the_recorded_steps(train_step):
     assert s["wall_us"] == pytest.approx(prof.steps.wall_us.sum())  # FLOP/s over the time the FLOPs took
     assert s["cpu_us"] == pytest.approx(prof.steps.cpu_us.sum())
     assert s["flops_per_s"] == pytest.approx(s["flops"] / (s["wall_us"] / 1e6))
-    assert prof.capture.meta["block_wall_us"] > s["wall_us"]  # the whole loop, waits included
+    assert prof.meta["block_wall_us"] > s["wall_us"]  # the whole loop, waits included
 
 
 def test_on_trace_ready_gets_torch_profile_of_each_cycle(train_step, tmp_path):
@@ -163,7 +163,7 @@ MEMORY_PROBE = textwrap.dedent(
     """
     import gc, json, os, sys, tracemalloc
     import torch, torchprof
-    from torchprof._capture import result_columns
+    from torchprof._capture.kineto import result_columns
 
     torch.set_num_threads(1)
 

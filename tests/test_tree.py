@@ -7,7 +7,7 @@ import math
 import pytest
 
 from synthetic import build, ev, frame, training_step
-from torchprof._tree import UNATTRIBUTED_BACKWARD
+from torchprof._vocab import UNATTRIBUTED_BACKWARD
 
 
 def test_backward_time_lands_on_the_layer_that_ran_forward():

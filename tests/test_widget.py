@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 
 from synthetic import columns, ev, training_step
-from torchprof import _format as fmt
-from torchprof._html import NUMBER_COLUMNS, default_expanded, payload, payload_bytes, payload_json, static_table
+from torchprof._views import format as fmt
+from torchprof._views.html import static_table
+from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
+from torchprof._views.state import default_expanded
 from torchprof._profile import Profile
-from torchprof._records import Capture, ModuleInfo
-from torchprof._tree import TreeBuilder
-from torchprof._view import _matcher, visible_rows
+from torchprof._records import ModuleInfo, Recording
+from torchprof._tree.builder import TreeBuilder
+from torchprof._views.rows import _matcher, visible_rows
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "js" / "fixtures" / "crosscheck.json"
@@ -42,7 +44,7 @@ def profile_from(events: list[dict], modules: dict[str, ModuleInfo] | None = Non
     modules = modules or {}
     builder = TreeBuilder(modules=modules, **options)
     builder.add(columns(events))
-    return Profile._from_parts(builder, Capture(cycles=[], modules=modules, wall_us=wall_us))
+    return Profile(builder.finish(), Recording(modules=modules, wall_us=wall_us))
 
 
 def mixed_events() -> list[dict]:
@@ -135,7 +137,7 @@ def crosscheck_fixture() -> dict[str, Any]:
     trees = []
     for name, prof in crosscheck_trees():
         tree = prof.tree
-        data = payload(prof)
+        data = payload(prof.tree, prof.summary)
         cases = []
         for state in _states(tree):
             rows = visible_rows(tree, min_pct=state["min_pct"], sort_by=state["sort_by"], ascending=state["ascending"],
@@ -196,6 +198,18 @@ def test_committed_crosscheck_fixture_is_current():
         for t in trees:
             t.pop("packed_base64")
     assert committed == fresh, "tests/js/fixtures/crosscheck.json is stale: regenerate it (see the docstring)"
+
+
+def test_committed_vocabulary_fixture_is_the_registry():
+    """The node tests build payloads with tests/js/fixtures/vocab.json: it must be the vocabulary
+    Python sends today. Regenerate with ``TORCHPROF_REGENERATE=1 pytest tests/test_widget.py -k committed``."""
+    from torchprof._views.payload import vocabulary
+
+    path = FIXTURE.parent / "vocab.json"
+    fresh = json.loads(json.dumps(vocabulary()))
+    if os.environ.get("TORCHPROF_REGENERATE"):
+        path.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert json.loads(path.read_text(encoding="utf-8")) == fresh, f"{path} is stale: regenerate it (see the docstring)"
 
 
 # -- state ----------------------------------------------------------------------------------------
@@ -283,7 +297,7 @@ def test_payload_is_column_wise_and_under_150_bytes_per_node_at_50k_nodes():
     prof = big_profile(50_000)
     n = len(prof.tree)
     assert n >= 50_000
-    data = payload(prof)
+    data = payload(prof.tree, prof.summary)
     for key in ("parent", "flags", "tail", "type", "shapes"):
         assert len(data[key]) == n and not any(isinstance(v, dict) for v in data[key]), key
     assert all(isinstance(v, list) and len(v) == n or set(v) == {"const"} for v in data["num"].values())
@@ -306,7 +320,7 @@ def test_outside_a_kernel_the_display_is_the_table_as_text_and_html(prof):
 def test_static_html_escapes_profile_text():
     evil = "<img src=x onerror=alert(1)>"
     prof = profile_from([ev("module", evil, 0, 10, type_="M"), ev("region", "</table><script>x()</script>", 2, 8)])
-    html = static_table(prof, min_pct=0)
+    html = static_table(prof.tree, prof.summary, min_pct=0)
     assert "<img" not in html and "<script" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 
@@ -332,7 +346,7 @@ def test_in_a_kernel_the_display_adds_the_widget(tmp_path):
     model_id = result["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     state = widgets[model_id]["state"]
-    assert state["_anywidget_id"] == "torchprof._widget.ProfileWidget"
+    assert state["_anywidget_id"] == "torchprof._views.widget.ProfileWidget"
     assert state["sort_by"] == "cpu_us" and set(state["expanded"]) == {"Sequential", "(backward, no module)"}
     assert "| Node" in result["data"]["text/plain"] and "<table" in result["data"]["text/html"]
 
@@ -345,7 +359,7 @@ def test_import_torchprof_does_not_import_anywidget_pandas_or_torch():
 
 
 def test_widget_loads_the_front_end_files_of_the_repository_or_the_wheel():
-    from torchprof._widget import ProfileWidget
+    from torchprof._views.widget import ProfileWidget
 
     assert str(ProfileWidget._esm) == (REPO / "js" / "widget.js").read_text(encoding="utf-8")
     assert str(ProfileWidget._css) == (REPO / "js" / "widget.css").read_text(encoding="utf-8")
@@ -358,8 +372,8 @@ def test_the_wheel_ships_widget_js_and_css(tmp_path):
     (wheel,) = tmp_path.glob("*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        assert {"torchprof/static/widget.js", "torchprof/static/widget.css", "torchprof/_widget.py",
-                "torchprof/_html.py"} <= names  # fmt: skip
+        assert {"torchprof/static/widget.js", "torchprof/static/widget.css", "torchprof/_views/widget.py",
+                "torchprof/_views/html.py"} <= names  # fmt: skip
         assert zf.read("torchprof/static/widget.js") == (REPO / "js" / "widget.js").read_bytes()
         assert zf.read("torchprof/static/widget.css") == (REPO / "js" / "widget.css").read_bytes()
 

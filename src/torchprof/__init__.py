@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._capture import Profiler, ProfilerError, profile
+from ._capture.session import ProfilerError
+from ._files import TraceError
 from ._load import load, load_trace
 from ._profile import Profile
-from ._trace_file import TraceError
+from ._profiler import Profiler, profile
 
 __version__ = "0.1.0"
 
@@ -33,7 +34,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # The widget pulls in anywidget and ipywidgets: only when asked for.
     if name == "ProfileWidget":
-        from ._widget import ProfileWidget
+        from ._views.widget import ProfileWidget
 
         return ProfileWidget
     raise AttributeError(f"module 'torchprof' has no attribute {name!r}")

@@ -5,8 +5,8 @@ Like ``python -m cProfile``: the script runs as ``__main__`` with its own ``sys.
 or is interrupted: what was profiled until then is kept). ``torchprof demo [MODEL]`` profiles
 one training step of any torchvision model.
 
-Also home of what the notebook magic shares with it: checking and writing ``--html``, ``--csv``
-and ``--trace`` files, and turning view options into widget state.
+What it shares with the notebook magic (option splitting, output files, view state) is in
+:mod:`torchprof._options`.
 """
 
 from __future__ import annotations
@@ -18,79 +18,14 @@ import runpy
 import sys
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-if TYPE_CHECKING:
-    from ._profile import Profile
+from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
 
 DEMO = "demo"
 DEFAULT_MODEL = "resnet18"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
-
-
-class OutputError(Exception):
-    """A requested output file cannot be written (its folder is missing, a write failed)."""
-
-
-# -- shared with the magic ----------------------------------------------------------------------
-def check_output_paths(**paths: str | None) -> None:
-    """Fail before a long run, not after it, when an output file's folder does not exist."""
-    for option, path in paths.items():
-        if not path:
-            continue
-        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
-        if not os.path.isdir(folder):
-            raise OutputError(f"--{option} {path}: the folder {folder} does not exist")
-        if os.path.isdir(path):
-            raise OutputError(f"--{option} {path}: that is a folder, not a file name")
-
-
-def view_state(prof: Profile, *, min_pct: float | None = None, sort_by: str | None = None, show_ops: bool = False,
-               depth: int | None = None) -> dict[str, Any]:  # fmt: skip
-    """Widget / HTML state for the view options that were given (the widget's defaults for the
-    rest). ``depth`` N expands every row above depth N, so rows down to depth N show."""
-    state: dict[str, Any] = {}
-    if min_pct is not None:
-        state["min_pct"] = min_pct
-    if sort_by is not None:
-        state["sort_by"] = sort_by
-    if show_ops:
-        state["show_ops"] = True
-    if depth is not None:
-        tree = prof.tree
-        has_children = [False] * len(tree)
-        for p in tree.parent_index[1:]:
-            has_children[p] = True
-        cols = tree.columns
-        state["expanded"] = [cols["path"][i] for i in range(len(tree)) if has_children[i] and cols["depth"][i] < depth]
-    return state
-
-
-def write_outputs(prof: Profile, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
-                  state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
-    """Write the requested files; the paths written. Every file is attempted; failures are
-    collected into one :class:`OutputError`."""
-    written: list[str] = []
-    problems: list[str] = []
-    jobs = (
-        ("html", html, lambda path: prof.to_html(path, **(state or {}))),
-        ("csv", csv, lambda path: prof.df.to_csv(path)),
-        ("trace", trace, lambda path: prof.export_chrome_trace(path)),
-    )
-    for option, path, write in jobs:
-        if not path:
-            continue
-        path = os.path.expanduser(path)
-        try:
-            write(path)
-        except (OSError, ValueError, RuntimeError) as exc:
-            problems.append(f"--{option} {path}: {exc}")
-        else:
-            written.append(path)
-    if problems:
-        raise OutputError("; ".join(problems))
-    return written
 
 
 # -- the command line ------------------------------------------------------------------------------
@@ -148,23 +83,19 @@ def split_argv(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[s
     (``demo`` included), and everything after it belongs to the script, as with ``python`` and
     ``python -m cProfile``. ``-m module`` ends our options the same way.
     """
-    takes_value = {opt for action in parser._actions for opt in action.option_strings if action.nargs != 0}
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            rest = argv[i + 1 :]
-            return argv[:i], None, rest[0] if rest else None, rest[1:]
-        if word == "-m" or (word.startswith("-m") and not word.startswith("--")):
-            module = word[2:] or (argv[i + 1] if i + 1 < len(argv) else None)
-            rest = argv[i + (1 if word[2:] else 2) :]
-            if module is None:
-                return argv[: i + 1], None, None, []  # argparse will say -m needs a value
-            return argv[:i], module, None, rest
-        if not word.startswith("-") or word == "-":
-            return argv[:i], None, word, argv[i + 1 :]
-        i += 2 if word in takes_value else 1
-    return argv, None, None, []
+    i = options_end(argv, takes_value(parser), ends=lambda w: w.startswith("-m") and not w.startswith("--"))
+    if i == len(argv):
+        return argv, None, None, []
+    word = argv[i]
+    if word == "--":
+        rest = argv[i + 1 :]
+        return argv[:i], None, rest[0] if rest else None, rest[1:]
+    if word.startswith("-m") and not word.startswith("--"):
+        module = word[2:] or (argv[i + 1] if i + 1 < len(argv) else None)
+        if module is None:
+            return argv[: i + 1], None, None, []  # argparse will say -m needs a value
+        return argv[:i], module, None, argv[i + (1 if word[2:] else 2) :]
+    return argv[:i], None, word, argv[i + 1 :]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -203,7 +134,7 @@ def _main(argv: list[str]) -> int:
 
 
 def _check_view_options(args: argparse.Namespace) -> str | None:
-    from ._view import resolve_sort
+    from ._views.rows import resolve_sort
 
     try:
         resolve_sort(args.sort)
@@ -230,7 +161,7 @@ def _exit_code(code: Any) -> int:
 
 
 def _profiler(args: argparse.Namespace, name: str):
-    from ._capture import Profiler
+    from ._profiler import Profiler
 
     return Profiler(cuda=True if args.cuda else None, memory=args.memory, shapes=args.shapes, stack=args.stack,
                     flops=args.flops, name=name)  # fmt: skip
@@ -239,10 +170,10 @@ def _profiler(args: argparse.Namespace, name: str):
 def _report(prof: Any, args: argparse.Namespace, *, title: str) -> int:
     """Print the summary line and the tree; write the requested files. 0, or 1 if a file failed."""
     print(title)
-    print(summary_line(prof))
+    print(prof.summary_line())
     print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
                      colour=_wants_colour()))  # fmt: skip
-    state = view_state(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
+    state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
     try:
         for path in write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state):
             print(f"torchprof: wrote {path}")
@@ -253,34 +184,9 @@ def _report(prof: Any, args: argparse.Namespace, *, title: str) -> int:
 
 
 def _wants_colour() -> bool:
-    from ._table import wants_colour
+    from ._views.table import wants_colour
 
     return wants_colour(sys.stdout)
-
-
-def summary_line(prof: Any) -> str:
-    """``wall 1.2s · CPU 1.1s (forward 38%, backward 57%) · 11.7M params · 29.8G FLOPs (24.3G FLOP/s)``"""
-    from . import _format as fmt
-
-    s = prof.summary
-    parts = [f"wall {fmt.time_us(s['wall_us'])}"]
-    cpu = s["cpu_us"]
-    split = ""
-    if cpu and not fmt.is_missing(cpu) and s["backward_cpu_us"]:
-        split = f" (forward {fmt.percent(s['forward_cpu_us'], cpu)}, backward {fmt.percent(s['backward_cpu_us'], cpu)})"
-    parts.append(f"CPU {fmt.time_us(cpu)}{split}")
-    if not fmt.is_missing(s["cuda_us"]):
-        parts.append(f"CUDA {fmt.time_us(s['cuda_us'])}")
-    if not fmt.is_missing(s["params"]):
-        parts.append(f"{fmt.count(s['params'])} params")
-    if not fmt.is_missing(s["flops"]):
-        rate = f" ({fmt.rate(s['flops_per_s'])})" if not fmt.is_missing(s["flops_per_s"]) else ""
-        parts.append(f"{fmt.count(s['flops'])} FLOPs{rate}")
-    if not fmt.is_missing(s["peak_cpu_mem"]):
-        parts.append(f"peak CPU memory {fmt.nbytes(s['peak_cpu_mem'])}")
-    if "interrupted" in s:
-        parts.append(f"stopped by {s['interrupted']}")
-    return " · ".join(parts)
 
 
 # -- scripts ------------------------------------------------------------------------------------------
@@ -291,7 +197,7 @@ def run_script(args: argparse.Namespace) -> int:
     of ours or runpy's), after the profile collected until then; the exit code is the script's
     (``sys.exit(n)``), 1 for an exception and 130 for Ctrl-C, as the interpreter itself gives.
     """
-    from ._capture import ProfilerError
+    from ._capture.session import ProfilerError
 
     if args.module is not None:
         label = args.module

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 
+from ._files import read_json
 from ._gc import paused_gc
 from ._profile import Profile
-from ._trace_file import load_capture
-from ._tree import TreeBuilder
+from ._traces.reader import read_trace
+from ._tree.builder import TreeBuilder
+from ._tree.storage import from_json
 
 
 def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: bool = True) -> Profile:
@@ -18,30 +20,26 @@ def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: 
     sequence number) and module ranges, when the trace has torchprof's or ``nn.Module:`` events.
     """
     with paused_gc():
-        return _load_trace(path, name, flops)
-
-
-def _load_trace(path: str | os.PathLike[str], name: str | None, flops: bool) -> Profile:
-    cap = load_capture(path)
-    recorded = cap.meta.get("recorded") or {}
-    builder = TreeBuilder(
-        label=name or cap.label,
-        modules=cap.modules,
-        flops=flops and recorded.get("flops", True),
-        shapes=recorded.get("shapes", True),
-        memory=recorded.get("memory", cap.meta["has_memory"]),
-        cuda=recorded.get("cuda", cap.meta["has_device"]),
-    )
-    for cycle in cap.cycles:
-        builder.add(cycle)
-    cap.cycles = []  # the tree holds what is needed; drop the raw events
-    if name:
-        cap.label = name
-    return Profile._from_parts(builder, cap)
+        recording = read_trace(path)
+        recorded = recording.meta.get("recorded") or {}
+        builder = TreeBuilder(
+            label=name or recording.label,
+            modules=recording.modules,
+            flops=flops and recorded.get("flops", True),
+            shapes=recorded.get("shapes", True),
+            memory=recorded.get("memory", recording.meta["has_memory"]),
+            cuda=recorded.get("cuda", recording.meta["has_device"]),
+        )
+        for cycle in recording.cycles:
+            builder.add(cycle)
+        recording.cycles = []  # the tree holds what is needed; drop the raw events
+        if name:
+            recording.label = name
+        source = os.fspath(path)
+        return Profile(builder.finish(), recording, trace_file=lambda: source)
 
 
 def load(path: str | os.PathLike[str]) -> Profile:
     """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
-    from ._exports import load_profile
-
-    return load_profile(path)
+    tree, recording = from_json(read_json(path), os.fspath(path))
+    return Profile(tree, recording)

@@ -17,10 +17,10 @@ from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from ._cli import OutputError, check_output_paths, view_state, write_outputs
+from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
 
 if TYPE_CHECKING:
-    from ._capture import Profiler
+    from ._profiler import Profiler
 
 #: The name the last profile is always bound to in the user's namespace.
 LAST = "_torchprof"
@@ -94,7 +94,7 @@ def parse_options(magic: Any, options: str) -> Any:
     if args.min_pct is not None and not args.min_pct >= 0:
         raise UsageError("%%torchprof: --min-pct must be 0 or more")
     if args.sort is not None:
-        from ._view import resolve_sort
+        from ._views.rows import resolve_sort
 
         try:
             resolve_sort(args.sort)
@@ -120,24 +120,14 @@ def split_statement(parser: Any, line: str) -> tuple[str, str]:
     token that is neither an option nor an option's value, or after ``--``. The statement is
     returned verbatim (quotes and spacing intact), unlike a shell-style split of the whole line.
     """
-    takes_value = {opt for action in parser._actions for opt in action.option_strings if action.nargs != 0}
-    pos = 0
-    while True:
-        m = _TOKEN.match(line, pos)
-        if m is None or not m.group(1).startswith("-"):
-            break
-        token = m.group(1)
-        if token == "--":
-            return line[: m.start(1)].strip(), line[m.end() :].lstrip()
-        if re.fullmatch(r"-\d.*", token):  # a negative number starts the statement
-            break
-        pos = m.end()
-        if token.split("=", 1)[0] in takes_value and "=" not in token:
-            value = _TOKEN.match(line, pos)
-            if value is not None:
-                pos = value.end()
+    tokens = list(_TOKEN.finditer(line))
+    i = options_end([m.group(1) for m in tokens], takes_value(parser))
+    if i == len(tokens):
+        return line.strip(), ""
+    if tokens[i].group(1) == "--":
+        return line[: tokens[i].start(1)].strip(), line[tokens[i].end() :].lstrip()
     # Leading blanks would be an IndentationError; everything else is the user's.
-    return line[:pos].strip(), line[pos:].lstrip()
+    return line[: tokens[i].start(1)].strip(), line[tokens[i].start(1) :].lstrip()
 
 
 def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any:
@@ -149,7 +139,7 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
     exception propagates for IPython to show as usual; our own frames are hidden from it.
     """
     __tracebackhide__ = True
-    from ._capture import ProfilerError
+    from ._capture.session import ProfilerError
 
     user_ns = shell.user_ns
     try:
@@ -239,7 +229,8 @@ def _execute(shell: Any, body: Any, last: Any) -> Any:
 
 def make_profiler(user_ns: dict[str, Any], args: Any) -> Profiler:
     """The Profiler for these options, root modules labelled by their variable names."""
-    from ._capture import Profiler, ProfilerError
+    from ._capture.session import ProfilerError
+    from ._profiler import Profiler
 
     model = resolve_model(user_ns, args.model) if args.model else None
     labels = module_labels(user_ns)
@@ -297,7 +288,7 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
     """Write the requested files, then show the widget (or the table with ``--text``, or in a
     terminal IPython, which cannot show widgets)."""
     __tracebackhide__ = True
-    state = view_state(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
+    state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
     try:
         written = write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state)
     except OutputError as exc:

@@ -1,42 +1,40 @@
-"""A finished profile and every view of it (DataFrame, table, summary, widget, exports)."""
+"""A finished profile: the tree, its summary and the facts of its recording, and every view of it."""
 
 from __future__ import annotations
 
-import math
 import sys
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
-from ._records import Capture
-from ._tree import Tree, TreeBuilder
+from ._records import Recording
+from ._tree.summary import summarize
+from ._tree.tree import Tree
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ._views.widget import ProfileWidget
 
 
 class Profile:
     """The result of a profiling run or of a loaded trace.
 
-    The tree is built on first use, so leaving a ``with Profiler()`` block costs no more than
-    leaving ``torch.profiler.profile``.
+    Built from a tree (or a function that builds it on first use, so leaving a ``with Profiler()``
+    block costs no more than leaving ``torch.profiler.profile``) and the recording's facts.
     """
 
-    def __init__(self) -> None:
-        self._tree: Tree | None = None
-        self._cap: Capture | None = None
+    def __init__(
+        self,
+        tree: Tree | Callable[[], Tree],
+        recording: Recording,
+        trace_file: Callable[[], str | None] | None = None,
+    ) -> None:
+        self._tree = tree if isinstance(tree, Tree) else None
+        self._build = None if isinstance(tree, Tree) else tree
+        self.recording = recording
+        """Label, wall time, module facts and metadata (rank, device, options) of the source."""
+        self._trace_file = trace_file
         self._df: pd.DataFrame | None = None
-
-    @classmethod
-    def _from_parts(cls, builder: TreeBuilder, capture: Capture) -> Profile:
-        prof = cls.__new__(cls)
-        Profile.__init__(prof)
-        prof._ready = (builder, capture)
-        return prof
-
-    def _capture(self) -> tuple[TreeBuilder, Capture]:
-        ready = getattr(self, "_ready", None)
-        if ready is None:
-            raise RuntimeError("this profile holds no data")
-        return ready
+        self._summary: dict[str, Any] | None = None
 
     # -- the data -----------------------------------------------------------------------------
     @property
@@ -45,17 +43,16 @@ class Profile:
         if self._tree is None:
             from ._gc import paused_gc
 
+            assert self._build is not None
             with paused_gc():
-                builder, cap = self._capture()
-                self._tree = builder.finish()
-            self._cap = cap
+                self._tree = self._build()
+            self._build = None
         return self._tree
 
     @property
-    def capture(self) -> Capture:
-        self.tree
-        assert self._cap is not None
-        return self._cap
+    def meta(self) -> dict[str, Any]:
+        """Facts about the source: file, options recorded, device, distributed rank."""
+        return self.recording.meta
 
     @property
     def df(self) -> pd.DataFrame:
@@ -66,7 +63,7 @@ class Profile:
         ``layer_self_*`` is the self time with the layer's ops folded in.
         """
         if self._df is None:
-            from ._frame import to_dataframe
+            from ._views.frame import to_dataframe
 
             self._df = to_dataframe(self.tree)
         return self._df.copy()
@@ -79,68 +76,22 @@ class Profile:
     @property
     def steps(self) -> pd.DataFrame:
         """Per-iteration figures (``ProfilerStep#N`` ranges), to see whether step time drifts."""
-        import pandas as pd
+        from ._views.frame import steps
 
-        return pd.DataFrame(self.tree.steps, columns=["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us"])
+        return steps(self.tree)
 
     def by_type(self, depth: int | None = None) -> pd.DataFrame:
         """Module metrics aggregated by class; ``depth`` = module nesting level (root = 0)."""
-        from ._frame import by_type
+        from ._views.frame import by_type
 
         return by_type(self.tree, depth)
 
     @property
     def summary(self) -> dict[str, Any]:
         """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs."""
-        tree, cap = self.tree, self.capture
-        c = tree.columns
-        nan = float("nan")
-        cpu, bwd = c["cpu_us"][0], c["bwd_cpu_us"][0]
-        module_fwd = 0.0
-        for i, kind in enumerate(c["kind"]):
-            p = tree.parent_index[i]
-            if kind == "module" and (p < 0 or c["kind"][p] != "module"):
-                module_fwd += c["cpu_us"][i] - c["bwd_cpu_us"][i]
-        wall = cap.wall_us if cap.wall_us is not None else nan
-        flops = c["flops"][0]
-        params = c["params"][0]
-        param_bytes = nan
-        if cap.modules and not math.isnan(params):
-            # A root module's label is the last part of its path (below a region the path is
-            # "ProfilerStep#3/ResNet"); the same root under several steps counts once.
-            seen = {}
-            for i, kind in enumerate(c["kind"]):
-                p = tree.parent_index[i]
-                if kind != "module" or (p >= 0 and c["kind"][p] == "module"):
-                    continue
-                label = c["path"][i].rsplit("/", 1)[-1]
-                info = cap.modules.get(label)
-                if info is not None:
-                    seen[label] = info.param_bytes
-            param_bytes = float(sum(seen.values())) if seen else nan
-        out = {
-            "name": c["name"][0],
-            "wall_us": wall,
-            "cpu_us": cpu,
-            "cuda_us": c["cuda_us"][0],
-            "forward_cpu_us": module_fwd,
-            "backward_cpu_us": bwd,
-            "other_cpu_us": cpu - module_fwd - bwd,
-            "backward_cuda_us": c["bwd_cuda_us"][0],
-            "params": params,
-            "param_bytes": param_bytes,
-            "macs": c["macs"][0],
-            "flops": flops,
-            "flops_per_s": flops / (wall / 1e6) if wall and not math.isnan(wall) and not math.isnan(flops) else nan,
-            "peak_cpu_mem": tree.peak_cpu_mem,
-            "peak_cuda_mem": tree.peak_cuda_mem,
-            "steps": len(tree.steps),
-            "events": tree.event_count,
-            "nodes": len(tree),
-        }
-        if "interrupted" in cap.meta:
-            out["interrupted"] = cap.meta["interrupted"]
-        return out
+        if self._summary is None:
+            self._summary = summarize(self.tree, self.recording)
+        return dict(self._summary)
 
     # -- terminal -------------------------------------------------------------------------------
     def table(
@@ -155,11 +106,13 @@ class Profile:
         colour: bool = False,
     ) -> str:
         """The tree table as a string (see :meth:`display`)."""
-        from ._table import render_table
+        from ._views.table import render_table
 
-        if filter is not None and not isinstance(filter, str) and len(list(filter)) == 0:
-            # The 2020 torchprof's ``filter=[]`` meant "do not hide low-level events".
-            filter, show_ops = None, True
+        if filter is not None and not isinstance(filter, str):
+            filter = list(filter)
+            if not filter:
+                # The 2020 torchprof's ``filter=[]`` meant "do not hide low-level events".
+                filter, show_ops = None, True
         return render_table(self.tree, min_pct=min_pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops,
                             filter=filter, max_depth=max_depth, colour=colour)  # fmt: skip
 
@@ -180,40 +133,44 @@ class Profile:
             show_ops: also show the aten ops (and kernels) inside each layer.
             filter: name or path patterns (substring or glob); matches and their ancestors show.
         """
-        from ._table import wants_colour
+        from ._views.table import wants_colour
 
         options.setdefault("colour", wants_colour(sys.stdout))
         print(self.table(min_pct, sort_by, show_ops, filter, **options))
 
+    def summary_line(self) -> str:
+        """The summary in one line, as the command line and the reports word it."""
+        from ._views.format import summary_line
+
+        return summary_line(self.summary)
+
     def __str__(self) -> str:
-        from ._table import wants_colour
+        from ._views.table import wants_colour
 
         return self.table(colour=wants_colour(sys.stdout))
 
     def __repr__(self) -> str:
-        if self._tree is None and getattr(self, "_ready", None) is None and type(self).__name__ == "Profiler":
-            return object.__repr__(self)
         s = self.summary
         return f"<torchprof profile {s['name']!r}: {s['nodes']} nodes, CPU {s['cpu_us']:.0f} µs>"
 
     # -- notebook -------------------------------------------------------------------------------
-    def widget(self, **state: Any):
+    def widget(self, **state: Any) -> ProfileWidget:
         """The interactive widget; ``state`` sets ``min_pct``, ``sort_by``, ``show_ops``, ..."""
-        from ._widget import ProfileWidget
+        from ._views.widget import ProfileWidget
 
-        return ProfileWidget(self, **state)
+        return ProfileWidget(self.tree, self.summary, **state)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ._widget import mimebundle
+        from ._views.widget import mimebundle
 
-        return mimebundle(self)
+        return mimebundle(self.tree, self.summary)
 
     def to_html(self, path: str | None = None, **state: Any) -> str:
         """A self-contained interactive HTML report (no kernel, no network). Returns the HTML
         and writes it to ``path`` when given."""
-        from ._html import report_html
+        from ._views.html import report_html
 
-        html = report_html(self, **state)
+        html = report_html(self.tree, self.summary, **state)
         if path is not None:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(html)
@@ -222,17 +179,20 @@ class Profile:
     # -- exports ----------------------------------------------------------------------------------
     def export_stacks(self, path: str, metric: str = "self_cpu_us") -> str:
         """Folded stacks (flamegraph.pl / speedscope) with module paths as frames."""
-        from ._exports import write_stacks
+        from ._views.exports import write_stacks
 
-        return write_stacks(self, path, metric)
+        return write_stacks(self.tree, path, metric)
 
     def export_chrome_trace(self, path: str) -> str:
-        from ._exports import write_chrome_trace
+        """Write the run as a chrome trace (Perfetto, chrome://tracing, ``load_trace``)."""
+        from ._views.exports import write_chrome_trace
 
-        return write_chrome_trace(self, path)
+        source = self._trace_file() if self._trace_file is not None else None
+        return write_chrome_trace(source, self.tree, self.recording, path)
 
     def save(self, path: str) -> str:
         """Save the profile (tree and summary) to reopen later with ``torchprof.load``."""
-        from ._exports import save_profile
+        from ._files import dumps, write_atomic
+        from ._tree.storage import to_json
 
-        return save_profile(self, path)
+        return write_atomic(path, dumps(to_json(self.tree, self.recording)))

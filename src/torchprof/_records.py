@@ -10,45 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-# Event kinds, decided once per event from its chrome-trace category and name.
-OP = 0  #: an operator or any other CPU range torch records (cpu_op)
-REGION = 1  #: a user or torch ``record_function`` range (user_annotation)
-MODULE = 2  #: a module range opened by torchprof's hooks (or torch's ``nn.Module:`` events)
-RUNTIME = 3  #: a CUDA runtime/driver call on the CPU (cudaLaunchKernel, cudaMemcpy, ...)
-DEVICE = 4  #: time on the GPU: kernels, memcpy, memset
-MEMORY = 5  #: an allocation (+bytes) or free (-bytes) instant event
-IGNORED = 6  #: flows, metadata, profiler overhead
-PYFRAME = 7  #: a Python call (``with_stack``): not a node, but names the source line of what it runs
-
-CATEGORY_KIND: dict[str, int] = {
-    "cpu_op": OP,
-    "operator": OP,
-    "user_annotation": REGION,
-    "gpu_user_annotation": IGNORED,
-    "cuda_runtime": RUNTIME,
-    "cuda_driver": RUNTIME,
-    "xpu_runtime": RUNTIME,
-    "privateuse1_runtime": RUNTIME,
-    "kernel": DEVICE,
-    "gpu_memcpy": DEVICE,
-    "gpu_memset": DEVICE,
-    "cpu_instant_event": MEMORY,
-}
-
-#: Prefix and format of the ranges torchprof's module hooks open: ``nn.Module: <path> [<Type>]``.
-MODULE_PREFIX = "nn.Module: "
-
-#: Name prefix of the autograd engine's per-node backward range.
-BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
-
-#: Where device memory events come from (chrome trace "Device Type"; c10::DeviceType values).
-CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
+from ._vocab import MODULE_PREFIX
 
 
 def is_user_frame(name: str) -> bool:
     """A Python frame in the user's code, not in torch or another installed package."""
     return not (
-        name.startswith(("torch/", "torchprof/", "<", "nn.Module: ", "threading.py", "runpy.py"))
+        name.startswith(("torch/", "torchprof/", "<", MODULE_PREFIX, "threading.py", "runpy.py"))
         or "site-packages/" in name
         or "/torch/" in name
         or "/torchprof/" in name
@@ -137,14 +105,15 @@ class EventColumns:
 
 
 @dataclass
-class Capture:
-    """Everything the tree builder needs from one source besides the events."""
+class Recording:
+    """Everything one source (a live run, a trace file) tells besides the tree's events."""
 
-    cycles: list[EventColumns]
+    cycles: list[EventColumns] = field(default_factory=list)
+    """Events not yet folded into a tree (a trace file's one cycle); emptied once folded."""
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
     """Keyed by module path as it appears in the module range names."""
     wall_us: float | None = None
     """Wall time of the profiled block (the trace span when loading a file)."""
     label: str = "profile"
     meta: dict[str, Any] = field(default_factory=dict)
-    """Free-form facts about the source (device names, distributed rank, file name)."""
+    """Facts about the source (device names, distributed rank, file name, options recorded)."""

@@ -42,13 +42,13 @@ def record(steps: int):
 
 def ours(prof) -> tuple[float, int, int]:
     """Seconds for raw results -> DataFrame, number of events, number of tree nodes."""
-    from torchprof._capture import result_columns
-    from torchprof._frame import to_dataframe
-    from torchprof._tree import TreeBuilder
+    from torchprof._capture.kineto import result_columns
+    from torchprof._views.frame import to_dataframe
+    from torchprof._tree.builder import TreeBuilder
 
     from torchprof._gc import paused_gc
 
-    result = prof._torch_profile.profiler.kineto_results
+    result = prof.torch_profile.profiler.kineto_results
     gc.collect()
     t0 = time.perf_counter()
     with paused_gc():  # as Profile.tree does
@@ -64,7 +64,7 @@ def ours(prof) -> tuple[float, int, int]:
 def torch_events(prof) -> float:
     gc.collect()
     t0 = time.perf_counter()
-    prof._torch_profile.events()
+    prof.torch_profile.events()
     return time.perf_counter() - t0
 
 

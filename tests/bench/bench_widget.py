@@ -24,8 +24,8 @@ sys.path.insert(0, str(TESTS))
 
 from synthetic import columns, ev  # noqa: E402
 from torchprof._profile import Profile  # noqa: E402
-from torchprof._records import Capture, ModuleInfo  # noqa: E402
-from torchprof._tree import TreeBuilder  # noqa: E402
+from torchprof._records import ModuleInfo, Recording  # noqa: E402
+from torchprof._tree.builder import TreeBuilder  # noqa: E402
 
 TARGETS = {"render_ms": 300.0, "update_ms": 100.0, "dom_rows": 300, "bytes_per_node": 150.0}
 
@@ -105,7 +105,7 @@ def big_profile(nodes: int = 50_000, seed: int = 0) -> Profile:
         t += d + 1
     builder = TreeBuilder(label="profile", modules=modules)
     builder.add(columns(events))
-    return Profile._from_parts(builder, Capture(cycles=[], modules=modules, wall_us=t))
+    return Profile(builder.finish(), Recording(modules=modules, wall_us=t))
 
 
 BENCH_JS = """
@@ -174,18 +174,18 @@ async ({ repeat }) => {
 def run(nodes: int, repeat: int) -> dict[str, Any]:
     from browser_util import chromium, new_page, serve, write_widget_page
 
-    from torchprof._html import payload, payload_bytes
+    from torchprof._views.payload import payload, payload_bytes
 
     t0 = time.perf_counter()
     prof = big_profile(nodes)
     n = len(prof.tree)
     t1 = time.perf_counter()
-    packed = payload_bytes(payload(prof))
+    packed = payload_bytes(payload(prof.tree, prof.summary))
     t2 = time.perf_counter()
-    raw = payload_bytes(payload(prof), level=0)
-    from torchprof._widget import ProfileWidget
+    raw = payload_bytes(payload(prof.tree, prof.summary), level=0)
+    from torchprof._views.widget import ProfileWidget
 
-    widget = ProfileWidget(prof)
+    widget = prof.widget()
     results: dict[str, Any] = {
         "nodes": n,
         "build_tree_s": t1 - t0,

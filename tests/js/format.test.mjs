@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { pyFixed, formatTime, formatBytes, formatCount, formatPercent, formatRate, csvField, toCSV } from "../../js/widget.js";
-import { small } from "./helpers.mjs";
+import { small, VOCAB } from "./helpers.mjs";
 
 test("fixed-point rounding matches Python's (ties to even on the exact binary value)", () => {
   assert.equal(pyFixed(0.125, 2), "0.12"); // exact tie: even; toFixed would say 0.13
@@ -59,8 +59,9 @@ test("the CSV export holds the given rows with the DataFrame's columns", () => {
   const data = small();
   const csv = toCSV(data, [0, 1, 4]);
   const [header, ...lines] = csv.trimEnd().split("\n");
-  assert.equal(header, "path,name,kind,type,parent,depth,calls,self_cpu_us,cpu_us,self_cuda_us,cuda_us,bwd_self_cpu_us,bwd_cpu_us,bwd_self_cuda_us,bwd_cuda_us,self_cpu_mem,cpu_mem,self_cuda_mem,cuda_mem,params,macs,flops,input_shapes,source,layer_self_cpu_us,layer_self_cuda_us,layer_bwd_self_cpu_us,layer_bwd_self_cuda_us,is_backward");
+  assert.equal(header, VOCAB.columns.map((c) => c.name).join(","));
+  assert.equal(header, "path,name,kind,type,parent,depth,calls,self_cpu_us,cpu_us,fwd_cpu_us,self_cuda_us,cuda_us,bwd_self_cpu_us,bwd_cpu_us,bwd_self_cuda_us,bwd_cuda_us,self_cpu_mem,cpu_mem,self_cuda_mem,cuda_mem,params,macs,flops,input_shapes,source,layer_self_cpu_us,layer_self_cuda_us,layer_bwd_self_cpu_us,layer_bwd_self_cuda_us,is_backward");
   assert.equal(lines.length, 3);
-  assert.equal(lines[2], "Net.fc1,fc1,module,Linear,Net,2,2,50,50,,,,,,,,,,,200,,800,,,50,,,,False");
+  assert.equal(lines[2], "Net.fc1,fc1,module,Linear,Net,2,2,50,50,,,,,,,,,,,,200,,800,,,50,,,,False");
   assert.ok(lines[0].startsWith("profile,profile,region,,,0,1,10,200,"));
 });

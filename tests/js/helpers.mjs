@@ -1,5 +1,9 @@
 // Hand-written trees for the node tests, in the payload's JSON form.
-import { NUMBER_COLUMNS, KINDS, decodePayload } from "../../js/widget.js";
+import { readFileSync } from "node:fs";
+import { numberColumns, decodePayload } from "../../js/widget.js";
+
+/** The vocabulary Python sends (tests/js/fixtures/vocab.json; tests/test_widget.py keeps it current). */
+export const VOCAB = JSON.parse(readFileSync(new URL("./fixtures/vocab.json", import.meta.url), "utf-8"));
 
 /**
  * nodes: [{path, name, kind, parent, ...numbers}] in pre-order, parent as a row index (-1 for
@@ -8,20 +12,22 @@ import { NUMBER_COLUMNS, KINDS, decodePayload } from "../../js/widget.js";
  */
 export function payloadFrom(nodes, extra = {}) {
   const num = {};
-  for (const c of NUMBER_COLUMNS) {
+  for (const c of numberColumns(VOCAB)) {
     const values = nodes.map((node) => (node[c] === undefined ? null : node[c]));
     num[c] = values.every((v) => v === null) ? { const: null } : values;
   }
+  const F = VOCAB.flags;
   return {
     format: "torchprof-1",
     n: nodes.length,
     parent: nodes.map((node) => node.parent),
-    flags: nodes.map((node) => KINDS.indexOf(node.kind) | (node.backward ? 4 : 0) | 8),
+    flags: nodes.map((node) => VOCAB.kinds.indexOf(node.kind) | (node.backward ? F.backward : 0) | F.absolute_path),
     tail: nodes.map((node) => node.path),
     names: nodes.map((node, i) => [i, node.name]),
     type: nodes.map((node) => node.type ?? null),
     shapes: nodes.map((node) => node.shapes ?? null),
     num,
+    vocab: VOCAB,
     summary: { name: nodes[0].name },
     steps: [],
     ...extra,

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { columnsFor, createModel, decodePayload, loadPayload } from "../../js/widget.js";
-import { payloadFrom, small } from "./helpers.mjs";
+import { payloadFrom, small, VOCAB } from "./helpers.mjs";
 
 test("paths are rebuilt from the parent's path plus a tail, names from the tail", () => {
   const data = decodePayload({
@@ -10,7 +10,7 @@ test("paths are rebuilt from the parent's path plus a tail, names from the tail"
     // root (absolute), "Net" (absolute: the root's label is dropped), ".fc" (name in tail), "/aten::mm" (name in tail)
     flags: [1 | 8, 0 | 8, 0 | 16, 2 | 16], tail: ["profile", "Net", ".fc", "/aten::mm"],
     names: [[0, "profile"], [1, "Net"]], type: [null, "Net", "Linear", null], shapes: [null, null, null, "[[2, 2]]"],
-    num: { cpu_us: [3, 2, 1, 1], calls: { const: 1 } }, summary: {}, steps: [],
+    num: { cpu_us: [3, 2, 1, 1], calls: { const: 1 } }, vocab: VOCAB, summary: {}, steps: [],
   });
   assert.deepEqual(data.path, ["profile", "Net", "Net.fc", "Net/aten::mm"]);
   assert.deepEqual(data.name, ["profile", "Net", "fc", "aten::mm"]);
@@ -27,12 +27,14 @@ test("a payload that is not torchprof's is refused with a message, not half-draw
 
 test("CUDA, memory, FLOPs and params columns appear only when the profile has them", () => {
   const keys = (data) => columnsFor(data).map((c) => c.key);
-  assert.deepEqual(keys(small()), ["name", "self_cpu_us", "cpu_us", "bwd_self_cpu_us", "bwd_cpu_us", "flops", "params", "calls"]);
+  assert.deepEqual(keys(small()), ["name", "self_cpu_us", "cpu_us", "flops", "params", "calls"]);
   const gpu = decodePayload(payloadFrom([
     { path: "p", name: "p", kind: "region", parent: -1, cpu_us: 1, cuda_us: 2, cpu_mem: 10, cuda_mem: 20 },
+    { path: "p/m", name: "m", kind: "module", parent: 0, self_cpu_us: 1, cpu_us: 1, fwd_cpu_us: 0.5, bwd_cpu_us: 0.5,
+      self_cuda_us: 2, cuda_us: 2, bwd_cuda_us: 1, cpu_mem: 10, cuda_mem: 20 },
   ]));
-  assert.deepEqual(keys(gpu), ["name", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us",
-    "bwd_cpu_us", "bwd_self_cuda_us", "bwd_cuda_us", "cpu_mem", "cuda_mem", "calls"]);
+  assert.deepEqual(keys(gpu), ["name", "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "self_cuda_us", "cuda_us",
+    "bwd_cuda_us", "cpu_mem", "cuda_mem", "calls"]);
 });
 
 test("the report's model: get/set, change events only on change, off, save_changes", () => {

@@ -5,7 +5,7 @@ import {
   visibleRows, makeMatcher, globToRegExp, resolveSort, defaultExpanded, allExpandable,
   toggleExpanded, expandMatches, expandLeafLayers, isLeafLayer,
 } from "../../js/widget.js";
-import { small, names, decode } from "./helpers.mjs";
+import { small, names, decode, VOCAB } from "./helpers.mjs";
 
 const all = (data, state = {}) => names(data, visibleRows(data, { expanded: null, ...state }).rows);
 
@@ -122,10 +122,10 @@ test("clicks edit the expanded list: toggle, open search matches, open leaf laye
 });
 
 test("sort keys accept torch-style aliases and fall back to cpu_us", () => {
-  assert.equal(resolveSort("self_cpu_time_total"), "self_cpu_us");
-  assert.equal(resolveSort(["count"]), "calls");
-  assert.equal(resolveSort("bogus"), "cpu_us");
-  assert.equal(resolveSort(null), "cpu_us");
+  assert.equal(resolveSort(VOCAB, "self_cpu_time_total"), "self_cpu_us");
+  assert.equal(resolveSort(VOCAB, ["count"]), "calls");
+  assert.equal(resolveSort(VOCAB, "bogus"), "cpu_us");
+  assert.equal(resolveSort(VOCAB, null), "cpu_us");
 });
 
 test("glob translation follows fnmatch: classes, negation, literal brackets, special characters", () => {

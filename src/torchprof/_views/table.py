@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 import sys
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
-from . import _format as fmt
-from ._tree import Tree
-from ._view import value_column, visible_rows
+from .._tree.tree import Tree
+from .cells import cell_text, view_columns
+from .rows import visible_rows
 
 _DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[31m")
 _RESET = "\x1b[0m"
@@ -24,35 +23,6 @@ def wants_colour(stream=None) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-def _columns(tree: Tree, show_ops: bool) -> list[tuple[str, str, Callable[[float], str], str | None]]:
-    """(header, column, formatter, percent-of column) for the data this profile has."""
-    cols = tree.columns
-    has_bwd = any(cols["is_backward"])
-    spec: list[tuple[str, str, Callable[[float], str], str | None]] = [
-        ("Self CPU", value_column("self_cpu_us", show_ops), fmt.time_us, "cpu_us"),
-        ("CPU total", "cpu_us", fmt.time_us, "cpu_us"),
-    ]
-    if has_bwd:
-        spec += [("CPU fwd", "fwd_cpu_us", fmt.time_us, "cpu_us"), ("CPU bwd", "bwd_cpu_us", fmt.time_us, "cpu_us")]
-    if tree.has_cuda:
-        spec += [
-            ("Self CUDA", value_column("self_cuda_us", show_ops), fmt.time_us, "cuda_us"),
-            ("CUDA total", "cuda_us", fmt.time_us, "cuda_us"),
-        ]
-        if has_bwd:
-            spec.append(("CUDA bwd", "bwd_cuda_us", fmt.time_us, "cuda_us"))
-    if tree.has_memory:
-        spec.append(("CPU Mem", "cpu_mem", fmt.nbytes, None))
-        if tree.has_cuda:
-            spec.append(("CUDA Mem", "cuda_mem", fmt.nbytes, None))
-    if tree.has_flops:
-        spec.append(("FLOPs", "flops", fmt.count, None))
-    if any(not math.isnan(v) for v in cols["params"]):
-        spec.append(("Params", "params", fmt.count, None))
-    spec.append(("Calls", "calls", lambda v: str(int(v)), None))
-    return spec
 
 
 def render_table(
@@ -71,8 +41,7 @@ def render_table(
     rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops,
                         search=filter, max_depth=max_depth)  # fmt: skip
     cols = tree.columns
-    derived = {"fwd_cpu_us": [c - b for c, b in zip(cols["cpu_us"], cols["bwd_cpu_us"])]}
-    spec = _columns(tree, show_ops)
+    spec = view_columns(tree, show_ops)
     parent = tree.parent_index
 
     # Tree guides: a row's prefix is built from whether each of its ancestors is a last child.
@@ -88,23 +57,8 @@ def render_table(
         prefix_of[r] = base + ("  " if is_last else "│ ")
         labels.append(base + ("└──" if is_last else "├──") + _clip(cols["name"][r], max_name))
 
-    header = ["Node"] + [h for h, *_ in spec]
-    body: list[list[str]] = []
-    for r in rows:
-        cells = []
-        for _, col, f, pct_of in spec:
-            v = derived[col][r] if col in derived else cols[col][r]
-            if fmt.is_missing(v):
-                cells.append("")
-                continue
-            if v == 0 and col != "calls":
-                cells.append("")  # an empty cell reads faster than "0.00µs (0%)"
-                continue
-            text = f(v)
-            if pct_of is not None:
-                text += f" ({fmt.percent(v, cols[pct_of][0])})" if cols[pct_of][0] else ""
-            cells.append(text)
-        body.append(cells)
+    header = ["Node"] + [c.spec.label for c in spec]
+    body = [[cell_text(tree, c, r) for c in spec] for r in rows]
 
     widths = [max(len(header[0]), *(len(s) for s in labels))]
     for j in range(len(spec)):

@@ -7,27 +7,11 @@ import fnmatch
 import math
 from typing import Iterable, Sequence
 
-from ._tree import Tree
+from .._tree.tree import Tree
+from .._vocab import COLUMN, LAYER_KINDS, SORT_ALIASES, SORTABLE
 
-#: With operator rows hidden, a layer's self time includes its ops (they fold into it).
-LAYER_SELF = {
-    "self_cpu_us": "layer_self_cpu_us", "self_cuda_us": "layer_self_cuda_us",
-    "bwd_self_cpu_us": "layer_bwd_self_cpu_us", "bwd_self_cuda_us": "layer_bwd_self_cuda_us",
-}  # fmt: skip
-LAYER_KINDS = ("module", "region")
-#: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
-SORT_ALIASES = {
-    "cpu_time": "cpu_us", "cpu_time_total": "cpu_us", "self_cpu_time": "self_cpu_us",
-    "self_cpu_time_total": "self_cpu_us", "cuda_time": "cuda_us", "cuda_time_total": "cuda_us",
-    "self_cuda_time": "self_cuda_us", "self_cuda_time_total": "self_cuda_us", "count": "calls",
-    "cpu_memory_usage": "cpu_mem", "self_cpu_memory_usage": "self_cpu_mem",
-    "cuda_memory_usage": "cuda_mem", "self_cuda_memory_usage": "self_cuda_mem",
-}  # fmt: skip
-NUMERIC = (
-    "calls", "self_cpu_us", "cpu_us", "self_cuda_us", "cuda_us", "bwd_self_cpu_us", "bwd_cpu_us",
-    "bwd_self_cuda_us", "bwd_cuda_us", "self_cpu_mem", "cpu_mem", "self_cuda_mem", "cuda_mem",
-    "params", "macs", "flops", "depth",
-)  # fmt: skip
+#: Sort keys that are text (everything else sortable is a number).
+TEXT_SORT = tuple(c for c in SORTABLE if not COLUMN[c].numeric)
 
 
 def resolve_sort(sort_by: str | Sequence[str] | None) -> str:
@@ -39,13 +23,25 @@ def resolve_sort(sort_by: str | Sequence[str] | None) -> str:
             return "cpu_us"
         sort_by = sort_by[0]
     key = SORT_ALIASES.get(sort_by, sort_by)
-    if key not in NUMERIC and key not in ("name", "path", "kind", "type"):
-        raise ValueError(f"cannot sort by {sort_by!r}; choose one of: {', '.join(NUMERIC + ('name',))}")
+    if key not in SORTABLE:
+        choices = [c for c in SORTABLE if COLUMN[c].rollup != "none"] + [c for c in SORTABLE if COLUMN[c].rollup == "none"]
+        raise ValueError(f"cannot sort by {sort_by!r}; choose one of: {', '.join(choices)}")
     return key
 
 
 def value_column(column: str, show_ops: bool) -> str:
-    return column if show_ops else LAYER_SELF.get(column, column)
+    """The column whose values a view shows for ``column``: with operator rows hidden, a layer's
+    self time includes its ops (:attr:`~torchprof._vocab.Column.layer_alt`)."""
+    if show_ops:
+        return column
+    spec = COLUMN.get(column)
+    return spec.layer_alt if spec is not None and spec.layer_alt else column
+
+
+def threshold_column(sort_key: str) -> str:
+    """What the min-percent threshold compares: the sort column when it is a time, else CPU total."""
+    spec = COLUMN.get(sort_key)
+    return sort_key if spec is not None and spec.threshold else "cpu_us"
 
 
 def _matcher(patterns: Iterable[str]):
@@ -92,7 +88,7 @@ def visible_rows(
     key = resolve_sort(sort_by)
     kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
     parent = tree.parent_index
-    threshold_col = value_column(key if key in NUMERIC and key not in ("calls", "depth", "params") else "cpu_us", show_ops)
+    threshold_col = value_column(threshold_column(key), show_ops)
     values = cols[threshold_col]
     base = values[0]
     use_pct = min_pct > 0 and not _missing(base) and base != 0
@@ -124,7 +120,7 @@ def visible_rows(
         if shown[i]:
             children[parent[i]].append(i)
     order_col = cols[value_column(key, show_ops)]
-    text_sort = key in ("name", "path", "kind", "type")
+    text_sort = key in TEXT_SORT
 
     def sort_key(i: int):
         v = order_col[i]

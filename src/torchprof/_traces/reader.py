@@ -1,60 +1,26 @@
-"""Read chrome-trace JSON written by ``torch.profiler`` (or by torchprof) into plain records."""
+"""Reading chrome-trace JSON written by ``torch.profiler`` (or by torchprof) into plain records."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import re
 from typing import Any
 
-from ._records import (
+from .._files import TraceError, read_json
+from .._records import EventColumns, ModuleInfo, Recording, module_range_name, parse_module_range
+from .._vocab import (
     CATEGORY_KIND,
     CPU_DEVICE_TYPES,
-    DEVICE,
-    IGNORED,
-    MEMORY,
-    MODULE,
+    DEVICE_LINKED_KINDS,
+    MEMORY_EVENT,
     MODULE_PREFIX,
-    OP,
-    PYFRAME,
-    Capture,
-    EventColumns,
-    ModuleInfo,
-    module_range_name,
-    parse_module_range,
+    TRACE_META_KEY,
+    EventKind,
 )
 
-#: Key of the block torchprof adds to the traces it writes (module types and parameter counts).
-META_KEY = "torchprof"
-
-
-class TraceError(ValueError):
-    """A trace file that cannot be read as a torch.profiler chrome trace."""
-
-
-def read_json(path: str | os.PathLike[str]) -> Any:
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such trace file: {path}")
-    if os.path.isdir(path):
-        raise TraceError(f"{path} is a directory, not a trace file")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
-    try:
-        try:
-            import orjson
-
-            return orjson.loads(raw)
-        except ImportError:
-            return json.loads(raw)
-    except ValueError as exc:
-        raise TraceError(f"{path} is not valid JSON ({exc}); expected a torch.profiler chrome trace") from exc
+OP, MODULE, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
+    EventKind.OP, EventKind.MODULE, EventKind.DEVICE, EventKind.MEMORY, EventKind.IGNORED, EventKind.PYFRAME))  # fmt: skip
+_LINKED = frozenset(int(k) for k in DEVICE_LINKED_KINDS)
 
 
 _TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
@@ -100,9 +66,9 @@ def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dic
             except (KeyError, TypeError, ValueError):
                 continue
             args = e.get("args") or {}
-        elif ph == "i" and cat == "cpu_instant_event" and e.get("name") == "[memory]":
+        elif ph == "i" and cat == "cpu_instant_event" and e.get("name") == MEMORY_EVENT:
             kind = MEMORY
-            name = "[memory]"
+            name = MEMORY_EVENT
             try:
                 ts = float(e["ts"])
             except (KeyError, TypeError, ValueError):
@@ -121,8 +87,8 @@ def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dic
         fwds.append(_int(args.get("Fwd thread id"), 0))
         ext = _int(args.get("External id"), 0)
         exts.append(ext)
-        links.append(ext if kind >= 3 else 0)
-        corrs.append(_int(args.get("correlation"), 0) if kind >= 3 else 0)
+        links.append(ext if kind in _LINKED else 0)
+        corrs.append(_int(args.get("correlation"), 0) if kind in _LINKED else 0)
         if kind == MEMORY:
             nbytes.append(_int(args.get("Bytes"), 0))
             on_cuda.append(_int(args.get("Device Type"), 0) not in CPU_DEVICE_TYPES)
@@ -214,8 +180,8 @@ def _scalar(s: str) -> Any:
         return float(s)
 
 
-def load_capture(path: str | os.PathLike[str]) -> Capture:
-    """A trace file as a :class:`Capture` (one cycle of events plus torchprof's metadata)."""
+def read_trace(path: str | os.PathLike[str]) -> Recording:
+    """A trace file as a :class:`Recording` (one cycle of events plus torchprof's metadata)."""
     data = read_json(path)
     if isinstance(data, list):
         events, top = data, {}
@@ -226,7 +192,7 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
     cols, facts = columns_from_events(events)
     if len(cols) == 0:
         raise TraceError(f"{os.fspath(path)} holds no profiler events (no operators, ranges or kernels)")
-    meta_block = top.get(META_KEY) if isinstance(top.get(META_KEY), dict) else {}
+    meta_block = top.get(TRACE_META_KEY) if isinstance(top.get(TRACE_META_KEY), dict) else {}
     modules: dict[str, ModuleInfo] = {}
     for mpath, info in (meta_block.get("modules") or {}).items():
         try:
@@ -248,7 +214,7 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
     for key in ("deviceProperties", "distributedInfo", "traceName"):
         if key in top:
             meta[key] = top[key]
-    cap = Capture(cycles=[cols], modules=modules, wall_us=wall, label=str(label), meta=meta)
+    cap = Recording(cycles=[cols], modules=modules, wall_us=wall, label=str(label), meta=meta)
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap

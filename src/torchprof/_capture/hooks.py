@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ._records import ModuleInfo, module_range_name
+from .._records import ModuleInfo, module_range_name
 
 if TYPE_CHECKING:
     import torch

@@ -1,0 +1,187 @@
+"""Reading torch's profiler results into plain records: the only code that touches kineto's
+event objects. Everything after it works on :class:`~torchprof._records.EventColumns`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._records import EventColumns
+from .._vocab import ATEN_PREFIX, CATEGORY_KIND, MEMORY_EVENT, MODULE_PREFIX, OOM_EVENT, EventKind
+
+# Plain ints in the hot loops (an IntEnum member compares more slowly than an int).
+OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
+    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE,
+    EventKind.MEMORY, EventKind.IGNORED, EventKind.PYFRAME))  # fmt: skip
+
+
+def result_columns(result: Any, *, device: bool = False, python_frames: bool = False) -> EventColumns:
+    """Read one profiling cycle column-wise, parents included.
+
+    ``prof.events()`` builds a Python ``FunctionEvent`` per event (about 100 µs each here), and
+    even kineto's bare ``result.events()`` costs about 5 µs per event with shapes on. We walk the
+    profiler's own C++ event tree instead: its nesting comes for free, each field is pulled for
+    all events with one C-level ``map`` over the pybind accessors, and whatever only some events
+    need (sequence numbers, shapes, scopes) is read lazily for those. Events are listed in
+    pre-order with roots by start time, which puts every range after the ranges around it and
+    every backward op after its forward op.
+
+    With ``device`` (CUDA on), kernels, memcpys and runtime calls come from ``result.events()``,
+    joined to the ops through kineto's correlation ids, as torch's own parser does.
+    ``python_frames`` (``with_stack``): Python calls become frames that name each node's source
+    line (the ``source`` column) and are not nodes themselves.
+    """
+    from torch._C._profiler import RecordScope, _ExtraFields_Allocation, _ExtraFields_TorchOp, _TensorMetadata
+
+    from torch._C._profiler import _ExtraFields_PyCall, _ExtraFields_PyCCall
+
+    roots = sorted(result.experimental_event_tree(), key=lambda e: e.start_time_ns)
+    if python_frames:
+        # With Python stacks, torch nests ops under Python calls by the interpreter's stack,
+        # not by time, so a module's range would not contain its ops: keep the Python calls as
+        # frames and let the tree nest everything by time, per thread (as for a trace file).
+        flat, _ = _flatten(roots, None)
+        cols = EventColumns(parent=None)
+    else:
+        keep = (_ExtraFields_TorchOp, _ExtraFields_Allocation) if device else None
+        flat, parent = _flatten(roots, keep)
+        cols = EventColumns(parent=parent)
+    if not flat:
+        return cols
+    pe = type(flat[0])
+    names = list(map(pe.name.fget, flat))
+    n = len(flat)
+    kinds = [OP] * n
+    memory: list[int] = []
+    user_scope = RecordScope.USER_SCOPE
+    if python_frames:
+        frame_types = (_ExtraFields_PyCall, _ExtraFields_PyCCall)
+        for i, ef in enumerate(map(pe.extra_fields.fget, flat)):
+            if isinstance(ef, frame_types):
+                kinds[i] = PYFRAME
+    for i, name in enumerate(names):
+        if name[:6] != ATEN_PREFIX and kinds[i] != PYFRAME:
+            if name.startswith(MODULE_PREFIX):
+                kinds[i] = MODULE
+            elif name == MEMORY_EVENT:
+                kinds[i] = MEMORY
+                memory.append(i)
+            elif name == OOM_EVENT:
+                kinds[i] = IGNORED
+            elif flat[i].extra_fields.scope == user_scope:
+                kinds[i] = REGION
+    cols.name = names
+    cols.kind = kinds
+    cols.start = list(map(pe.start_time_ns.fget, flat))
+    cols.end = list(map(pe.end_time_ns.fget, flat))
+    zeros = [0] * n
+    cols.tid = cols.fwd_tid = cols.ext_id = cols.link = cols.corr = cols.nbytes = cols.mem_total = zeros
+    if python_frames:
+        cols.tid = list(map(pe.start_tid.fget, flat))
+    cols.on_cuda = [False] * n
+    if memory:
+        cols.nbytes, cols.mem_total = list(zeros), list(zeros)
+        for i in memory:
+            ef = flat[i].extra_fields
+            cols.nbytes[i] = ef.alloc_size
+            cols.mem_total[i] = ef.total_allocated
+            cols.on_cuda[i] = ef.device.type != "cpu"
+    op_fields = _ExtraFields_TorchOp
+    seq_of_fields = op_fields.sequence_number.fget
+    cols.seq = None
+    cols.seq_of = lambda i: seq_of_fields(flat[i].extra_fields)
+    tensor = _TensorMetadata
+
+    def inputs(i: int) -> tuple[list, list] | None:
+        ef = flat[i].extra_fields
+        if type(ef) is not op_fields:
+            return None
+        values = ef.inputs
+        # A tensor list (cat, _foreach_*) gives the sizes of each tensor, as a chrome trace does.
+        shapes = [v.sizes if type(v) is tensor else [t.sizes if type(t) is tensor else [] for t in v]
+                  if type(v) is list else [] for v in values]  # fmt: skip
+        concrete = [None if type(v) is tensor or type(v) is list else v for v in values]
+        return shapes, concrete
+
+    cols.inputs = inputs
+    by_id: dict[int, Any] | None = None
+
+    def full_concrete(i: int) -> list | None:
+        # kineto's event list is the only place that keeps int-list arguments; building it
+        # costs several µs per event, so only a functional convolution or pooling pays for it.
+        nonlocal by_id
+        if by_id is None:
+            by_id = {ev.correlation_id(): ev for ev in result.events() if ev.activity_type() == "cpu_op"}
+        match = by_id.get(flat[i].correlation_id)
+        return match.concrete_inputs() if match is not None else None
+
+    cols.full_concrete = full_concrete
+    if device:
+        _add_device_events(cols, result, flat)
+    return cols
+
+
+def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any], list[int]]:
+    """Pre-order list of a profiler event tree and each event's parent index.
+
+    Explicit stacks (trees can be 100k nodes wide or deep); children are pushed reversed so they
+    come out in start order. With ``keep``, events of other kinds (device activities) are
+    dropped and their children handed to the nearest kept ancestor.
+    """
+    flat: list[Any] = []
+    parent: list[int] = []
+    events = list(reversed(roots))
+    owners = [-1] * len(events)
+    add, add_parent = flat.append, parent.append
+    while events:
+        e = events.pop()
+        p = owners.pop()
+        if keep is not None and not isinstance(e.extra_fields, keep):
+            me = p
+        else:
+            me = len(flat)
+            add(e)
+            add_parent(p)
+        children = e.children
+        if children:
+            events.extend(reversed(children))
+            owners.extend([me] * len(children))
+    return flat, parent
+
+
+def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None:
+    """Append GPU activities and CUDA runtime calls from kineto's event list.
+
+    A runtime call becomes a child of the op that issued it (kineto's linked correlation id is
+    that op's correlation id); kernels keep both ids so the tree can place them under that op.
+    """
+    pe = type(flat[0])
+    op_ids = list(map(pe.correlation_id.fget, flat))
+    index_of_op = {c: i for i, c in enumerate(op_ids) if c}
+    n = len(flat)
+    cols.ext_id = op_ids
+    tid_of_op = {c: cols.tid[i] for i, c in enumerate(op_ids) if c}
+    cols.tid, cols.fwd_tid, cols.link, cols.corr = list(cols.tid), [0] * n, [0] * n, [0] * n
+    cols.nbytes, cols.mem_total, cols.on_cuda = list(cols.nbytes), list(cols.mem_total), list(cols.on_cuda)
+    seq_of = cols.seq_of
+    cols.seq_of = lambda i: seq_of(i) if i < n else -1
+    for ev in result.events():
+        kind = CATEGORY_KIND.get(ev.activity_type(), IGNORED)
+        if kind not in (RUNTIME, DEVICE):
+            continue
+        link = ev.linked_correlation_id()
+        cols.name.append(ev.name())
+        cols.kind.append(kind)
+        cols.start.append(ev.start_ns())
+        cols.end.append(ev.end_ns())
+        # A runtime call runs on the thread of the op that issued it (nesting by time needs it).
+        cols.tid.append(ev.device_resource_id() if kind == DEVICE else tid_of_op.get(link, 0))
+        cols.fwd_tid.append(0)
+        cols.ext_id.append(0)
+        cols.link.append(link)
+        cols.corr.append(ev.correlation_id())
+        cols.nbytes.append(0)
+        cols.on_cuda.append(False)
+        cols.mem_total.append(0)
+        if cols.parent is not None:
+            cols.parent.append(index_of_op.get(link, -1) if kind == RUNTIME else -1)

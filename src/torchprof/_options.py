@@ -1,0 +1,92 @@
+"""What the command line and the notebook magic share: where options end, the view options as
+widget state, and checking and writing the ``--html``, ``--csv`` and ``--trace`` files."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from ._profile import Profile
+
+_NEGATIVE_NUMBER = re.compile(r"-\d.*")
+
+
+class OutputError(Exception):
+    """A requested output file cannot be written (its folder is missing, a write failed)."""
+
+
+def takes_value(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings of ``parser`` that read the next word as their value."""
+    return {opt for action in parser._actions for opt in action.option_strings if action.nargs != 0}
+
+
+def options_end(words: Sequence[str], with_value: set[str], ends: Callable[[str], bool] = lambda w: False) -> int:
+    """Index of the first word that is not one of our options or an option's value: the program
+    or statement starts there (``--``, a word not starting with ``-``, ``-`` itself, a negative
+    number, or a word ``ends`` says ends the options, such as ``-m``)."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--" or word == "-" or not word.startswith("-") or _NEGATIVE_NUMBER.fullmatch(word) or ends(word):
+            return i
+        i += 2 if word in with_value else 1
+    return len(words)
+
+
+def check_output_paths(**paths: str | None) -> None:
+    """Fail before a long run, not after it, when an output file's folder does not exist."""
+    for option, path in paths.items():
+        if not path:
+            continue
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        if not os.path.isdir(folder):
+            raise OutputError(f"--{option} {path}: the folder {folder} does not exist")
+        if os.path.isdir(path):
+            raise OutputError(f"--{option} {path}: that is a folder, not a file name")
+
+
+def state_from_options(prof: Profile, *, min_pct: float | None = None, sort_by: str | None = None,
+                       show_ops: bool = False, depth: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """Widget / HTML state for the view options that were given (the widget's defaults for the
+    rest). ``depth`` N expands every row above depth N, so rows down to depth N show."""
+    from ._views.state import expanded_to_depth
+
+    state: dict[str, Any] = {}
+    if min_pct is not None:
+        state["min_pct"] = min_pct
+    if sort_by is not None:
+        state["sort_by"] = sort_by
+    if show_ops:
+        state["show_ops"] = True
+    if depth is not None:
+        state["expanded"] = expanded_to_depth(prof.tree, depth)
+    return state
+
+
+def write_outputs(prof: Profile, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
+                  state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
+    """Write the requested files; the paths written. Every file is attempted; failures are
+    collected into one :class:`OutputError`."""
+    written: list[str] = []
+    problems: list[str] = []
+    jobs: tuple[tuple[str, str | None, Callable[[str], Any]], ...] = (
+        ("html", html, lambda path: prof.to_html(path, **(state or {}))),
+        ("csv", csv, lambda path: prof.df.to_csv(path)),
+        ("trace", trace, lambda path: prof.export_chrome_trace(path)),
+    )
+    for option, path, write in jobs:
+        if not path:
+            continue
+        path = os.path.expanduser(path)
+        try:
+            write(path)
+        except (OSError, ValueError, RuntimeError) as exc:
+            problems.append(f"--{option} {path}: {exc}")
+        else:
+            written.append(path)
+    if problems:
+        raise OutputError("; ".join(problems))
+    return written

@@ -1,0 +1,197 @@
+"""``torchprof.Profiler``: the options and the run; its result is a :class:`~torchprof.Profile`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
+from ._profile import Profile
+from ._records import EventColumns, ModuleInfo, Recording
+from ._tree.builder import TreeBuilder
+
+if TYPE_CHECKING:
+    import torch
+
+#: What a Profiler forwards to its result once the run is over (``prof.df`` after the block).
+RESULT_API = frozenset(
+    name for name in dir(Profile) if not name.startswith("_")
+) | {"recording", "meta"}
+
+
+class Profiler:
+    """Profile a block of PyTorch code layer by layer.
+
+    >>> with torchprof.Profiler() as prof:
+    ...     loss = model(x).sum(); loss.backward(); opt.step()
+    >>> prof.df          # one row per node of the layer tree
+    >>> print(prof)      # the terminal tree table
+
+    After the block, ``prof.result`` is the :class:`~torchprof.Profile`, and every attribute of
+    it is also reachable on the Profiler itself (``prof.df``, ``prof.summary``, ``display(prof)``).
+
+    Args:
+        model: attribute only this module's layers (paths rooted at it); default: every module.
+        cuda: record GPU kernels; default: when CUDA is available.
+        memory: record allocated bytes per layer.
+        shapes: keep input shapes per node (FLOP counting records them anyway).
+        stack: record Python source locations (slower).
+        flops: count FLOPs and MACs from the recorded shapes.
+        name: label of the tree's root (the profiled block).
+        schedule, on_trace_ready: as in ``torch.profiler.profile`` for long runs; call
+            :meth:`step` once per iteration. Each completed cycle is folded into the tree.
+        labels: names for root modules (e.g. their variable names), used instead of class names:
+            a mapping ``{module: name}``, or a callable asked the first time a root module runs.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        *,
+        cuda: bool | None = None,
+        memory: bool = False,
+        shapes: bool = False,
+        stack: bool = False,
+        flops: bool = True,
+        name: str | None = None,
+        schedule: Callable[[int], Any] | None = None,
+        on_trace_ready: Callable[[Any], Any] | None = None,
+        labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
+    ) -> None:
+        import torch
+
+        if model is not None and not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+        if cuda is None:
+            cuda = torch.cuda.is_available()
+        elif cuda and not torch.cuda.is_available():
+            raise ProfilerError("cuda=True, but no CUDA device is available (torch.cuda.is_available() is False)")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, not {type(name).__name__}")
+        self.options = CaptureOptions(
+            model=model, cuda=bool(cuda), memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
+            flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels,
+        )  # fmt: skip
+        self.name = name
+        self.interrupted: BaseException | None = None
+        """The exception that ended the profiled block early, if one did."""
+        self._session: CaptureSession | None = None
+        self._builder: TreeBuilder | None = None
+        self._result: Profile | None = None
+
+    # -- the run ----------------------------------------------------------------------------------
+    def __enter__(self) -> Profiler:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if exc is not None:
+            self.interrupted = exc
+        self.stop()
+        return False
+
+    def start(self) -> Profiler:
+        """Install the hooks and start torch's profiler (the ``with`` block does this for you)."""
+        if self._session is not None:
+            raise ProfilerError("this Profiler has already been used; create a new one")
+        opts = self.options
+        self._builder = TreeBuilder(label=self.name or "profile", flops=opts.flops, shapes=opts.shapes,
+                                    memory=opts.memory, cuda=opts.cuda)  # fmt: skip
+        session = CaptureSession(opts, self._fold)
+        session.start()  # raises (and leaves nothing behind) when another profiler runs
+        self._session = session
+        return self
+
+    def _fold(self, events: EventColumns, modules: dict[str, ModuleInfo]) -> None:
+        assert self._builder is not None
+        self._builder.modules.update(modules)
+        self._builder.add(events)
+
+    def stop(self) -> None:
+        """Remove the hooks and stop the profiler. Safe to call twice."""
+        session = self._session
+        if session is None or not session.running:
+            return
+        session.stop()
+        self._result = self._make_result(session)
+
+    def step(self) -> None:
+        """Mark the end of one iteration, as ``torch.profiler.profile.step()``.
+
+        With a ``schedule`` this drives its wait/warmup/active phases; each completed cycle is
+        folded into the tree (and passed to ``on_trace_ready``) right away, so only the tree
+        grows: by the nodes of each recorded ``ProfilerStep#N`` range, nothing per raw event.
+        Without a schedule torch records no step ranges, so ``prof.steps`` stays empty.
+        """
+        if self._session is None or not self._session.running:
+            raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
+        self._session.step()
+
+    @property
+    def step_num(self) -> int:
+        """Iterations marked by :meth:`step` so far (torch's counter)."""
+        return self._session.step_num if self._session is not None else 0
+
+    @property
+    def wall_us(self) -> float | None:
+        """Wall time of the profiled block in µs (None before it ended)."""
+        return self._session.wall_us if self._session is not None else None
+
+    @property
+    def torch_profile(self) -> Any:
+        """The underlying ``torch.profiler.profile`` (``key_averages()`` and torch's own tools)."""
+        return self._session.torch_profile if self._session is not None else None
+
+    def _make_result(self, session: CaptureSession) -> Profile:
+        builder = self._builder
+        assert builder is not None
+        opts = self.options
+        meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "flops": opts.flops}
+        if self.interrupted is not None:
+            meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
+        wall_us = session.wall_us
+        recording = Recording(modules=builder.modules, wall_us=wall_us, label=self.name or "profile", meta=meta)
+
+        def build() -> Any:
+            session.take_cycle()
+            builder.modules.update(session.modules)
+            if opts.schedule is not None and recording.wall_us is not None:
+                # The tree holds only the recorded steps: their wall time is what its totals (and
+                # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
+                meta["block_wall_us"] = recording.wall_us
+                recording.wall_us = sum(s["wall_us"] for s in builder.steps)
+            return builder.finish()
+
+        return Profile(build, recording, trace_file=session.trace_file)
+
+    # -- the result -------------------------------------------------------------------------------
+    @property
+    def result(self) -> Profile:
+        """The profile of the finished run."""
+        if self._result is None:
+            if self._session is not None and self._session.running:
+                raise ProfilerError("the profile is still running: read results after the with block")
+            raise ProfilerError("nothing was profiled yet: use the Profiler in a with block first")
+        return self._result
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names the Profiler itself lacks: the result's public API.
+        if name in RESULT_API:
+            return getattr(self.result, name)
+        raise AttributeError(f"'Profiler' object has no attribute {name!r}")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return self.result._repr_mimebundle_(include, exclude)
+
+    def __str__(self) -> str:
+        return str(self.result)
+
+    def __repr__(self) -> str:
+        if self._result is None:
+            state = "running" if self._session is not None and self._session.running else "not started"
+            return f"<torchprof.Profiler ({state})>"
+        return repr(self._result)
+
+
+def profile(model: torch.nn.Module | None = None, use_cuda: bool | None = None, **options: Any) -> Profiler:
+    """The 2020 torchprof entry point: ``with torchprof.profile(model, use_cuda=True) as prof``."""
+    return Profiler(model, cuda=use_cuda, **options)

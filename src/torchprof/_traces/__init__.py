@@ -1,0 +1,1 @@
+"""Trace files: chrome traces written by ``torch.profiler`` anywhere, read into plain records."""

@@ -1,0 +1,94 @@
+"""A finished tree and its recording as plain JSON values (what ``prof.save()`` writes) and back."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .._files import TraceError
+from .._records import ModuleInfo, Recording
+from .._vocab import COLUMNS, FLOAT_COLUMNS
+from .tree import Tree
+
+SAVE_FORMAT = "torchprof-profile"
+SAVE_VERSION = 1
+_FLOATS = frozenset(FLOAT_COLUMNS)
+
+
+def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
+    """The tree column-wise (NaN as null) with the recording's label, wall time, modules and the
+    plain facts of its metadata."""
+    return {
+        "format": SAVE_FORMAT,
+        "version": SAVE_VERSION,
+        "columns": {c: list(map(_jsonable, v)) if c in _FLOATS else v for c, v in tree.columns.items()},
+        "parent_index": tree.parent_index,
+        "unsupported_ops": tree.unsupported_ops,
+        "steps": [{k: _jsonable(v) for k, v in s.items()} for s in tree.steps],
+        "peak_cpu_mem": _jsonable(tree.peak_cpu_mem),
+        "peak_cuda_mem": _jsonable(tree.peak_cuda_mem),
+        "has_cuda": tree.has_cuda,
+        "has_memory": tree.has_memory,
+        "has_flops": tree.has_flops,
+        "event_count": tree.event_count,
+        "capture": {
+            "label": recording.label,
+            "wall_us": recording.wall_us,
+            "modules": {p: [m.type, m.params, m.param_bytes] for p, m in recording.modules.items()},
+            "meta": {k: v for k, v in recording.meta.items() if isinstance(v, (str, int, float, bool))},
+        },
+    }
+
+
+def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
+    """The tree and recording :func:`to_json` wrote; :class:`TraceError` naming ``where`` when the
+    data is not such a profile. Columns a newer torchprof added are missing (NaN/None) in an older
+    file, not an error."""
+    if not isinstance(data, dict) or data.get("format") != SAVE_FORMAT:
+        hint = " (a chrome trace? use torchprof.load_trace)" if isinstance(data, dict) and "traceEvents" in data else ""
+        raise TraceError(f"{where} is not a profile written by prof.save(){hint}")
+    version = data.get("version", 0)
+    if not isinstance(version, int) or version > SAVE_VERSION:
+        raise TraceError(f"{where} was written by a newer torchprof (format {version!r})")
+    try:
+        saved = data["columns"]
+        n = len(data["parent_index"])
+        columns: dict[str, list[Any]] = {}
+        for col in COLUMNS:
+            values = saved.get(col.name)
+            if values is None:
+                values = [float("nan") if col.dtype == "float" else None] * n
+            elif len(values) != n:
+                raise ValueError(f"column {col.name!r} has {len(values)} values for {n} rows")
+            columns[col.name] = list(map(_from_json, values)) if col.name in _FLOATS else list(values)
+        tree = Tree(
+            columns=columns,
+            parent_index=[int(p) for p in data["parent_index"]],
+            unsupported_ops=dict(data.get("unsupported_ops", {})),
+            steps=[{k: _from_json(v) for k, v in s.items()} for s in data.get("steps", [])],
+            peak_cpu_mem=_from_json(data.get("peak_cpu_mem")),
+            peak_cuda_mem=_from_json(data.get("peak_cuda_mem")),
+            has_cuda=bool(data.get("has_cuda")),
+            has_memory=bool(data.get("has_memory")),
+            has_flops=bool(data.get("has_flops")),
+            event_count=int(data.get("event_count", 0)),
+        )
+        c = data.get("capture", {})
+        recording = Recording(
+            modules={p: ModuleInfo(type=m[0], params=int(m[1]), param_bytes=int(m[2])) for p, m in c.get("modules", {}).items()},
+            wall_us=c.get("wall_us"),
+            label=c.get("label", "profile"),
+            meta={**c.get("meta", {}), "saved": where},
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise TraceError(f"{where} is damaged: {exc!r}") from exc
+    recording.meta.pop("source", None)
+    return tree, recording
+
+
+def _jsonable(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else v
+
+
+def _from_json(v: Any) -> Any:
+    return float("nan") if v is None else v

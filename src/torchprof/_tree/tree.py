@@ -1,0 +1,38 @@
+"""The finished tree: plain columns in pre-order, what every view reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Tree:
+    """A finished profile tree, column-wise, in pre-order (parent before children, siblings by
+    descending ``cpu_us``). Row 0 is the root; ``parent_index[i]`` is -1 for it. ``columns`` holds
+    every column of the registry (:data:`torchprof._vocab.COLUMNS`) by name."""
+
+    columns: dict[str, list[Any]]
+    parent_index: list[int]
+    unsupported_ops: dict[str, int]
+    """Ops that ran but have no FLOP formula (name -> calls): their FLOPs are unknown."""
+    steps: list[dict[str, Any]]
+    """One dict per ``ProfilerStep#N``: ``step``, ``wall_us``, ``cpu_us``, ``cuda_us``, ``bwd_cpu_us``."""
+    peak_cpu_mem: float
+    """Highest host bytes allocated during the run (NaN without ``memory=True``)."""
+    peak_cuda_mem: float
+    has_cuda: bool
+    has_memory: bool
+    has_flops: bool
+    event_count: int
+
+    def __len__(self) -> int:
+        return len(self.parent_index)
+
+    def children(self) -> list[list[int]]:
+        """Row indices of each row's children, in tree order."""
+        out: list[list[int]] = [[] for _ in self.parent_index]
+        for i, p in enumerate(self.parent_index):
+            if p >= 0:
+                out[p].append(i)
+        return out

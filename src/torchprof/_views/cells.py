@@ -1,0 +1,56 @@
+"""The columns a table shows and the text of each cell, shared by the terminal table and the static
+HTML table (the widget gets the same column specs through its payload)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._tree.tree import Tree
+from .._vocab import COLUMN, VIEW_COLUMNS, Column
+from . import format as fmt
+from .rows import value_column
+
+
+@dataclass(frozen=True)
+class ViewColumn:
+    """A registry column as one table shows it."""
+
+    spec: Column
+    values: str
+    """The tree column read: ``spec.name``, or its layer alternative with ops hidden."""
+
+
+def has_data(tree: Tree, name: str) -> bool:
+    """The column holds something to show: not all missing, not all zero (the root aside for calls)."""
+    values = tree.columns[name]
+    return any(not fmt.is_missing(v) and v != 0 for v in values[1:] if not isinstance(v, bool)) or (
+        name == "calls" and len(values) > 0
+    )
+
+
+def view_columns(tree: Tree, show_ops: bool) -> list[ViewColumn]:
+    """The registry's view columns this profile has data for, in order (a column that ``needs``
+    another is shown only with it)."""
+    shown = {name for name in VIEW_COLUMNS if has_data(tree, name)}
+    out = []
+    for name in VIEW_COLUMNS:
+        spec = COLUMN[name]
+        if name in shown and (spec.needs is None or spec.needs in shown):
+            out.append(ViewColumn(spec, value_column(name, show_ops)))
+    return out
+
+
+def cell_text(tree: Tree, column: ViewColumn, row: int) -> str:
+    """``812µs (45%)``: the value and, for a column with a percent base, its share of the root's.
+    Empty for a missing value and for zero (an empty cell reads faster than ``0.00µs (0%)``),
+    except the call count."""
+    spec = column.spec
+    v = tree.columns[column.values][row]
+    if fmt.is_missing(v) or (v == 0 and spec.name != "calls"):
+        return ""
+    text = fmt.value_text(spec.unit, v)
+    if spec.percent_of is not None:
+        base = tree.columns[spec.percent_of][0]
+        if base:
+            text += f" ({fmt.percent(v, base)})"
+    return text

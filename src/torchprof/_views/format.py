@@ -1,0 +1,118 @@
+"""Human-readable numbers and the summary wording, shared by every view (``js/widget.js`` mirrors
+the number formats exactly; a cross-check test holds them together)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _sig(value: float) -> str:
+    """Three significant figures without trailing noise: 1.23, 12.3, 123."""
+    a = abs(value)
+    if a >= 100:
+        return f"{value:.0f}"
+    if a >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def is_missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def time_us(value: float | None) -> str:
+    """A duration given in microseconds: ``812µs``, ``1.23ms``, ``4.56s``."""
+    if is_missing(value):
+        return "-"
+    a = abs(value)
+    if a >= 1e6:
+        return _sig(value / 1e6) + "s"
+    if a >= 1e3:
+        return _sig(value / 1e3) + "ms"
+    return _sig(value) + "µs"
+
+
+def nbytes(value: float | None) -> str:
+    """A byte count (1024-based, as torch's tables): ``512 B``, ``1.50 KB``, ``2.00 GB``."""
+    if is_missing(value):
+        return "-"
+    a = abs(value)
+    for unit, scale in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if a >= scale:
+            return f"{_sig(value / scale)} {unit}"
+    return f"{value:.0f} B"
+
+
+def count(value: float | None) -> str:
+    """A count (1000-based): ``950``, ``1.82k``, ``3.64G``."""
+    if is_missing(value):
+        return "-"
+    a = abs(value)
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if a >= scale:
+            return _sig(value / scale) + unit
+    return f"{value:.0f}"
+
+
+def rate(value: float | None) -> str:
+    """FLOP/s: ``12.3 GFLOP/s``."""
+    if is_missing(value):
+        return "-"
+    return count(value) + "FLOP/s"
+
+
+def percent(part: float | None, whole: float | None) -> str:
+    if is_missing(part) or is_missing(whole) or not whole:
+        return ""
+    pct = 100.0 * part / whole
+    if abs(pct) >= 10 or pct == 0:
+        return f"{pct:.0f}%"
+    return f"{pct:.1f}%"
+
+
+_BY_UNIT = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
+
+
+def value_text(unit: str, value: float | None) -> str:
+    """A number as every view writes it (``812µs``, ``1.50 KB``, ``3.64G``, ``7``); ``-`` when missing."""
+    if is_missing(value):
+        return "-"
+    return _BY_UNIT[unit](value)  # type: ignore[no-any-return]
+
+
+def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """The run's headline figures as ``(label, value, explanation)``, in one wording for every view
+    (the terminal's summary line, the static HTML, the widget). Missing figures are left out; the
+    forward/backward/other split only where there are modules (else "other" would repeat the total)."""
+    items: list[tuple[str, str, str]] = []
+
+    def add(label: str, value: Any, text: str, about: str) -> None:
+        if not is_missing(value):
+            items.append((label, text, about))
+
+    add("wall", s.get("wall_us"), time_us(s.get("wall_us")), "Wall-clock time of the profiled block")
+    add("CPU", s.get("cpu_us"), time_us(s.get("cpu_us")), "CPU time covered by the tree's root")
+    cpu = s.get("cpu_us")
+    fwd, bwd, other = s.get("forward_cpu_us", 0.0), s.get("backward_cpu_us", 0.0), s.get("other_cpu_us", 0.0)
+    if fwd and fwd > 0:
+        add("forward", fwd, f"{time_us(fwd)} ({percent(fwd, cpu)})", "CPU time in module forward passes")
+    if bwd and bwd > 0:
+        add("backward", bwd, f"{time_us(bwd)} ({percent(bwd, cpu)})", "CPU time of backward work")
+    if fwd and fwd > 0 and not is_missing(other) and cpu and abs(other) >= 0.0005 * cpu:
+        add("other", other, f"{time_us(other)} ({percent(other, cpu)})", "CPU time outside modules and backward (optimizer, loss, data)")
+    add("CUDA", s.get("cuda_us"), time_us(s.get("cuda_us")), "Device time: kernels, memcpys and memsets")
+    add("params", s.get("params"), count(s.get("params")), "Parameters of the profiled modules")
+    if not is_missing(s.get("flops")):
+        add("FLOPs", s["flops"], count(s["flops"]), f"{count(s.get('macs'))} MACs")
+        add("achieved", s.get("flops_per_s"), rate(s.get("flops_per_s")), "FLOPs divided by wall time")
+    add("peak CPU mem", s.get("peak_cpu_mem"), nbytes(s.get("peak_cpu_mem")), "Peak host memory allocated during the run")
+    add("peak CUDA mem", s.get("peak_cuda_mem"), nbytes(s.get("peak_cuda_mem")), "Peak device memory allocated during the run")
+    if s.get("interrupted"):
+        items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
+    return items
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
+    return " · ".join(f"{label} {value}" for label, value, _ in summary_items(s))

@@ -1,0 +1,52 @@
+"""pandas views of a tree: ``prof.df``, ``prof.by_type()``, ``prof.steps``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from .._tree.aggregate import by_type as aggregate_by_type
+from .._tree.tree import Tree
+from .._vocab import COLUMNS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_DTYPES = {"int": "int64", "bool": bool}
+STEP_COLUMNS = ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us"]
+
+
+def to_dataframe(tree: Tree, rows: Sequence[int] | None = None) -> pd.DataFrame:
+    """One row per node in pre-order, indexed by ``path``, with the registry's columns and dtypes.
+    ``rows`` picks and orders a subset."""
+    import pandas as pd
+
+    cols = tree.columns
+    names = [c.name for c in COLUMNS]
+    if rows is not None:
+        data = {c: [cols[c][i] for i in rows] for c in names}
+    else:
+        data = {c: cols[c] for c in names}
+    df = pd.DataFrame(data, columns=names)
+    for c in COLUMNS:
+        if c.dtype in _DTYPES:
+            df[c.name] = df[c.name].astype(_DTYPES[c.dtype])
+    df.index = pd.Index(list(data["path"]))
+    return df
+
+
+def by_type(tree: Tree, depth: int | None = None) -> pd.DataFrame:
+    """:func:`torchprof._tree.aggregate.by_type` as a DataFrame indexed by module class."""
+    import pandas as pd
+
+    rows, summed = aggregate_by_type(tree, depth)
+    df = pd.DataFrame(rows, columns=["type", "modules", *summed])
+    df["calls"] = df["calls"].astype("int64")
+    return df.set_index("type")
+
+
+def steps(tree: Tree) -> pd.DataFrame:
+    """Per-iteration figures (``ProfilerStep#N`` ranges)."""
+    import pandas as pd
+
+    return pd.DataFrame(tree.steps, columns=STEP_COLUMNS)
+

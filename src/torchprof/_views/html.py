@@ -1,0 +1,126 @@
+"""HTML views: the self-contained interactive report page and the static table shown where no
+widget can run (nbconvert, GitHub, a notebook reopened without its kernel)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from .._tree.tree import Tree
+from .cells import cell_text, view_columns
+from .format import summary_line
+from .payload import payload, payload_json
+from .rows import visible_rows
+from .state import check_state
+
+
+# -- HTML ----------------------------------------------------------------------------------------
+def script_json(obj: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: ``<``, ``>``, ``&``, U+2028 and U+2029
+    are written as ``\\uXXXX`` escapes (still the same JSON), so no ``</script>`` or ``<!--`` in a
+    module name can end or change the element."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
+
+
+def static_file(name: str) -> Path:
+    """``widget.js`` / ``widget.css``: packaged under ``torchprof/static`` in the wheel, in the
+    repository's ``js/`` for an editable install."""
+    package = Path(__file__).resolve().parents[1]  # .../torchprof
+    for candidate in (package / "static" / name, package.parents[1] / "js" / name):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"torchprof's front-end file {name} is missing (looked in {package / 'static'})")
+
+
+def _inline_module_source() -> str:
+    source = static_file("widget.js").read_text(encoding="utf-8")
+    lowered = source.lower()
+    # Inside <script> these sequences end the element or switch the parser's escaping mode.
+    for bad in ("</script", "<!--", "<script"):
+        if bad in lowered:
+            raise RuntimeError(f"widget.js contains {bad!r} and cannot be inlined in a <script> element")
+    return source
+
+
+_BOOT = """
+{
+  const spec = JSON.parse(document.getElementById("torchprof-data").textContent);
+  const model = createModel({ ...spec.state, data: spec.payload });
+  globalThis.torchprofReport = { model };
+  render({ model, el: document.getElementById("torchprof-report") });
+}
+"""
+
+_PAGE_CSS = """
+:root { color-scheme: light dark; }
+html, body { margin: 0; }
+body { padding: 12px; background: var(--jp-layout-color0, #ffffff); }
+@media (prefers-color-scheme: dark) {
+  :root {
+    --jp-layout-color0: #111418; --jp-layout-color1: #161a1f; --jp-layout-color2: #22272e;
+    --jp-ui-font-color1: #e6edf3; --jp-ui-font-color2: #a8b3bd; --jp-ui-font-color3: #7d8590;
+    --jp-border-color2: #373e47; --jp-input-background: #0d1117; --jp-input-border-color: #444c56;
+    --jp-brand-color1: #4493f8; --jp-brand-color2: #4493f8;
+  }
+}
+#torchprof-report .tp-scroller { max-height: calc(100vh - 9rem); min-height: 12rem; resize: none; }
+"""
+
+
+def report_html(tree: Tree, summary: dict[str, Any], **state: Any) -> str:
+    """One self-contained page with the widget's interactive view: the ES module and its CSS
+    inlined, the data as escaped JSON, a Content-Security-Policy that allows only the page's own
+    inline code, so it works with no kernel and no network."""
+    spec = {"state": check_state(tree, state), "payload": payload_json(payload(tree, summary))}
+    module = _inline_module_source() + _BOOT
+    digest = base64.b64encode(hashlib.sha256(module.encode("utf-8")).digest()).decode("ascii")
+    csp = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
+    css = static_file("widget.css").read_text(encoding="utf-8")
+    title = html.escape(f"torchprof · {tree.columns['name'][0]}")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{title}</title>\n<style>{_PAGE_CSS}\n{css}</style>\n</head>\n<body>\n"
+        "<div id=\"torchprof-report\"></div>\n"
+        f"<script type=\"application/json\" id=\"torchprof-data\">{script_json(spec)}</script>\n"
+        f"<script type=\"module\">{module}</script>\n</body>\n</html>\n"
+    )
+
+
+def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_rows: int = 200) -> str:
+    """A plain HTML table of the top rows, for front ends with no widget manager (nbconvert,
+    GitHub, a saved notebook). Inline styles only; every profile string is escaped."""
+    cols = tree.columns
+    rows = visible_rows(tree, min_pct=min_pct)
+    spec = view_columns(tree, show_ops=False)
+    cell = "padding:2px 8px;border-bottom:1px solid rgba(128,128,128,.25);white-space:nowrap"
+    out = [
+        f"<div class=\"torchprof-static\"><p style=\"margin:4px 0\"><b>{html.escape(str(cols['name'][0]))}</b>"
+        f" · {html.escape(summary_line(summary))}</p>",
+        "<table style=\"border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px\">",
+        "<thead><tr>" + f"<th style=\"{cell};text-align:left\">Node</th>"
+        + "".join(f"<th style=\"{cell};text-align:right\">{html.escape(c.spec.label)}</th>" for c in spec) + "</tr></thead><tbody>",
+    ]
+    for r in rows[:max_rows]:
+        name = html.escape(str(cols["name"][r]))
+        path = html.escape(str(cols["path"][r]), quote=True)
+        tds = [f"<td style=\"{cell};padding-left:{8 + 14 * cols['depth'][r]}px\" title=\"{path}\">{name}</td>"]
+        for c in spec:
+            tds.append(f"<td style=\"{cell};text-align:right\">{html.escape(cell_text(tree, c, r))}</td>")
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</tbody></table>")
+    if len(rows) > max_rows:
+        out.append(f"<p style=\"margin:4px 0\">… {len(rows) - max_rows} more rows</p>")
+    out.append(
+        f"<p style=\"margin:4px 0;opacity:.7\">{len(rows)} of {len(tree)} rows (≥ {min_pct:g}% of the total). "
+        "Run in Jupyter for the interactive view, or save one with prof.to_html(path).</p></div>"
+    )
+    return "\n".join(out)

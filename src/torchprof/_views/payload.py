@@ -1,0 +1,165 @@
+"""The widget's wire format: the tree column-wise, as ``decodePayload`` in ``js/widget.js`` reads it.
+
+The payload is one JSON-able dict: a few per-node arrays (parent index, a flag byte, the path as
+a tail of the parent's path) and one array per numeric column, never a list of per-row dicts. It
+also carries the vocabulary (column specs, kind codes, state keys), so the front end keeps no list
+of its own. The widget sends it packed in binary (float64 and int32 buffers behind a JSON header,
+zlib compressed); the report embeds it as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+import zlib
+from array import array
+from typing import Any
+
+from .._tree.tree import Tree
+from .._vocab import (
+    COLUMNS,
+    LAYER_KINDS,
+    NODE_KIND_LABELS,
+    SORT_ALIASES,
+    STATE,
+    VIEW_COLUMNS,
+    NodeKind,
+)
+from .format import summary_items
+
+FORMAT = "torchprof-1"
+MAGIC = b"TPF1"
+KIND_CODE = {k.label: int(k) for k in NodeKind}
+FLAG_KIND = 3  # bits 0-1: the kind code
+FLAG_BACKWARD = 4
+FLAG_ABSOLUTE_PATH = 8  # the path does not extend the parent's path: the tail is all of it
+FLAG_NAME_IN_TAIL = 16  # name == tail without its separator ("/name" or ".name")
+#: Numeric columns the payload carries; ``depth`` the front end derives from the parents.
+NUMBER_COLUMNS = tuple(c.name for c in COLUMNS if c.numeric and c.name != "depth")
+
+
+def vocabulary() -> dict[str, Any]:
+    """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
+    table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
+    defaults, and the flag bits."""
+    return {
+        "columns": [c.spec() for c in COLUMNS],
+        "view_columns": list(VIEW_COLUMNS),
+        "kinds": list(NODE_KIND_LABELS),
+        "layer_kinds": list(LAYER_KINDS),
+        "sort_aliases": SORT_ALIASES,
+        "state": [{"name": k.name, "default": k.default} for k in STATE],
+        "flags": {"kind": FLAG_KIND, "backward": FLAG_BACKWARD, "absolute_path": FLAG_ABSOLUTE_PATH,
+                  "name_in_tail": FLAG_NAME_IN_TAIL},
+    }  # fmt: skip
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and infinities become null (JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def payload(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
+    """The profile column-wise, as ``decodePayload`` in widget.js reads it.
+
+    Paths are sent as the part that extends the parent's path (``.conv1``, ``/aten::addmm``) and
+    names, when they are that tail minus its separator, not at all: a path costs about as much as
+    its name. A column whose values are all equal (all NaN without CUDA, all 0 without backward)
+    is sent as one constant.
+    """
+    cols = tree.columns
+    n = len(tree)
+    parent = tree.parent_index
+    paths, names, kinds, backward = cols["path"], cols["name"], cols["kind"], cols["is_backward"]
+    flags = bytearray(n)
+    tails: list[str] = []
+    name_exceptions: list[list[Any]] = []
+    for i in range(n):
+        f = KIND_CODE[kinds[i]] | (FLAG_BACKWARD if backward[i] else 0)
+        p = parent[i]
+        path = paths[i]
+        if p >= 0 and path.startswith(paths[p]):
+            tail = path[len(paths[p]) :]
+        else:
+            tail = path
+            f |= FLAG_ABSOLUTE_PATH
+        if len(tail) > 1 and tail[0] in "./" and tail[1:] == names[i]:
+            f |= FLAG_NAME_IN_TAIL
+        else:
+            name_exceptions.append([i, names[i]])
+        flags[i] = f
+        tails.append(tail)
+    num: dict[str, Any] = {}
+    for c in NUMBER_COLUMNS:
+        values = [float(v) for v in cols[c]]
+        first = values[0] if values else math.nan
+        if all(v == first or (v != v and first != first) for v in values):
+            num[c] = {"const": _clean(first)}
+        else:
+            num[c] = values
+    return {
+        "format": FORMAT,
+        "n": n,
+        "parent": list(parent),
+        "flags": flags,
+        "tail": tails,
+        "names": name_exceptions,
+        "type": list(cols["type"]),
+        "shapes": list(cols["input_shapes"]),
+        # Only with stack=True; otherwise all null, sent as an empty list.
+        "source": list(cols["source"]) if any(cols["source"]) else [],
+        "num": num,
+        "vocab": vocabulary(),
+        "summary": _clean(summary),
+        "summary_items": summary_items(summary),
+        "steps": _clean(tree.steps),
+    }
+
+
+def payload_json(data: dict[str, Any]) -> dict[str, Any]:
+    """The payload with plain lists everywhere (NaN -> null), for JSON."""
+    out = dict(data)
+    out["flags"] = list(data["flags"])
+    out["num"] = {c: v if isinstance(v, dict) else _clean(v) for c, v in data["num"].items()}
+    return out
+
+
+def payload_bytes(data: dict[str, Any], level: int = 6) -> bytes:
+    """The payload packed for the widget: ``TPF1``, the JSON header's length (uint32 LE), the
+    header, then 8-byte aligned little-endian buffers (int32 parents, flag bytes, float64
+    columns) that the header points into; all zlib-compressed."""
+    header = {k: v for k, v in data.items() if k not in ("parent", "flags", "num")}
+    buffers: list[bytes] = []
+    offset = 0
+
+    def put(raw: bytes, length: int) -> dict[str, int]:
+        nonlocal offset
+        ref = {"offset": offset, "length": length}
+        pad = -len(raw) % 8
+        buffers.append(raw + b"\0" * pad)
+        offset += len(raw) + pad
+        return ref
+
+    def typed(code: str, values: Any) -> bytes:
+        arr = array(code, values)
+        if sys.byteorder == "big":
+            arr.byteswap()
+        return arr.tobytes()
+
+    header["parent"] = put(typed("i", data["parent"]), data["n"])
+    header["flags"] = put(bytes(data["flags"]), data["n"])
+    header["num"] = {
+        c: v if isinstance(v, dict) else put(typed("d", v), data["n"]) for c, v in data["num"].items()
+    }
+    head = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    start = 8 + len(head)
+    blob = b"".join([MAGIC, struct.pack("<I", len(head)), head, b"\0" * (-start % 8), *buffers])
+    return zlib.compress(blob, level)

@@ -1,0 +1,231 @@
+"""torchprof's vocabulary, written down once: node and event kinds, the event names it reads, the
+column registry and the view-state keys.
+
+Every other module (the tree, every view, the README's column table) and, through the payload, the
+front end read these definitions; nothing spells a column list, a kind code or a state key again.
+This module imports nothing of torchprof.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import IntEnum
+from typing import Any
+
+
+# -- kinds ------------------------------------------------------------------------------------------
+class NodeKind(IntEnum):
+    """What a row of the tree is. The integer is the code the payload sends to the front end."""
+
+    MODULE = 0  #: an ``nn.Module`` call (a layer)
+    REGION = 1  #: a ``record_function`` range: a user region, ``Optimizer.step#...``, ``ProfilerStep#3``
+    OP = 2  #: an aten operator, an autograd node or a runtime call on the CPU
+    KERNEL = 3  #: work on the device: a kernel, a memcpy, a memset
+
+    @property
+    def label(self) -> str:
+        """The name in ``df.kind`` (``"module"``, ``"region"``, ``"op"``, ``"kernel"``)."""
+        return self.name.lower()
+
+
+#: ``df.kind`` values by code.
+NODE_KIND_LABELS: tuple[str, ...] = tuple(k.label for k in NodeKind)
+#: Kinds that are layers: rows kept when operator rows are hidden.
+LAYER_KINDS: tuple[str, ...] = (NodeKind.MODULE.label, NodeKind.REGION.label)
+
+
+class EventKind(IntEnum):
+    """What one recorded event is, decided once from its trace category and name."""
+
+    OP = 0  #: an operator or any other CPU range torch records (cpu_op)
+    REGION = 1  #: a user or torch ``record_function`` range (user_annotation)
+    MODULE = 2  #: a module range opened by torchprof's hooks (or torch's ``nn.Module:`` events)
+    RUNTIME = 3  #: a device runtime/driver call on the CPU (cudaLaunchKernel, cudaMemcpy, ...)
+    DEVICE = 4  #: time on the device: kernels, memcpy, memset
+    MEMORY = 5  #: an allocation (+bytes) or free (-bytes) instant event
+    IGNORED = 6  #: flows, metadata, profiler overhead
+    PYFRAME = 7  #: a Python call (``with_stack``): not a node, but names the source line of what it runs
+
+
+#: The tree row kind each event kind becomes (runtime calls are shown as ops).
+NODE_KIND_OF_EVENT: dict[int, NodeKind] = {
+    EventKind.OP: NodeKind.OP,
+    EventKind.REGION: NodeKind.REGION,
+    EventKind.MODULE: NodeKind.MODULE,
+    EventKind.RUNTIME: NodeKind.OP,
+    EventKind.DEVICE: NodeKind.KERNEL,
+}
+#: CPU ranges: events that nest by time on their thread and own the events inside them.
+HOST_RANGE_KINDS = frozenset({EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME})
+#: Events that carry a correlation to the device (runtime calls and device activities).
+DEVICE_LINKED_KINDS = frozenset({EventKind.RUNTIME, EventKind.DEVICE})
+
+#: Chrome-trace categories (``cat``) by the event kind they hold.
+CATEGORY_KIND: dict[str, EventKind] = {
+    "cpu_op": EventKind.OP,
+    "operator": EventKind.OP,
+    "user_annotation": EventKind.REGION,
+    "gpu_user_annotation": EventKind.IGNORED,
+    "cuda_runtime": EventKind.RUNTIME,
+    "cuda_driver": EventKind.RUNTIME,
+    "xpu_runtime": EventKind.RUNTIME,
+    "privateuse1_runtime": EventKind.RUNTIME,
+    "kernel": EventKind.DEVICE,
+    "gpu_memcpy": EventKind.DEVICE,
+    "gpu_memset": EventKind.DEVICE,
+    "cpu_instant_event": EventKind.MEMORY,
+}
+
+#: Where memory events come from (chrome trace "Device Type"; c10::DeviceType values).
+CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
+
+
+# -- event names ---------------------------------------------------------------------------------------
+#: Prefix of the ranges torchprof's module hooks open: ``nn.Module: <path> [<Type>]``.
+MODULE_PREFIX = "nn.Module: "
+#: Name prefix of the autograd engine's per-node backward range.
+BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+#: Name prefix of aten operators.
+ATEN_PREFIX = "aten::"
+#: torch.profiler's iteration ranges (``ProfilerStep#12``).
+STEP_PREFIX = "ProfilerStep#"
+#: The profiler's allocation/free instant event.
+MEMORY_EVENT = "[memory]"
+#: The profiler's out-of-memory instant event (not a node).
+OOM_EVENT = "[OutOfMemory]"
+#: Key of the block torchprof adds to the chrome traces it writes (module types, parameter counts).
+TRACE_META_KEY = "torchprof"
+#: The row that holds backward work no layer's forward op created (AccumulateGrad, a loss
+#: computed outside every module), so totals still add up.
+UNATTRIBUTED_BACKWARD = "(backward, no module)"
+
+
+# -- columns -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Column:
+    """One column of the profile, as every view shows it."""
+
+    name: str
+    """The ``prof.df`` column name. Units are in the name: ``_us`` µs, ``_mem`` bytes."""
+    label: str
+    """The header in the terminal table, the static HTML, the widget and its CSV."""
+    unit: str
+    """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``text``, ``bool``."""
+    about: str
+    """One sentence for tooltips and the README."""
+    dtype: str = "float"
+    """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
+    rollup: str = "none"
+    """``total``: a node's value includes its children's; ``self``: it excludes them; ``count``:
+    a per-node count that adds up across groups; ``none``: not additive (text, depth)."""
+    family: str | None = None
+    """``cpu``, ``cuda``, ``bwd`` or ``mem``: colours the bar and groups related columns."""
+    percent_of: str | None = None
+    """The column whose root value is 100% for this column's percentages and bars."""
+    layer_alt: str | None = None
+    """With operator rows hidden, the column read instead (a layer's ops fold into its self time)."""
+    sortable: bool = False
+    threshold: bool = False
+    """The min-percent threshold applies to it when it is the sort column (otherwise CPU total)."""
+    needs: str | None = None
+    """A view shows this column only where it shows that one too (forward beside backward)."""
+
+    @property
+    def numeric(self) -> bool:
+        return self.dtype in ("float", "int")
+
+    def spec(self) -> dict[str, Any]:
+        """The column as the payload sends it to the front end."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def _time(name: str, label: str, about: str, *, family: str, percent_of: str, rollup: str = "total",
+          layer_alt: str | None = None, needs: str | None = None) -> Column:  # fmt: skip
+    return Column(name, label, "time", about, rollup=rollup, family=family, percent_of=percent_of,
+                  layer_alt=layer_alt, sortable=True, threshold=True, needs=needs)  # fmt: skip
+
+
+#: Every column of ``prof.df``, in order, with what it means.
+COLUMNS: tuple[Column, ...] = (
+    Column("path", "Path", "text", "Unique key of the row: a module's `named_modules()` path under its root's label (`ResNet.layer1.0.conv1`), anything else `<parent path>/<name>`.", dtype="str", sortable=True),
+    Column("name", "Node", "text", "The node's own name: a module's attribute name, a region's label, an op's or kernel's name.", dtype="str", sortable=True),
+    Column("kind", "Kind", "text", "`module`, `region` (a `record_function` range such as `Optimizer.step#AdamW.step` or `ProfilerStep#3`), `op` (an aten operator or a runtime call) or `kernel` (device work).", dtype="str", sortable=True),
+    Column("type", "Type", "text", "The module class.", dtype="str", sortable=True),
+    Column("parent", "Parent", "text", "Path of the parent row.", dtype="str"),
+    Column("depth", "Depth", "int", "Depth in the tree (the root is 0).", dtype="int", sortable=True),
+    Column("calls", "Calls", "int", "How many times the node ran (a module called 3 times is one row with 3 calls).", dtype="int", rollup="count", sortable=True),
+    _time("self_cpu_us", "Self CPU", "CPU time of the node itself, without any child row (ops included), so self times add up to the total.", family="cpu", percent_of="cpu_us", rollup="self", layer_alt="layer_self_cpu_us"),
+    _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
+    _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total (CPU total minus CPU bwd).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
+    _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us"),
+    _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it; NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
+    _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us"),
+    _time("bwd_cpu_us", "CPU bwd", "The backward part of CPU total: autograd work attributed to the layer whose forward op created it (linked by sequence number).", family="bwd", percent_of="cpu_us"),
+    _time("bwd_self_cuda_us", "Bwd self CUDA", "The backward part of Self CUDA.", family="bwd", percent_of="cuda_us", rollup="self", layer_alt="layer_bwd_self_cuda_us"),
+    _time("bwd_cuda_us", "CUDA bwd", "The backward part of CUDA total.", family="bwd", percent_of="cuda_us"),
+    Column("self_cpu_mem", "Self CPU mem", "bytes", "Host bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
+    Column("cpu_mem", "CPU mem", "bytes", "Host bytes allocated minus freed by the node and everything under it (with `memory=True`); NaN otherwise.", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("self_cuda_mem", "Self CUDA mem", "bytes", "Device bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
+    Column("cuda_mem", "CUDA mem", "bytes", "Device bytes allocated minus freed by the node and everything under it (with `memory=True`).", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
+    Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the recorded operator shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
+    Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
+    Column("input_shapes", "Input shapes", "text", "Input shapes of the first call (with `shapes=True`).", dtype="str"),
+    Column("source", "Source", "text", "With `stack=True`: the line of your code the first call ran from (`train.py(42): forward`).", dtype="str"),
+    _time("layer_self_cpu_us", "Layer self CPU", "Self CPU with the layer's ops folded in: what the layer itself costs when ops are hidden.", family="cpu", percent_of="cpu_us", rollup="self"),
+    _time("layer_self_cuda_us", "Layer self CUDA", "Self CUDA with the layer's ops and kernels folded in.", family="cuda", percent_of="cuda_us", rollup="self"),
+    _time("layer_bwd_self_cpu_us", "Layer bwd self CPU", "The backward part of Layer self CPU.", family="bwd", percent_of="cpu_us", rollup="self"),
+    _time("layer_bwd_self_cuda_us", "Layer bwd self CUDA", "The backward part of Layer self CUDA.", family="bwd", percent_of="cuda_us", rollup="self"),
+    Column("is_backward", "Backward", "bool", "The row is backward work.", dtype="bool"),
+)
+
+#: The columns the tables show (terminal, static HTML, widget), in order, where the profile has
+#: data for them (not all missing, not all zero).
+VIEW_COLUMNS: tuple[str, ...] = (
+    "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "self_cuda_us", "cuda_us", "bwd_cuda_us",
+    "cpu_mem", "cuda_mem", "flops", "params", "calls",
+)  # fmt: skip
+
+#: Columns by name.
+COLUMN: dict[str, Column] = {c.name: c for c in COLUMNS}
+#: ``prof.df`` column names in order.
+COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
+#: Numeric columns stored as floats (NaN = not recorded).
+FLOAT_COLUMNS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.dtype == "float")
+#: Columns a view can order siblings by.
+SORTABLE: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.sortable)
+#: Columns that sum across groups of nodes (``by_type``): self values always, totals only for
+#: the outermost node of a group (its children are in it already).
+ADDITIVE: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.rollup in ("total", "self", "count"))
+
+#: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
+SORT_ALIASES: dict[str, str] = {
+    "cpu_time": "cpu_us", "cpu_time_total": "cpu_us", "self_cpu_time": "self_cpu_us",
+    "self_cpu_time_total": "self_cpu_us", "cuda_time": "cuda_us", "cuda_time_total": "cuda_us",
+    "self_cuda_time": "self_cuda_us", "self_cuda_time_total": "self_cuda_us", "count": "calls",
+    "cpu_memory_usage": "cpu_mem", "self_cpu_memory_usage": "self_cpu_mem",
+    "cuda_memory_usage": "cuda_mem", "self_cuda_memory_usage": "self_cuda_mem",
+}  # fmt: skip
+
+
+# -- view state -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StateKey:
+    """One key of the view state (widget traits, report options, ``prof.widget(**state)``)."""
+
+    name: str
+    type: str
+    """``float``, ``text``, ``bool`` or ``paths`` (a list of row paths)."""
+    default: Any
+    about: str
+
+
+STATE: tuple[StateKey, ...] = (
+    StateKey("min_pct", "float", 1.0, "hide rows below this percent of the root's value"),
+    StateKey("sort_by", "text", "cpu_us", "the df column that orders siblings"),
+    StateKey("ascending", "bool", False, "sort ascending instead of descending"),
+    StateKey("show_ops", "bool", False, "show aten ops and kernels under their layers"),
+    StateKey("search", "text", "", "substring or glob of name or path; matches and their ancestors show"),
+    StateKey("expanded", "paths", None, "paths of expanded rows (None: the default expansion)"),
+)
+STATE_KEYS: tuple[str, ...] = tuple(k.name for k in STATE)
