@@ -14,8 +14,9 @@ import http.server
 import json
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlparse
 
 CHROMIUM = "/usr/bin/chromium"
@@ -54,7 +55,7 @@ def chromium() -> Iterator[Any]:
     for playwright in reversed(_running):
         try:
             browser = launch(playwright)
-        except Exception:  # noqa: BLE001 - that instance was stopped: forget it
+        except Exception:
             _running.remove(playwright)
             continue
         try:
@@ -111,7 +112,7 @@ def new_page(browser: Any, **options: Any):
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def end_headers(self) -> None:

@@ -11,6 +11,7 @@ A test module gets the fixtures (``jupyter_server``, ``lab_page``, ``page_errors
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
 from browser_util import ARTIFACTS, guard_network, launch
 
 if TYPE_CHECKING:
@@ -112,14 +114,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     (ipykernel watches ``JPY_PARENT_PID``)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(timeout=10)
 
 
@@ -251,7 +249,7 @@ def lab_page(
             try:
                 page.screenshot(path=str(shot))
                 print(f"\nfailure screenshot: {shot}")
-            except Exception as exc:  # noqa: BLE001 - the test's own failure matters more
+            except Exception as exc:
                 print(f"\nno failure screenshot ({exc})")
             print(f"JupyterLab server log (tail):\n{jupyter_server.log_tail()}")
         context.close()

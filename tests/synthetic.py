@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from torchprof._records import EventColumns, module_range_name
+from torchprof._tree.builder import TreeBuilder
 from torchprof._vocab import EventKind
 
 DEVICE, MEMORY, MODULE, OP, REGION, RUNTIME = (EventKind.DEVICE, EventKind.MEMORY, EventKind.MODULE, EventKind.OP,
                                                EventKind.REGION, EventKind.RUNTIME)
-from torchprof._tree.builder import TreeBuilder
 
 KINDS = {"op": OP, "region": REGION, "module": MODULE, "runtime": RUNTIME, "kernel": DEVICE, "memory": MEMORY}
 
@@ -20,8 +20,8 @@ def ev(kind: str, name: str, start: float, end: float, *, tid: Any = 1, seq: int
     """One event; times in µs. Modules take their path as ``name``."""
     if kind == "module":
         name = module_range_name(name, type_)
-    return dict(kind=KINDS[kind], name=name, start=round(start * 1000), end=round(end * 1000), tid=tid, seq=seq,
-                fwd=fwd, ext=ext, link=link, corr=corr, nbytes=nbytes, cuda=cuda, shapes=shapes, concrete=concrete)
+    return {"kind": KINDS[kind], "name": name, "start": round(start * 1000), "end": round(end * 1000), "tid": tid, "seq": seq,
+                "fwd": fwd, "ext": ext, "link": link, "corr": corr, "nbytes": nbytes, "cuda": cuda, "shapes": shapes, "concrete": concrete}
 
 
 def training_step():

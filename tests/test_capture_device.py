@@ -17,7 +17,7 @@ from torchprof._tree.builder import TreeBuilder
 
 class FakeDeviceEvent:
     def __init__(self, name, activity, start_ns, end_ns, correlation, linked, stream=7):
-        self._v = dict(name=name, activity=activity, start=start_ns, end=end_ns, corr=correlation, linked=linked, stream=stream)
+        self._v = {"name": name, "activity": activity, "start": start_ns, "end": end_ns, "corr": correlation, "linked": linked, "stream": stream}
 
     def name(self):
         return self._v["name"]

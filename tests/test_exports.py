@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -12,8 +13,8 @@ import torch
 
 import torchprof
 from synthetic import columns, ev, training_step
-from torchprof._records import Recording
 from torchprof import TraceError
+from torchprof._records import Recording
 from torchprof._tree.builder import TreeBuilder
 
 
@@ -201,7 +202,7 @@ def test_reopened_profile_keeps_steps_and_works_in_the_widget(mlp, tmp_path):
 
 def test_loading_something_else_is_a_clear_error(trained, tmp_path):
     trace = trained.export_chrome_trace(str(tmp_path / "t.json"))
-    with pytest.raises(TraceError, match="not a profile written by prof.save\\(\\) \\(a chrome trace\\? use torchprof.load_trace\\)"):
+    with pytest.raises(TraceError, match=re.escape("not a profile written by prof.save() (a chrome trace? use torchprof.load_trace)")):
         torchprof.load(trace)
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": "torchprof-profile", "version": 1, "columns": {}}')

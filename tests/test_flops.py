@@ -601,10 +601,10 @@ def test_convolution_formula_matches_torch_on_real_output_shapes(x, w, stride, p
     bwd = _flops.FORMULAS["aten::convolution_backward"]
     shapes = [list(y.shape), list(x), list(w)] + [[]] * 8
     bwd_args = [None] * 4 + [stride, padding, dilation, transposed, [0] * (len(x) - 2), groups]
-    assert bwd(shapes, bwd_args + [[True, True, False]])[0] == 2 * m
-    assert bwd(shapes, bwd_args + [[False, True, False]])[0] == m
-    assert bwd(shapes, bwd_args + [[True, False, True]])[0] == m
-    assert bwd(shapes, bwd_args + [[False, False, True]])[0] == 0
+    assert bwd(shapes, [*bwd_args, [True, True, False]])[0] == 2 * m
+    assert bwd(shapes, [*bwd_args, [False, True, False]])[0] == m
+    assert bwd(shapes, [*bwd_args, [True, False, True]])[0] == m
+    assert bwd(shapes, [*bwd_args, [False, False, True]])[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -645,7 +645,7 @@ def test_matmul_formulas_match_torch_on_shapes():
 @pytest.mark.parametrize(
     "size, kernel, stride, padding, dilation, ceil_mode",
     [(9, 3, 2, 1, 1, False), (5, 2, 2, 0, 1, True), (9, 3, 1, 0, 2, False),
-     (8, 3, 2, 1, 1, True), (7, 3, 3, 1, 1, True), (10, 4, 3, 2, 1, True)],  # fmt: skip
+     (8, 3, 2, 1, 1, True), (7, 3, 3, 1, 1, True), (10, 4, 3, 2, 1, True)],
 )
 def test_pooling_output_size_matches_torch(size, kernel, stride, padding, dilation, ceil_mode):
     x = torch.empty(1, 1, size, size)

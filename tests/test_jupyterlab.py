@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 pytest.register_assert_rewrite("jupyter_fixture")  # its helpers assert; imported before pytest_plugins loads it
+from playwright.sync_api import Locator, Page, expect  # noqa: E402
+
 from jupyter_fixture import (  # noqa: E402
     ARTIFACTS,
     JupyterServer,
@@ -31,7 +33,6 @@ from jupyter_fixture import (  # noqa: E402
     run_all_cells,
     write_notebook,
 )
-from playwright.sync_api import Locator, Page, expect
 
 pytestmark = pytest.mark.browser
 pytest_plugins = ["jupyter_fixture"]  # jupyter_server, lab_page, page_errors

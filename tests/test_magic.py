@@ -235,7 +235,7 @@ def test_magic_while_another_profiler_runs_is_a_usage_error_and_runs_nothing(ip,
 
 
 def test_cell_that_raises_shows_its_own_traceback_and_keeps_the_partial_profile(ip, capsys):
-    ok, out, err = run_shown(ip, capsys, "%%torchprof --text\nmodel(x)\nboom = 1\nraise ValueError('boom')")
+    ok, out, _err = run_shown(ip, capsys, "%%torchprof --text\nmodel(x)\nboom = 1\nraise ValueError('boom')")
     assert not ok
     assert "torchprof: the cell raised ValueError; the profile until then is in _torchprof" in out
     traceback = out[out.index("-" * 20):]

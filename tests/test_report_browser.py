@@ -188,7 +188,7 @@ def test_slider_hides_rows_below_the_percent_and_keeps_ancestors(browser, resnet
     root = df.iloc[0]["cpu_us"]
     for p in expected[1:]:
         if 100 * df.loc[p, "cpu_us"] / root < 5:  # only as the ancestor of a shown row
-            assert any(q.startswith(p + ".") or q.startswith(p + "/") for q in expected if 100 * df.loc[q, "cpu_us"] / root >= 5)
+            assert any(q.startswith((p + ".", p + "/")) for q in expected if 100 * df.loc[q, "cpu_us"] / root >= 5)
     assert page.errors == []
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from synthetic import build, training_step
-from torchprof._views.table import render_table
 from torchprof._views.rows import visible_rows
+from torchprof._views.table import render_table
 
 EXPECTED_DEFAULT = """\
 +----------------------------+---------------+---------------+--------------+---------------+-------+-------+

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from synthetic import columns, ev, training_step
-from torchprof._views import format as fmt
-from torchprof._views.html import static_table
-from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
-from torchprof._views.state import default_expanded
 from torchprof._profile import Profile
 from torchprof._records import ModuleInfo, Recording
 from torchprof._tree.builder import TreeBuilder
+from torchprof._views import format as fmt
+from torchprof._views.html import static_table
+from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
 from torchprof._views.rows import _matcher, visible_rows
+from torchprof._views.state import default_expanded
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "js" / "fixtures" / "crosscheck.json"
@@ -300,7 +300,7 @@ def test_payload_is_column_wise_and_under_150_bytes_per_node_at_50k_nodes():
     data = payload(prof.tree, prof.summary)
     for key in ("parent", "flags", "tail", "type", "shapes"):
         assert len(data[key]) == n and not any(isinstance(v, dict) for v in data[key]), key
-    assert all(isinstance(v, list) and len(v) == n or set(v) == {"const"} for v in data["num"].values())
+    assert all((isinstance(v, list) and len(v) == n) or set(v) == {"const"} for v in data["num"].values())
     packed = payload_bytes(data)
     assert len(packed) / n < 150, f"{len(packed) / n:.1f} bytes per node"
     w = prof.widget()

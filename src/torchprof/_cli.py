@@ -18,9 +18,14 @@ import runpy
 import sys
 import time
 import traceback
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
+
+if TYPE_CHECKING:
+    from ._profile import Profile
+    from ._profiler import Profiler
 
 DEMO = "demo"
 DEFAULT_MODEL = "resnet18"
@@ -160,14 +165,14 @@ def _exit_code(code: Any) -> int:
     return 1
 
 
-def _profiler(args: argparse.Namespace, name: str):
+def _profiler(args: argparse.Namespace, name: str) -> Profiler:
     from ._profiler import Profiler
 
     return Profiler(cuda=True if args.cuda else None, memory=args.memory, shapes=args.shapes, stack=args.stack,
                     flops=args.flops, name=name)  # fmt: skip
 
 
-def _report(prof: Any, args: argparse.Namespace, *, title: str) -> int:
+def _report(prof: Profile, args: argparse.Namespace, *, title: str) -> int:
     """Print the summary line and the tree; write the requested files. 0, or 1 if a file failed."""
     print(title)
     print(prof.summary_line())
@@ -236,7 +241,7 @@ def run_script(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
-    status = _report(prof, args, title=title)
+    status = _report(prof.result, args, title=title)
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)
@@ -314,14 +319,14 @@ def run_demo(args: argparse.Namespace) -> int:
         print("KeyboardInterrupt", file=sys.stderr)
         if prof.wall_us is None:
             return EXIT_INTERRUPTED
-        _report(prof, args, title=f"torchprof demo: {args.model} (interrupted)")
+        _report(prof.result, args, title=f"torchprof demo: {args.model} (interrupted)")
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - a model this demo cannot drive: say so, briefly
         print(f"torchprof demo: error: could not run a training step of {args.model}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     title = (f"torchprof demo: {args.model}, one training step (forward, backward, SGD step) on {shape}, "
              f"random weights; {time.perf_counter() - t0:.1f}s with the warm-up step")  # fmt: skip
-    return _report(prof, args, title=title)
+    return _report(prof.result, args, title=title)
 
 
 def demo_step(name: str, *, batch: int = 8, size: int | None = None) -> tuple[Any, str]:
@@ -342,6 +347,7 @@ def demo_step(name: str, *, batch: int = 8, size: int | None = None) -> tuple[An
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 
+    inputs: tuple[Any, ...]
     if family == "video":
         s = size or (224 if name.startswith(("mvit", "swin3d", "s3d")) else 112)
         x = torch.randn(batch, 3, 16, s, s)

@@ -214,7 +214,7 @@ def compile_source(shell: Any, source: str, first_line: int = 1) -> tuple[Any, A
     body = shell.compile(ast.Module(tree.body, []), filename, "exec")
     try:
         quiet = last is not None and DisplayHook.semicolon_at_end_of_expression(transformed)
-    except Exception:  # tokenizing is only for the ';' check
+    except Exception:  # noqa: BLE001 - tokenizing is only for the ';' check
         quiet = False
     return body, last, quiet
 
@@ -276,7 +276,7 @@ def resolve_model(user_ns: dict[str, Any], name: str) -> Any:
     for i, attr in enumerate(rest):
         try:
             obj = getattr(obj, attr)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a property that raises is as absent as a missing one
             where = ".".join([head, *rest[:i]])
             raise UsageError(f"%%torchprof --model {name}: {where} has no attribute {attr!r}") from None
     if not isinstance(obj, torch.nn.Module):
@@ -288,20 +288,21 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
     """Write the requested files, then show the widget (or the table with ``--text``, or in a
     terminal IPython, which cannot show widgets)."""
     __tracebackhide__ = True
-    state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
+    result = prof.result
+    state = state_from_options(result, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
     try:
-        written = write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state)
+        written = write_outputs(result, html=args.html, csv=args.csv, trace=args.trace, state=state)
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc} (the profile is in {LAST})") from None
     for path in written:
         print(f"torchprof: wrote {path}")
     if args.text or not _has_widget_frontend(shell):
-        prof.display(min_pct=1 if args.min_pct is None else args.min_pct, sort_by=args.sort or "cpu_us",
-                     show_ops=args.ops, max_depth=args.depth)  # fmt: skip
+        result.display(min_pct=1 if args.min_pct is None else args.min_pct, sort_by=args.sort or "cpu_us",
+                       show_ops=args.ops, max_depth=args.depth)  # fmt: skip
         return
     from IPython.display import display
 
-    display(prof.widget(**state) if state else prof)
+    display(result.widget(**state) if state else result)
 
 
 def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> None:
@@ -310,7 +311,7 @@ def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> 
     if prof.wall_us is None:  # it never ran (the profiler could not start)
         return
     try:
-        if len(prof.tree) > 1:
+        if len(prof.result.tree) > 1:
             print(f"torchprof: the cell raised {type(exc).__name__}; the profile until then is in {LAST}")
             show(shell, prof, args)
     except BaseException as problem:  # noqa: BLE001 - the cell's own exception matters more

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._profile import Profile

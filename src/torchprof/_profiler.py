@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Profile
@@ -83,7 +84,7 @@ class Profiler:
         self.start()
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if exc is not None:
             self.interrupted = exc
         self.stop()

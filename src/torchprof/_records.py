@@ -7,8 +7,9 @@ exported by torchprof and read back yields the same profile.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ._vocab import MODULE_PREFIX
 

@@ -43,10 +43,9 @@ def record(steps: int):
 def ours(prof) -> tuple[float, int, int]:
     """Seconds for raw results -> DataFrame, number of events, number of tree nodes."""
     from torchprof._capture.kineto import result_columns
-    from torchprof._views.frame import to_dataframe
-    from torchprof._tree.builder import TreeBuilder
-
     from torchprof._gc import paused_gc
+    from torchprof._tree.builder import TreeBuilder
+    from torchprof._views.frame import to_dataframe
 
     result = prof.torch_profile.profiler.kineto_results
     gc.collect()

@@ -173,7 +173,6 @@ async ({ repeat }) => {
 
 def run(nodes: int, repeat: int) -> dict[str, Any]:
     from browser_util import chromium, new_page, serve, write_widget_page
-
     from torchprof._views.payload import payload, payload_bytes
 
     t0 = time.perf_counter()
@@ -183,7 +182,6 @@ def run(nodes: int, repeat: int) -> dict[str, Any]:
     packed = payload_bytes(payload(prof.tree, prof.summary))
     t2 = time.perf_counter()
     raw = payload_bytes(payload(prof.tree, prof.summary), level=0)
-    from torchprof._views.widget import ProfileWidget
 
     widget = prof.widget()
     results: dict[str, Any] = {

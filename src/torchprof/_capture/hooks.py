@@ -7,7 +7,8 @@ so the trace alone says which layer issued each op, in our tree and in Perfetto 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name
 
@@ -194,7 +195,7 @@ def layer_op_args(module: Any, args: Any) -> dict[str, Any] | None:
         first = args[0] if args else None
         weight, bias = module.weight, module.bias
         spatial = len(module.kernel_size)
-        padding = module.padding
+        padding: Any = module.padding
         if module.padding_mode != "zeros":
             padding = [0] * spatial
         elif padding == "same":

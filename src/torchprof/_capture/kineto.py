@@ -31,9 +31,14 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     ``python_frames`` (``with_stack``): Python calls become frames that name each node's source
     line (the ``source`` column) and are not nodes themselves.
     """
-    from torch._C._profiler import RecordScope, _ExtraFields_Allocation, _ExtraFields_TorchOp, _TensorMetadata
-
-    from torch._C._profiler import _ExtraFields_PyCall, _ExtraFields_PyCCall
+    from torch._C._profiler import (
+        RecordScope,
+        _ExtraFields_Allocation,
+        _ExtraFields_PyCall,
+        _ExtraFields_PyCCall,
+        _ExtraFields_TorchOp,
+        _TensorMetadata,
+    )
 
     roots = sorted(result.experimental_event_tree(), key=lambda e: e.start_time_ns)
     if python_frames:
@@ -86,7 +91,7 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
             cols.nbytes[i] = ef.alloc_size
             cols.mem_total[i] = ef.total_allocated
             cols.on_cuda[i] = ef.device.type != "cpu"
-    op_fields = _ExtraFields_TorchOp
+    op_fields: Any = _ExtraFields_TorchOp  # pybind properties (typed as plain values in torch's stubs)
     seq_of_fields = op_fields.sequence_number.fget
     cols.seq = None
     cols.seq_of = lambda i: seq_of_fields(flat[i].extra_fields)
@@ -164,6 +169,7 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
     cols.tid, cols.fwd_tid, cols.link, cols.corr = list(cols.tid), [0] * n, [0] * n, [0] * n
     cols.nbytes, cols.mem_total, cols.on_cuda = list(cols.nbytes), list(cols.mem_total), list(cols.on_cuda)
     seq_of = cols.seq_of
+    assert seq_of is not None
     cols.seq_of = lambda i: seq_of(i) if i < n else -1
     for ev in result.events():
         kind = CATEGORY_KIND.get(ev.activity_type(), IGNORED)

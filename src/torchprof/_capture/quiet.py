@@ -12,8 +12,8 @@ import os
 import re
 import sys
 import tempfile
-from contextlib import contextmanager
-from typing import Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 
 _NOISE = re.compile(
     r"^(?:USDT:|ERROR:|WARNING:|INFO:|STAGE:)?\S*\s*\S*\s*\d+:\d+\s+\S+\.(?:cpp|h):\d+\]"
@@ -55,7 +55,5 @@ def quiet_native_stderr() -> Iterator[None]:
             text = sink.read().decode("utf-8", errors="replace")
             kept = [line for line in text.splitlines(keepends=True) if line.strip() and not is_noise(line)]
             if kept:
-                try:
+                with suppress(OSError, ValueError):
                     sys.stderr.write("".join(kept))
-                except (OSError, ValueError):
-                    pass

@@ -3,13 +3,15 @@ unit, handing each completed cycle's events on as plain records."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
 import warnings
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from .._records import EventColumns, ModuleInfo
 from .hooks import ModuleTracker
@@ -206,7 +208,5 @@ class CaptureSession:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass

@@ -26,9 +26,10 @@ _LINKED = frozenset(int(k) for k in DEVICE_LINKED_KINDS)
 _TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
 
 
-def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dict[str, Any]]:
+def columns_from_events(events: list[Any]) -> tuple[EventColumns, dict[str, Any]]:
     """Events of a chrome trace, column-wise; also the facts found on the way (trace span)."""
     cols = EventColumns()
+    assert cols.seq is not None
     names, kinds, tids, starts, ends = cols.name, cols.kind, cols.tid, cols.start, cols.end
     seqs, fwds, exts, links, corrs, nbytes, on_cuda, mem_total = (
         cols.seq, cols.fwd_tid, cols.ext_id, cols.link, cols.corr, cols.nbytes, cols.on_cuda, cols.mem_total)  # fmt: skip
@@ -43,7 +44,7 @@ def columns_from_events(events: list[dict[str, Any]]) -> tuple[EventColumns, dic
         ph = e.get("ph")
         cat = e.get("cat")
         if ph == "X":
-            kind = get_kind(cat, IGNORED)
+            kind = get_kind(cat, IGNORED) if isinstance(cat, str) else IGNORED
             name = e.get("name", "")
             if kind == IGNORED:
                 if cat == "python_function" and isinstance(name, str):
@@ -192,7 +193,8 @@ def read_trace(path: str | os.PathLike[str]) -> Recording:
     cols, facts = columns_from_events(events)
     if len(cols) == 0:
         raise TraceError(f"{os.fspath(path)} holds no profiler events (no operators, ranges or kernels)")
-    meta_block = top.get(TRACE_META_KEY) if isinstance(top.get(TRACE_META_KEY), dict) else {}
+    block = top.get(TRACE_META_KEY)
+    meta_block: dict[str, Any] = block if isinstance(block, dict) else {}
     modules: dict[str, ModuleInfo] = {}
     for mpath, info in (meta_block.get("modules") or {}).items():
         try:

@@ -34,7 +34,7 @@ def by_type(tree: Tree, depth: int | None = None) -> tuple[list[dict[str, Any]],
         if kinds[i] != MODULE or (depth is not None and module_depth[i] != depth):
             continue
         t = cols["type"][i]
-        g = groups.setdefault(t, {"type": t, "modules": 0, **{c: 0.0 for c in ADDITIVE}})
+        g = groups.setdefault(t, {"type": t, "modules": 0, **dict.fromkeys(ADDITIVE, 0.0)})
         g["modules"] += 1
         nested = depth is None and _inside_same_type(tree, i)
         for c in ADDITIVE:

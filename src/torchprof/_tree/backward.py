@@ -9,7 +9,7 @@ from typing import Any
 class _ThreadForward:
     """One forward thread's layer-level ops: exact by sequence number, and sorted for bisect."""
 
-    __slots__ = ("exact", "seqs", "owners", "ordered")
+    __slots__ = ("exact", "ordered", "owners", "seqs")
 
     def __init__(self) -> None:
         self.exact: dict[int, int] = {}

@@ -38,7 +38,7 @@ class TreeBuilder:
         cuda: bool = False,
     ) -> None:
         self.nodes = Nodes()
-        self.root = self.nodes.add(-1, REGION, label, None, False, "")
+        self.root: int = self.nodes.add(-1, REGION, label, None, False, "")
         self.modules = modules if modules is not None else {}
         self.want_flops = flops
         self.want_shapes = shapes
@@ -153,7 +153,7 @@ class TreeBuilder:
             if info is None:
                 info = info_of(name, k)
             key, mpath, mtype, bwd_name = info
-            bwd_root = (bwd_name or fwd_tid_known and k == OP and fwd_tids[i] > 0) and not n_bwd[pnode]
+            bwd_root = (bwd_name or (fwd_tid_known and k == OP and fwd_tids[i] > 0)) and not n_bwd[pnode]
             if bwd_root:
                 pnode = self._backward_target(pnode, forward.owner(seq_of(i), fwd_tids[i], tids[i]), unattributed)
             node = n_children[pnode].get(key, -1)
@@ -231,7 +231,7 @@ class TreeBuilder:
                 concrete = self._complete_args(ev, i, name, node, concrete)
             try:
                 macs, fl = formulas[name](args[0], concrete)
-            except Exception:  # a formula that cannot read these args: unknown, not zero
+            except Exception:  # noqa: BLE001 - a formula that cannot read these args: unknown, not zero
                 self.formula_errors[name] = self.formula_errors.get(name, 0) + 1
                 macs = fl = 0
             nodes.macs[node] += macs

@@ -3,8 +3,9 @@ pre-order, unique paths, and every registry column computed by the function name
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo
 from .._vocab import BACKWARD_PREFIX, COLUMNS, NODE_KIND_OF_EVENT, EventKind
@@ -246,7 +247,7 @@ def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
 
     def cost_unknown(nid: int) -> bool:
         name = labels[nid]
-        return not _flops.is_free(name) or launches[nid] and _flops.is_autograd_node(name)
+        return not _flops.is_free(name) or (launches[nid] and _flops.is_autograd_node(name))
 
     # work_below[n]: an op under n is counted or has unknown cost itself. Children have larger
     # ids than their parent, so one reverse sweep sees a whole subtree before its root.

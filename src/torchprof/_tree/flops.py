@@ -29,8 +29,9 @@ Conventions:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from math import prod
-from typing import Any, Callable, Sequence
+from typing import Any
 
 Shapes = Sequence[Any]
 Formula = Callable[[Shapes, Sequence[Any]], tuple[int, int]]
@@ -74,7 +75,7 @@ def _broadcast_numel(shapes: Shapes) -> int:
             out = [1] * (len(dims) - len(out)) + out
         for k in range(1, len(dims) + 1):
             d = dims[-k]
-            if out[-k] == 1 or d != 1 and d > out[-k]:
+            if out[-k] == 1 or (d != 1 and d > out[-k]):
                 out[-k] = d
     return prod(out) if out else 1
 

@@ -17,7 +17,8 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
     """What a trace needs besides its events to reopen as the same profile."""
     meta = recording.meta
     # A profile read from a trace keeps what that trace said it recorded; a live one says itself.
-    earlier = meta.get("recorded") if isinstance(meta.get("recorded"), dict) else {}
+    recorded = meta.get("recorded")
+    earlier: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     shapes = meta["shapes"] if "shapes" in meta else earlier.get("shapes", any(tree.columns["input_shapes"]))
     return {
         "version": 1,
@@ -80,7 +81,7 @@ def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> list[str]:
         v = values[i]
         if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
-        count = int(round(v))
+        count = round(v)
         if count > 0:
             lines.append(f"{frames[i]} {count}")
     return lines

@@ -4,7 +4,10 @@ the number formats exactly; a cross-check test holds them together)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
+
+from typing_extensions import TypeIs
 
 
 def _sig(value: float) -> str:
@@ -17,7 +20,8 @@ def _sig(value: float) -> str:
     return f"{value:.2f}"
 
 
-def is_missing(value: object) -> bool:
+def is_missing(value: object) -> TypeIs[None]:
+    """None or NaN: a value that was not recorded (typed as None so a check narrows to the number)."""
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
@@ -65,20 +69,21 @@ def rate(value: float | None) -> str:
 def percent(part: float | None, whole: float | None) -> str:
     if is_missing(part) or is_missing(whole) or not whole:
         return ""
+    assert part is not None
     pct = 100.0 * part / whole
     if abs(pct) >= 10 or pct == 0:
         return f"{pct:.0f}%"
     return f"{pct:.1f}%"
 
 
-_BY_UNIT = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
+_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
 
 
 def value_text(unit: str, value: float | None) -> str:
     """A number as every view writes it (``812µs``, ``1.50 KB``, ``3.64G``, ``7``); ``-`` when missing."""
     if is_missing(value):
         return "-"
-    return _BY_UNIT[unit](value)  # type: ignore[no-any-return]
+    return _BY_UNIT[unit](value)
 
 
 def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import fnmatch
 import math
-from typing import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .._tree.tree import Tree
 from .._vocab import COLUMN, LAYER_KINDS, SORT_ALIASES, SORTABLE
@@ -44,7 +45,7 @@ def threshold_column(sort_key: str) -> str:
     return sort_key if spec is not None and spec.threshold else "cpu_us"
 
 
-def _matcher(patterns: Iterable[str]):
+def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
     compiled = []
     for pattern in patterns:
         p = pattern.lower()
@@ -122,7 +123,7 @@ def visible_rows(
     order_col = cols[value_column(key, show_ops)]
     text_sort = key in TEXT_SORT
 
-    def sort_key(i: int):
+    def sort_key(i: int) -> tuple[bool, Any]:
         v = order_col[i]
         if text_sort:
             return (v is None, str(v).lower() if v is not None else "")

@@ -29,9 +29,7 @@ def default_expanded(tree: Tree, show_ops: bool = False) -> list[str]:
             has_layer_child[p] = True
     out = []
     for i in range(1, n):
-        if depth[i] == 1 and kinds[i] in LAYER_KINDS and has_child[i]:
-            out.append(paths[i])
-        elif show_ops and depth[i] == 2 and kinds[i] in LAYER_KINDS and has_child[i] and not has_layer_child[i]:
+        if (depth[i] == 1 and kinds[i] in LAYER_KINDS and has_child[i]) or (show_ops and depth[i] == 2 and kinds[i] in LAYER_KINDS and has_child[i] and not has_layer_child[i]):
             out.append(paths[i])
     return out
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .._tree.tree import Tree
 from .cells import cell_text, view_columns
@@ -14,7 +15,7 @@ _DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", 
 _RESET = "\x1b[0m"
 
 
-def wants_colour(stream=None) -> bool:
+def wants_colour(stream: Any = None) -> bool:
     """Colour on an interactive terminal, plain text when piped, redirected or ``NO_COLOR``."""
     stream = stream or sys.stdout
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":

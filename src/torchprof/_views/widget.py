@@ -41,7 +41,7 @@ def _trait(key: StateKey) -> traitlets.TraitType:
     return trait.tag(sync=True)
 
 
-class ProfileWidget(anywidget.AnyWidget):  # type: ignore[misc]
+class ProfileWidget(anywidget.AnyWidget):
     """The interactive layer tree of one profile.
 
     Synced state (settable from Python, updated by clicks): ``min_pct``, ``sort_by``,
@@ -113,6 +113,7 @@ def mimebundle(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
     widget when a kernel (and so a widget manager) can render it."""
     bundle: dict[str, Any] = {"text/plain": render_table(tree), "text/html": static_table(tree, summary)}
     if _in_kernel():
-        data, _ = ProfileWidget(tree, summary)._repr_mimebundle_()
+        bundle_and_meta: Any = ProfileWidget(tree, summary)._repr_mimebundle_()
+        data = bundle_and_meta[0]  # ipywidgets returns (data, metadata)
         bundle[WIDGET_VIEW] = data[WIDGET_VIEW]
     return bundle

@@ -1,0 +1,182 @@
+"""The package's shape: imports flow one way, only the capture touches torch's profiler, the tree
+stays pure, and the vocabulary is written down once (the README's column table included)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+PACKAGE = REPO / "src" / "torchprof"
+
+#: Stages in data-flow order: a module may import its own stage and earlier ones, never later ones.
+STAGES: tuple[tuple[str, ...], ...] = (
+    ("torchprof._vocab", "torchprof._files", "torchprof._gc"),
+    ("torchprof._records",),
+    ("torchprof._capture", "torchprof._traces"),
+    ("torchprof._tree",),
+    ("torchprof._views",),
+    ("torchprof._profile", "torchprof._profiler", "torchprof._load"),
+    ("torchprof._options", "torchprof._cli", "torchprof._magic", "torchprof.__main__", "torchprof"),
+)
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node except those under ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            stack.extend(node.orelse)
+            continue
+        out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def imports_of(path: Path, name: str, *, typing_only: bool = True) -> set[str]:
+    """Every module ``name`` imports, at the top or inside functions, resolved to full names;
+    without ``typing_only``, leaving out imports made only for annotations."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if typing_only else _runtime_nodes(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def stage_of(name: str) -> int | None:
+    best = None
+    for index, stage in enumerate(STAGES):
+        for prefix in stage:
+            if (name == prefix or name.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[1])):
+                best = (index, prefix)
+    return best[0] if best else None
+
+
+def ours(imported: str, known: dict[str, Path]) -> str | None:
+    """The torchprof module an import refers to (``from . import x`` may name a module or a symbol)."""
+    while imported:
+        if imported in known:
+            return imported
+        imported = imported.rsplit(".", 1)[0] if "." in imported else ""
+    return None
+
+
+def graph(typing_only: bool = True) -> dict[str, set[str]]:
+    known = modules()
+    out: dict[str, set[str]] = {}
+    for name, path in known.items():
+        targets = {ours(i, known) for i in imports_of(path, name, typing_only=typing_only) if i.startswith("torchprof")}
+        out[name] = {t for t in targets if t is not None and t != name}
+    return out
+
+
+def test_every_module_belongs_to_a_stage():
+    assert [m for m in modules() if stage_of(m) is None] == []
+
+
+def test_imports_never_run_against_the_data_flow():
+    backwards = []
+    for name, targets in graph().items():
+        for target in targets:
+            if stage_of(target) > stage_of(name):  # type: ignore[operator]
+                backwards.append(f"{name} imports {target}")
+    assert backwards == []
+
+
+def test_there_is_no_import_cycle_not_even_through_lazy_imports():
+    edges = graph(typing_only=False)
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for start in edges:
+        if state.get(start):
+            continue
+        stack = [(start, iter(sorted(edges[start])))]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(child) == 1:
+                cycle = [n for n, _ in stack[[n for n, _ in stack].index(child) :]] + [child]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            elif not state.get(child):
+                state[child] = 1
+                stack.append((child, iter(sorted(edges.get(child, ())))))
+
+
+def test_only_the_capture_touches_torch_profiler_internals():
+    internal = re.compile(r"^torch\.(_C\._profiler|profiler|autograd\.profiler|_C\._autograd)")
+    touching = sorted(
+        name for name, path in modules().items()
+        if any(internal.match(i) for i in imports_of(path, name)) and not name.startswith("torchprof._capture")
+    )  # fmt: skip
+    assert touching == []
+
+
+def test_the_tree_and_the_records_import_no_torch_pandas_or_ipython():
+    heavy = ("torch", "pandas", "IPython", "anywidget", "numpy")
+    for name, path in modules().items():
+        if name.startswith(("torchprof._tree", "torchprof._records", "torchprof._vocab")):
+            bad = [i for i in imports_of(path, name) if i.split(".")[0] in heavy]
+            assert bad == [], f"{name} imports {bad}"
+
+
+def column_table() -> str:
+    """The README's column table, one row per registry column."""
+    from torchprof._vocab import COLUMNS
+
+    rows = ["| column | label | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{c.name}` | {c.label} | {c.about} |" for c in COLUMNS]
+    return "\n".join(rows) + "\n"
+
+
+def test_every_registry_column_is_computed_and_documented_in_the_readme():
+    """Regenerate the README's table with ``TORCHPROF_REGENERATE=1 pytest tests/test_architecture.py``."""
+    import os
+
+    from torchprof._tree.finish import COMPUTE
+    from torchprof._vocab import COLUMNS
+
+    assert set(COMPUTE) == {c.name for c in COLUMNS}
+    path = REPO / "README.md"
+    readme = path.read_text(encoding="utf-8")
+    if os.environ.get("TORCHPROF_REGENERATE"):
+        head, rest = readme.split("## What the columns mean\n", 1)
+        intro, after = rest.split("| column |", 1)
+        tail = after.split("\n\n", 1)[1]
+        readme = f"{head}## What the columns mean\n{intro}{column_table()}\n{tail}"
+        path.write_text(readme, encoding="utf-8")
+    table = readme.split("## What the columns mean", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M))
+    assert documented == {c.name for c in COLUMNS}
+    for column in COLUMNS:
+        assert f"| `{column.name}` | {column.label} | {column.about} |" in table, f"README row of {column.name} is stale"
