@@ -111,7 +111,7 @@ const MAGIC = [0x54, 0x50, 0x46, 0x31]; // "TPF1": an uncompressed binary payloa
  * @param {Uint8Array} bytes
  */
 export async function inflate(bytes) {
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+  const stream = new Blob([/** @type {BlobPart} */ (bytes)]).stream().pipeThrough(new DecompressionStream("deflate"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
@@ -290,7 +290,7 @@ function lowered(data, key) {
   let out = data.lower[key];
   if (!out) {
     const values = column(data, key);
-    out = data.lower[key] = Array.from(values, (v) => (v === null || v === undefined ? null : String(v).toLowerCase()));
+    out = data.lower[key] = Array.from(/** @type {ArrayLike<any>} */ (values), (v) => (v === null || v === undefined ? null : String(v).toLowerCase()));
   }
   return out;
 }
@@ -346,7 +346,7 @@ export function globToRegExp(pat) {
         if (last) chunks.push(last);
         else chunks[chunks.length - 1] += "-";
         for (let m = chunks.length - 1; m > 0; m--) {
-          if (chunks[m - 1].at(-1) > chunks[m][0]) {
+          if (/** @type {string} */ (chunks[m - 1].at(-1)) > chunks[m][0]) {
             chunks[m - 1] = chunks[m - 1].slice(0, -1) + chunks[m].slice(1);
             chunks.splice(m, 1);
           }
@@ -640,7 +640,7 @@ export function formatTime(v) {
 export function formatBytes(v) {
   if (missing(v)) return "-";
   const a = Math.abs(v);
-  for (const [unit, scale] of [["GB", 1024 ** 3], ["MB", 1024 ** 2], ["KB", 1024]]) {
+  for (const [unit, scale] of /** @type {[string, number][]} */ ([["GB", 1024 ** 3], ["MB", 1024 ** 2], ["KB", 1024]])) {
     if (a >= scale) return `${sig(v / scale)} ${unit}`;
   }
   return `${pyFixed(v, 0)} B`;
@@ -650,7 +650,7 @@ export function formatBytes(v) {
 export function formatCount(v) {
   if (missing(v)) return "-";
   const a = Math.abs(v);
-  for (const [unit, scale] of [["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]]) {
+  for (const [unit, scale] of /** @type {[string, number][]} */ ([["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]])) {
     if (a >= scale) return sig(v / scale) + unit;
   }
   return pyFixed(v, 0);
@@ -963,7 +963,8 @@ function painter(parts, data, columns) {
   const spare = /** @type {HTMLElement[]} */ ([]);
   let headHeight = 0;
   let windowStart = 0;
-  let view = { rows: /** @type {number[]} */ ([]), hasKids: new Uint8Array(0) };
+  /** @type {{rows: number[], hasKids: Uint8Array}} */
+  let view = { rows: [], hasKids: new Uint8Array(0) };
   let expandedSet = /** @type {Set<string>} */ (new Set());
   let version = 0;
 

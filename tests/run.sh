@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs, then runs all of it: Python tests (including the
-# real-browser and notebook tests) and the front end's node tests. Safe to run again.
+# Installs everything the test suite needs, then runs all of it: lint and type checks (ruff, mypy,
+# tsc), the front end's node tests and the Python tests (including the real-browser and notebook
+# tests). Safe to run again.
 #   TORCH_SPEC  the torch/torchvision requirement (default: the wheels on our machines' disk)
 #   PYTHON      the interpreter to build .venv from (default: python3)
 set -euo pipefail
@@ -27,13 +28,21 @@ if ! command -v chromium >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
 fi
-if ! command -v node >/dev/null 2>&1; then
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   SUDO=""
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
+# typescript (pinned in js/package-lock.json) checks the front end's JSDoc types; nothing is bundled.
+(cd js && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
 export CI=${CI:-true}  # browser and notebook tests must run, never skip
+echo "== lint and types: ruff, mypy, tsc"
+.venv/bin/ruff check src tests
+.venv/bin/python -m mypy
+(cd js && node node_modules/typescript/bin/tsc -p tsconfig.json)
+echo "== front end: node --test"
 node --test --test-reporter=dot tests/js/
+echo "== pytest"
 .venv/bin/python -m pytest -q "$@"
