@@ -1081,20 +1081,16 @@ function mount(root, model, data) {
 }
 
 /**
- * Bind: model changes redraw, clicks and typing change the model. One listener per event type on
- * the root (delegation); rows carry no handlers.
- * @param {HTMLElement} root @param {Model} model @param {Data} data @param {Parts} parts
- * @param {ReturnType<typeof painter>} view
+ * The model's view state, read fresh each time; `expanded` as a Set, rebuilt only when the list
+ * itself changed.
+ * @param {Model} model
+ * @returns {() => ViewState & {expanded: Set<string>}}
  */
-function bind(root, model, data, parts, view) {
-  const { slider, sliderValue, ops, search, rowCount, head, sizer, grid, scroller } = parts;
-  const keys = data.vocab.state.map((k) => k.name);
+function stateReader(model) {
   /** @type {string[]|null} */
   let expandedList = null;
   let expandedSet = /** @type {Set<string>} */ (new Set());
-
-  /** @returns {ViewState & {expanded: Set<string>}} */
-  function state() {
+  return () => {
     const list = model.get("expanded") || [];
     if (list !== expandedList) {
       expandedList = list;
@@ -1108,41 +1104,51 @@ function bind(root, model, data, parts, view) {
       search: model.get("search") || "",
       expanded: expandedSet,
     };
-  }
+  };
+}
 
-  function update() {
-    const st = state();
-    const next = visibleRows(data, st);
-    // Controls follow the model (Python may have changed it); the search box only when it
-    // differs, so typing keeps its caret.
-    slider.value = String(st.min_pct);
-    sliderValue.textContent = `${st.min_pct}%`;
-    ops.checked = !!st.show_ops;
-    if (search.value !== st.search) search.value = /** @type {string} */ (st.search);
-    const active = resolveSort(data.vocab, st.sort_by);
-    for (const th of head.children) {
-      if (/** @type {HTMLElement} */ (th).dataset.col === active) th.setAttribute("aria-sort", st.ascending ? "ascending" : "descending");
-      else th.removeAttribute("aria-sort");
-    }
-    rowCount.textContent = `${next.rows.length} of ${data.n} rows`;
-    grid.setAttribute("aria-rowcount", String(next.rows.length));
-    sizer.style.height = next.rows.length * ROW_HEIGHT + "px";
-    view.show(next, st.expanded, !!st.show_ops);
+/**
+ * Redraw for a state: the rows, and controls that follow the model (Python may have changed it;
+ * the search box only when it differs, so typing keeps its caret).
+ * @param {Data} data @param {Parts} parts @param {ReturnType<typeof painter>} view
+ * @param {ViewState & {expanded: Set<string>}} st
+ */
+function redraw(data, parts, view, st) {
+  const { slider, sliderValue, ops, search, rowCount, head, sizer, grid } = parts;
+  const next = visibleRows(data, st);
+  slider.value = String(st.min_pct);
+  sliderValue.textContent = `${st.min_pct}%`;
+  ops.checked = !!st.show_ops;
+  if (search.value !== st.search) search.value = /** @type {string} */ (st.search);
+  const active = resolveSort(data.vocab, st.sort_by);
+  for (const th of head.children) {
+    if (/** @type {HTMLElement} */ (th).dataset.col === active) th.setAttribute("aria-sort", st.ascending ? "ascending" : "descending");
+    else th.removeAttribute("aria-sort");
   }
+  rowCount.textContent = `${next.rows.length} of ${data.n} rows`;
+  grid.setAttribute("aria-rowcount", String(next.rows.length));
+  sizer.style.height = next.rows.length * ROW_HEIGHT + "px";
+  view.show(next, st.expanded, !!st.show_ops);
+}
 
+/**
+ * What clicks and typing do: each handler turns a DOM event into model changes.
+ * @param {HTMLElement} root @param {Model} model @param {Data} data @param {Parts} parts
+ * @param {ReturnType<typeof painter>} view @param {ReturnType<typeof stateReader>} state
+ */
+function handlers(root, model, data, parts, view, state) {
+  const { slider, ops, search } = parts;
   /** @param {Record<string, any>} values */
   function change(values) {
     for (const [k, v] of Object.entries(values)) model.set(k, v);
     model.save_changes();
   }
-
   /** @param {string} key */
   function sortBy(key) {
     const st = state();
     if (resolveSort(data.vocab, st.sort_by) === key) change({ ascending: !st.ascending });
     else change({ sort_by: key, ascending: isTextColumn(data, key) });
   }
-
   function exportCSV() {
     const blob = new Blob([toCSV(data, view.rows())], { type: "text/csv;charset=utf-8" });
     const url = URL.createObjectURL(blob);
@@ -1152,95 +1158,99 @@ function bind(root, model, data, parts, view) {
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
   }
-
-  /** @param {Event} event */
-  function onClick(event) {
-    const target = /** @type {HTMLElement} */ (event.target);
-    const caret = target.closest('[data-testid="caret"]');
-    if (caret) {
-      const path = /** @type {string} */ (caret.closest('[role="row"]')?.getAttribute("data-path"));
-      change({ expanded: toggleExpanded(model.get("expanded") || [], path) });
-      return;
-    }
-    const th = /** @type {HTMLElement|null} */ (target.closest(".tp-th"));
-    if (th) return sortBy(/** @type {string} */ (th.dataset.col));
-    const button = /** @type {HTMLElement|null} */ (target.closest("button[data-testid]"));
-    if (!button) return;
-    const action = button.dataset.testid;
-    if (action === "expand-all") change({ expanded: allExpandable(data) });
-    else if (action === "collapse-all") change({ expanded: [] });
-    else if (action === "export-csv") exportCSV();
-  }
-  /** @param {KeyboardEvent} event */
-  function onKeydown(event) {
-    const th = /** @type {HTMLElement|null} */ (/** @type {HTMLElement} */ (event.target).closest(".tp-th"));
-    if (th && (event.key === "Enter" || event.key === " ")) {
-      event.preventDefault();
-      sortBy(/** @type {string} */ (th.dataset.col));
-    }
-  }
-  /** @param {Event} event */
-  function onInput(event) {
-    const target = event.target;
-    if (target === slider) {
-      change({ min_pct: Number(slider.value) });
-    } else if (target === search) {
-      const text = search.value;
+  return {
+    /** @param {Event} event */
+    click(event) {
+      const target = /** @type {HTMLElement} */ (event.target);
+      const caret = target.closest('[data-testid="caret"]');
+      if (caret) {
+        const path = /** @type {string} */ (caret.closest('[role="row"]')?.getAttribute("data-path"));
+        change({ expanded: toggleExpanded(model.get("expanded") || [], path) });
+        return;
+      }
+      const th = /** @type {HTMLElement|null} */ (target.closest(".tp-th"));
+      if (th) return sortBy(/** @type {string} */ (th.dataset.col));
+      const button = /** @type {HTMLElement|null} */ (target.closest("button[data-testid]"));
+      if (!button) return;
+      const action = button.dataset.testid;
+      if (action === "expand-all") change({ expanded: allExpandable(data) });
+      else if (action === "collapse-all") change({ expanded: [] });
+      else if (action === "export-csv") exportCSV();
+    },
+    /** @param {Event} event */
+    keydown(event) {
+      const key = /** @type {KeyboardEvent} */ (event).key;
+      const th = /** @type {HTMLElement|null} */ (/** @type {HTMLElement} */ (event.target).closest(".tp-th"));
+      if (th && (key === "Enter" || key === " ")) {
+        event.preventDefault();
+        sortBy(/** @type {string} */ (th.dataset.col));
+      }
+    },
+    /** @param {Event} event */
+    input(event) {
+      if (event.target === slider) {
+        change({ min_pct: Number(slider.value) });
+      } else if (event.target === search) {
+        const text = search.value;
+        /** @type {Record<string, any>} */
+        const values = { search: text };
+        if (text.trim()) {
+          const list = model.get("expanded") || [];
+          const opened = expandMatches(data, { ...state(), search: text }, list);
+          if (opened !== list) values.expanded = opened;
+        }
+        change(values);
+      }
+    },
+    /** @param {Event} event */
+    change(event) {
+      if (event.target !== ops) return;
       /** @type {Record<string, any>} */
-      const values = { search: text };
-      if (text.trim()) {
+      const values = { show_ops: ops.checked };
+      if (ops.checked) {
         const list = model.get("expanded") || [];
-        const opened = expandMatches(data, { ...state(), search: text }, list);
+        const opened = expandLeafLayers(data, view.rows(), list);
         if (opened !== list) values.expanded = opened;
       }
       change(values);
-    }
-  }
-  /** @param {Event} event */
-  function onChange(event) {
-    if (event.target !== ops) return;
-    /** @type {Record<string, any>} */
-    const values = { show_ops: ops.checked };
-    if (ops.checked) {
-      const list = model.get("expanded") || [];
-      const opened = expandLeafLayers(data, view.rows(), list);
-      if (opened !== list) values.expanded = opened;
-    }
-    change(values);
-  }
+    },
+  };
+}
 
-  // Model changes can come in bursts (several traits from one click or one Python cell):
-  // redraw once per burst.
+/**
+ * Bind: model changes redraw (once per burst), DOM events change the model. One listener per
+ * event type on the root (delegation); rows carry no handlers. Returns the unbinding function.
+ * @param {HTMLElement} root @param {Model} model @param {Data} data @param {Parts} parts
+ * @param {ReturnType<typeof painter>} view
+ */
+function bind(root, model, data, parts, view) {
+  const state = stateReader(model);
+  const on = handlers(root, model, data, parts, view, state);
+  // Model changes can come in bursts (several traits from one click or one Python cell).
   let pending = false;
   function schedule() {
     if (pending) return;
     pending = true;
     queueMicrotask(() => {
       pending = false;
-      update();
+      redraw(data, parts, view, state());
     });
   }
-  const events = keys.map((k) => "change:" + k);
+  const events = data.vocab.state.map((k) => "change:" + k.name);
   for (const e of events) model.on(e, schedule);
-  root.addEventListener("click", onClick);
-  root.addEventListener("keydown", onKeydown);
-  root.addEventListener("input", onInput);
-  root.addEventListener("change", onChange);
-  scroller.addEventListener("scroll", view.paint, { passive: true });
+  const domEvents = /** @type {const} */ (["click", "keydown", "input", "change"]);
+  for (const type of domEvents) root.addEventListener(type, on[type]);
+  parts.scroller.addEventListener("scroll", view.paint, { passive: true });
   // The output area may attach or resize the widget after render: repaint for the new height.
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(view.resized) : null;
-  resize?.observe(scroller);
-  resize?.observe(head);
-  update();
-
+  resize?.observe(parts.scroller);
+  resize?.observe(parts.head);
+  redraw(data, parts, view, state());
   return () => {
     for (const e of events) model.off(e, schedule);
     resize?.disconnect();
-    root.removeEventListener("click", onClick);
-    root.removeEventListener("keydown", onKeydown);
-    root.removeEventListener("input", onInput);
-    root.removeEventListener("change", onChange);
-    scroller.removeEventListener("scroll", view.paint);
+    for (const type of domEvents) root.removeEventListener(type, on[type]);
+    parts.scroller.removeEventListener("scroll", view.paint);
   };
 }
 

@@ -31,14 +31,7 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     ``python_frames`` (``with_stack``): Python calls become frames that name each node's source
     line (the ``source`` column) and are not nodes themselves.
     """
-    from torch._C._profiler import (
-        RecordScope,
-        _ExtraFields_Allocation,
-        _ExtraFields_PyCall,
-        _ExtraFields_PyCCall,
-        _ExtraFields_TorchOp,
-        _TensorMetadata,
-    )
+    from torch._C._profiler import _ExtraFields_Allocation, _ExtraFields_TorchOp
 
     roots = sorted(result.experimental_event_tree(), key=lambda e: e.start_time_ns)
     if python_frames:
@@ -56,27 +49,8 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     pe = type(flat[0])
     names = list(map(pe.name.fget, flat))
     n = len(flat)
-    kinds = [OP] * n
-    memory: list[int] = []
-    user_scope = RecordScope.USER_SCOPE
-    if python_frames:
-        frame_types = (_ExtraFields_PyCall, _ExtraFields_PyCCall)
-        for i, ef in enumerate(map(pe.extra_fields.fget, flat)):
-            if isinstance(ef, frame_types):
-                kinds[i] = PYFRAME
-    for i, name in enumerate(names):
-        if name[:6] != ATEN_PREFIX and kinds[i] != PYFRAME:
-            if name.startswith(MODULE_PREFIX):
-                kinds[i] = MODULE
-            elif name == MEMORY_EVENT:
-                kinds[i] = MEMORY
-                memory.append(i)
-            elif name == OOM_EVENT:
-                kinds[i] = IGNORED
-            elif flat[i].extra_fields.scope == user_scope:
-                kinds[i] = REGION
     cols.name = names
-    cols.kind = kinds
+    cols.kind, memory = _kinds(flat, names, python_frames)
     cols.start = list(map(pe.start_time_ns.fget, flat))
     cols.end = list(map(pe.end_time_ns.fget, flat))
     zeros = [0] * n
@@ -85,12 +59,56 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
         cols.tid = list(map(pe.start_tid.fget, flat))
     cols.on_cuda = [False] * n
     if memory:
-        cols.nbytes, cols.mem_total = list(zeros), list(zeros)
-        for i in memory:
-            ef = flat[i].extra_fields
-            cols.nbytes[i] = ef.alloc_size
-            cols.mem_total[i] = ef.total_allocated
-            cols.on_cuda[i] = ef.device.type != "cpu"
+        _read_memory(cols, flat, memory)
+    _read_arguments_lazily(cols, flat, result)
+    if device:
+        _add_device_events(cols, result, flat)
+    return cols
+
+
+def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list[int], list[int]]:
+    """Each event's kind, and the indices of memory events. A module range is one torchprof's
+    hooks opened (a function-scope range with our prefix): a user's ``record_function`` with the
+    same name stays a region, so an ordinary region name cannot pass for a module."""
+    from torch._C._profiler import RecordScope, _ExtraFields_PyCall, _ExtraFields_PyCCall
+
+    kinds = [OP] * len(flat)
+    memory: list[int] = []
+    user_scope = RecordScope.USER_SCOPE
+    if python_frames:
+        frame_types = (_ExtraFields_PyCall, _ExtraFields_PyCCall)
+        for i, ef in enumerate(map(type(flat[0]).extra_fields.fget, flat)):
+            if isinstance(ef, frame_types):
+                kinds[i] = PYFRAME
+    for i, name in enumerate(names):
+        if name[:6] == ATEN_PREFIX or kinds[i] == PYFRAME:
+            continue
+        if name == MEMORY_EVENT:
+            kinds[i] = MEMORY
+            memory.append(i)
+        elif name == OOM_EVENT:
+            kinds[i] = IGNORED
+        elif flat[i].extra_fields.scope == user_scope:
+            kinds[i] = REGION
+        elif name.startswith(MODULE_PREFIX):
+            kinds[i] = MODULE
+    return kinds, memory
+
+
+def _read_memory(cols: EventColumns, flat: list[Any], memory: list[int]) -> None:
+    n = len(flat)
+    cols.nbytes, cols.mem_total = [0] * n, [0] * n
+    for i in memory:
+        ef = flat[i].extra_fields
+        cols.nbytes[i] = ef.alloc_size
+        cols.mem_total[i] = ef.total_allocated
+        cols.on_cuda[i] = ef.device.type != "cpu"
+
+
+def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> None:
+    """Sequence numbers, shapes and scalar arguments are read per event, only when asked."""
+    from torch._C._profiler import _ExtraFields_TorchOp, _TensorMetadata
+
     op_fields: Any = _ExtraFields_TorchOp  # pybind properties (typed as plain values in torch's stubs)
     seq_of_fields = op_fields.sequence_number.fget
     cols.seq = None
@@ -121,9 +139,6 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
         return match.concrete_inputs() if match is not None else None
 
     cols.full_concrete = full_concrete
-    if device:
-        _add_device_events(cols, result, flat)
-    return cols
 
 
 def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any], list[int]]:

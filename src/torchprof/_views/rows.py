@@ -62,6 +62,50 @@ def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
     return matches
 
 
+def select_rows(
+    tree: Tree,
+    *,
+    min_pct: float = 0.0,
+    sort_by: str | Sequence[str] | None = "cpu_us",
+    show_ops: bool = False,
+    search: str | Iterable[str] | None = None,
+    max_depth: int | None = None,
+) -> list[bool]:
+    """The selection half of :func:`visible_rows`: True for rows the filters keep (kind,
+    threshold, search, depth) and for their ancestors, before expansion and sorting. O(n)."""
+    cols = tree.columns
+    n = len(tree)
+    kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
+    values = cols[value_column(threshold_column(resolve_sort(sort_by)), show_ops)]
+    base = values[0] if n else None
+    use_pct = min_pct > 0 and base is not None and not _missing(base) and base != 0
+    if isinstance(search, str):
+        search = [search] if search.strip() else []
+    match = _matcher(search) if search else None
+
+    shown = [False] * n
+    if n:
+        shown[0] = True
+    for i in range(1, n):
+        if not show_ops and kinds[i] not in LAYER_KINDS:
+            continue
+        if max_depth is not None and depth[i] > max_depth:
+            continue
+        if use_pct:
+            v = values[i]
+            if _missing(v) or 100.0 * abs(v) / abs(base) < min_pct:  # type: ignore[arg-type]
+                continue
+        if match is not None and not (match(names[i]) or match(paths[i])):
+            continue
+        shown[i] = True
+    # Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.
+    parent = tree.parent_index
+    for i in range(n - 1, 0, -1):
+        if shown[i]:
+            shown[parent[i]] = True
+    return shown
+
+
 def visible_rows(
     tree: Tree,
     *,
@@ -82,60 +126,18 @@ def visible_rows(
     hides the children of collapsed rows; ``max_depth`` cuts deeper rows. Siblings are ordered by
     ``sort_by`` (missing values last). O(n) plus the sibling sorts.
     """
-    cols = tree.columns
     n = len(tree)
     if n == 0:
         return []
-    key = resolve_sort(sort_by)
-    kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
-    parent = tree.parent_index
-    threshold_col = value_column(threshold_column(key), show_ops)
-    values = cols[threshold_col]
-    base = values[0]
-    use_pct = min_pct > 0 and not _missing(base) and base != 0
-    if isinstance(search, str):
-        search = [search] if search.strip() else []
-    match = _matcher(search) if search else None
-
-    shown = [False] * n
-    shown[0] = True
-    for i in range(1, n):
-        if not show_ops and kinds[i] not in LAYER_KINDS:
-            continue
-        if max_depth is not None and depth[i] > max_depth:
-            continue
-        if use_pct:
-            v = values[i]
-            if _missing(v) or 100.0 * abs(v) / abs(base) < min_pct:
-                continue
-        if match is not None and not (match(names[i]) or match(paths[i])):
-            continue
-        shown[i] = True
-    # Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.
-    for i in range(n - 1, 0, -1):
-        if shown[i]:
-            shown[parent[i]] = True
-
+    shown = select_rows(tree, min_pct=min_pct, sort_by=sort_by, show_ops=show_ops, search=search, max_depth=max_depth)
     children: list[list[int]] = [[] for _ in range(n)]
+    parent = tree.parent_index
     for i in range(1, n):
         if shown[i]:
             children[parent[i]].append(i)
-    order_col = cols[value_column(key, show_ops)]
-    text_sort = key in TEXT_SORT
-
-    def sort_key(i: int) -> tuple[bool, Any]:
-        v = order_col[i]
-        if text_sort:
-            return (v is None, str(v).lower() if v is not None else "")
-        missing = _missing(v)
-        return (missing, 0.0 if missing else (v if ascending else -v))
-
-    def sort_text_descending(kids: list[int]) -> list[int]:
-        # reverse=True keeps ties in tree order; missing values still go last.
-        present = [i for i in kids if order_col[i] is not None]
-        present.sort(key=lambda i: str(order_col[i]).lower(), reverse=True)
-        return present + [i for i in kids if order_col[i] is None]
-
+    key = resolve_sort(sort_by)
+    order_kids = _sibling_order(tree.columns[value_column(key, show_ops)], key in TEXT_SORT, ascending)
+    paths = tree.columns["path"]
     out: list[int] = []
     stack = [0]
     while stack:
@@ -145,12 +147,30 @@ def visible_rows(
             continue
         kids = children[i]
         if kids:
-            if text_sort and not ascending:
-                kids = sort_text_descending(kids)
-            else:
-                kids.sort(key=sort_key)
-            stack.extend(reversed(kids))
+            stack.extend(reversed(order_kids(kids)))
     return out
+
+
+def _sibling_order(values: list[Any], text: bool, ascending: bool) -> Callable[[list[int]], list[int]]:
+    """Sorts siblings by ``values``: stable (ties keep tree order), missing values last in either
+    direction, text case-insensitively."""
+
+    def sort_key(i: int) -> tuple[bool, Any]:
+        v = values[i]
+        if text:
+            return (v is None, str(v).lower() if v is not None else "")
+        missing = _missing(v)
+        return (missing, 0.0 if missing else (v if ascending else -v))
+
+    def order(kids: list[int]) -> list[int]:
+        if text and not ascending:
+            # reverse=True keeps ties in tree order; missing values still go last.
+            present = [i for i in kids if values[i] is not None]
+            present.sort(key=lambda i: str(values[i]).lower(), reverse=True)
+            return present + [i for i in kids if values[i] is None]
+        return sorted(kids, key=sort_key)
+
+    return order
 
 
 def _missing(v: object) -> bool:
