@@ -302,7 +302,7 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
         return
     from IPython.display import display
 
-    display(result.widget(**state) if state else result)
+    display(result.widget(**state) if state else prof)
 
 
 def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> None:
