@@ -30,6 +30,31 @@ def mlp():
     return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
 
 
+@pytest.fixture(scope="session")
+def resnet18_step():
+    """One ResNet-18 (weights=None) training step profiled with memory, shared by the tests that
+    read a real CNN's profile: ``(prof, step)``; ``step()`` runs another identical step."""
+    import torch
+    import torchvision
+
+    import torchprof
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(2, 3, 64, 64)
+
+    def step():
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad()
+
+    step()  # warm-up: first-call costs stay out of the profile
+    with torchprof.Profiler(memory=True) as prof:
+        step()
+    return prof, step
+
+
 @pytest.fixture(autouse=True)
 def _no_hooks_left_behind():
     """Every test must leave no global module hooks and no running profiler behind."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -45,9 +47,25 @@ def write_script(tmp_path: Path, tail: str = "pass", name: str = "train.py") -> 
 
 
 def run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m torchprof ARGS`` in a fresh process: for what only a process shows (fd-level
+    output, signals, the entry point itself)."""
     env = {**os.environ, "NO_COLOR": "1"}
     return subprocess.run([sys.executable, "-m", "torchprof", *args], capture_output=True, text=True, cwd=cwd,
                           env=env, timeout=timeout)  # fmt: skip
+
+
+def run_here(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The same command through ``_cli.main`` in this process (what ``__main__`` calls): option
+    handling, output and exit codes, without a second interpreter start per test."""
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = _cli.main(list(args))
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(["torchprof", *args], code, out.getvalue(), err.getvalue())
 
 
 def test_script_runs_as_main_with_its_arguments_and_the_tree_is_printed(tmp_path):
@@ -70,7 +88,7 @@ def test_console_script_is_installed_and_prints_help():
 
 def test_options_after_the_script_belong_to_the_script(tmp_path):
     script = write_script(tmp_path, tail="print('done')")
-    done = run(str(script), "--html", "x.html", cwd=tmp_path)
+    done = run_here(str(script), "--html", "x.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "argv ['--html', 'x.html']" in done.stdout
     assert not (tmp_path / "x.html").exists()
@@ -81,7 +99,7 @@ def test_module_mode_runs_a_package_module_as_main(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     write_script(pkg, name="train.py")
-    done = run("--depth", "1", "-m", "pkg.train", "--lr", "0.1", cwd=tmp_path)
+    done = run_here("--depth", "1", "-m", "pkg.train", "--lr", "0.1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("argv ['--lr', '0.1']\ntorchprof: pkg.train\n")
     assert "Net" in done.stdout and "fc1" not in done.stdout  # --depth 1 stops at the model
@@ -90,7 +108,7 @@ def test_module_mode_runs_a_package_module_as_main(tmp_path):
 def test_files_are_written_and_the_csv_is_the_dataframe(tmp_path):
     script = write_script(tmp_path)
     csv, trace = tmp_path / "layers.csv", tmp_path / "trace.json.gz"
-    done = run("--csv", str(csv), "--trace", str(trace), str(script), cwd=tmp_path)
+    done = run_here("--csv", str(csv), "--trace", str(trace), str(script), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.endswith(f"torchprof: wrote {csv}\ntorchprof: wrote {trace}\n")
     df = pd.read_csv(csv, index_col=0)
@@ -103,7 +121,7 @@ def test_files_are_written_and_the_csv_is_the_dataframe(tmp_path):
 
 def test_script_that_raises_prints_the_partial_profile_then_only_its_own_traceback(tmp_path):
     script = write_script(tmp_path, tail="raise ValueError('bad data')")
-    done = run(str(script), cwd=tmp_path)
+    done = run_here(str(script), cwd=tmp_path)
     assert done.returncode == 1
     assert "torchprof: train.py (incomplete: the script did not finish)" in done.stdout
     assert "Net" in done.stdout
@@ -115,7 +133,7 @@ def test_script_that_raises_prints_the_partial_profile_then_only_its_own_traceba
 
 def test_script_exit_code_is_passed_through_and_the_profile_still_printed(tmp_path):
     script = write_script(tmp_path, tail="sys.exit(3)")
-    done = run(str(script), cwd=tmp_path)
+    done = run_here(str(script), cwd=tmp_path)
     assert done.returncode == 3
     assert "torchprof: train.py\n" in done.stdout and "Net" in done.stdout
     assert done.stderr == ""
@@ -131,7 +149,7 @@ def test_ctrl_c_in_the_script_prints_the_partial_profile_and_exits_130(tmp_path)
 
 
 def test_missing_script_is_one_error_line(tmp_path):
-    done = run("nothere.py", cwd=tmp_path)
+    done = run_here("nothere.py", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == "torchprof: error: cannot open 'nothere.py': no such file\n"
     assert done.stdout == ""
@@ -254,7 +272,7 @@ def test_scalar_loss_reduces_any_model_output():
 def test_trace_file_written_by_the_cli_is_valid_json(tmp_path):
     script = write_script(tmp_path)
     trace = tmp_path / "t.json"
-    done = run("--trace", str(trace), str(script), cwd=tmp_path)
+    done = run_here("--trace", str(trace), str(script), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     events = json.loads(trace.read_text())["traceEvents"]
     assert any(e.get("name") == "nn.Module: Net.fc1 [Linear]" and e.get("ph") == "X" for e in events)

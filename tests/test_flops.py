@@ -719,6 +719,7 @@ def test_resnet18_training_step_macs_equal_flop_counter_mode():
     assert prof.unsupported_ops == {}
 
 
+@pytest.mark.slow
 def test_mobilenet_v3_training_step_depthwise_weight_gradients_counted_once():
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)

@@ -34,7 +34,7 @@ from jupyter_fixture import (  # noqa: E402
     write_notebook,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest_plugins = ["jupyter_fixture"]  # jupyter_server, lab_page, page_errors
 
 NOTEBOOK = "resnet_widget.ipynb"

@@ -284,6 +284,7 @@ def test_help_lists_every_option(ip):
 
 
 # -- a real kernel ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_magic_in_a_real_kernel_shows_the_widget_and_no_profiler_noise(tmp_path):
     from test_notebooks import NOISE, execute_cells
 

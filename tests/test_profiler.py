@@ -45,22 +45,10 @@ def test_every_call_of_a_small_model_is_attributed(mlp):
     check_invariants(df)
 
 
-def test_resnet18_training_step_has_forward_and_backward_time_on_every_conv_and_exact_macs():
-    torchvision = pytest.importorskip("torchvision")
+def test_resnet18_training_step_has_forward_and_backward_time_on_every_conv_and_exact_macs(resnet18_step):
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = torchvision.models.resnet18(weights=None)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(2, 3, 64, 64)
-
-    def step():
-        model(x).sum().backward()
-        opt.step()
-        opt.zero_grad()
-
-    step()
-    with torchprof.Profiler(memory=True) as prof:
-        step()
+    prof, step = resnet18_step
     with FlopCounterMode(display=False) as counter:
         step()
     df = prof.df
@@ -72,7 +60,7 @@ def test_resnet18_training_step_has_forward_and_backward_time_on_every_conv_and_
     assert df.loc["profile", "macs"] == pytest.approx(counter.get_total_flops() / 2, rel=0.01)
     assert "Optimizer.step#SGD.step" in df.index and df.loc["Optimizer.step#SGD.step", "kind"] == "region"
     summary = prof.summary
-    assert summary["params"] == sum(p.numel() for p in model.parameters())
+    assert summary["params"] == 11_689_512  # torchvision's resnet18: sum(p.numel() for p in model.parameters())
     assert summary["backward_cpu_us"] > 0 and summary["forward_cpu_us"] > 0
     assert summary["peak_cpu_mem"] > 0
 
@@ -246,6 +234,7 @@ def test_shapes_are_kept_per_node_when_asked(mlp):
     assert prof.df.loc["Sequential.0", "input_shapes"] == "[[5, 8]]"
 
 
+@pytest.mark.slow
 def test_no_kineto_lines_reach_stderr():
     code = textwrap.dedent(
         """

@@ -31,24 +31,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def resnet():
+def resnet(resnet18_step):
     """A ResNet-18 (weights=None) training step: forward, backward, optimizer step."""
-    import torch
-    import torchvision
-
-    import torchprof
-
-    torch.manual_seed(0)
-    model = torchvision.models.resnet18(weights=None)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(2, 3, 64, 64)
-    model(x).sum().backward()  # warm-up: first-call costs stay out of the profile
-    opt.zero_grad()
-    with torchprof.Profiler() as prof:
-        model(x).sum().backward()
-        opt.step()
-        opt.zero_grad()
-    return prof
+    return resnet18_step[0]
 
 
 def xss_profile():

@@ -133,6 +133,7 @@ def test_an_exception_in_the_handler_stops_cleanly(train_step):
     # (the autouse fixture checks that no hook or profiler was left behind)
 
 
+@pytest.mark.slow
 def test_steps_print_no_profiler_noise_or_cycle_warning():
     code = textwrap.dedent(
         """
@@ -230,6 +231,7 @@ def within_budget(run: dict, measure: str) -> bool:
     return run["grew"] <= run["nodes"] * BYTES_PER_NODE + SLACK[measure]
 
 
+@pytest.mark.slow
 def test_memory_grows_only_by_the_tree_nodes_of_recorded_steps_over_200_steps():
     runs = {**probe("clean_rss", "clean_python", "leak_python"), **probe("leak_native")}
     for name in ("clean_rss", "clean_python"):

@@ -325,6 +325,7 @@ def test_static_html_escapes_profile_text():
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
+@pytest.mark.slow
 def test_in_a_kernel_the_display_adds_the_widget(tmp_path):
     import nbformat
     from nbclient import NotebookClient
@@ -365,6 +366,7 @@ def test_widget_loads_the_front_end_files_of_the_repository_or_the_wheel():
     assert str(ProfileWidget._css) == (REPO / "js" / "widget.css").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_widget_js_and_css(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", str(tmp_path)],
                             cwd=REPO, capture_output=True, text=True, timeout=600)  # fmt: skip

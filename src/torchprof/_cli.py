@@ -207,6 +207,7 @@ def run_script(args: argparse.Namespace) -> int:
     if args.module is not None:
         label = args.module
         sys.argv = [args.module, *args.args]  # runpy replaces argv[0] with the module's file
+        sys.path.insert(0, os.getcwd())  # as `python -m module` does (the console script has no cwd on the path)
         run = lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True)  # noqa: E731
         origin = None
     else:
