@@ -44,9 +44,11 @@ def test_each_recorded_step_is_a_profiler_step_region_with_its_own_figures(train
         region = f"ProfilerStep#{n}"
         assert df.loc[region, "kind"] == "region" and df.loc[region, "parent"] == "profile"
         assert df.loc[f"{region}/Sequential.0", "calls"] == 1  # one step = one forward of the model
+        assert df.loc[f"{region}/Sequential.0", "calls_per_step"] == 1
         assert df.loc[f"{region}/Sequential.0", "bwd_cpu_us"] > 0
         assert f"{region}/Optimizer.step#SGD.step" in df.index
     assert "ProfilerStep#0" not in df.index and "ProfilerStep#5" not in df.index  # wait and warm-up: not kept
+    assert df.loc["ProfilerStep#2", "calls_per_step"] == pytest.approx(1 / 4)  # one of the four recorded steps
     steps = prof.steps
     assert list(steps.columns) == ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us"]
     assert (steps.wall_us > 0).all() and (steps.cpu_us > 0).all() and (steps.bwd_cpu_us > 0).all()

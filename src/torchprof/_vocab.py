@@ -154,6 +154,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("parent", "Parent", "text", "Path of the parent row.", dtype="str"),
     Column("depth", "Depth", "int", "Depth in the tree (the root is 0).", dtype="int", sortable=True),
     Column("calls", "Calls", "int", "How many times the node ran (a module called 3 times is one row with 3 calls).", dtype="int", rollup="count", sortable=True),
+    Column("calls_per_step", "Calls/step", "count", "Calls per recorded `ProfilerStep` (with a schedule and `prof.step()`): under a `ProfilerStep#N` row its calls in that step, above them its calls divided by the steps; NaN without steps.", rollup="none", sortable=True),
     _time("self_cpu_us", "Self CPU", "CPU time of the node itself, without any child row (ops included), so self times add up to the total.", family="cpu", percent_of="cpu_us", rollup="self", layer_alt="layer_self_cpu_us"),
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
     _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total (CPU total minus CPU bwd).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo
-from .._vocab import BACKWARD_PREFIX, COLUMNS, NODE_KIND_OF_EVENT, EventKind
+from .._vocab import BACKWARD_PREFIX, COLUMNS, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
 from . import flops as _flops
 from .nodes import Nodes
 from .tree import Tree
@@ -116,6 +116,7 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "parent": lambda f: [f.paths[f.nodes.parent[nid]] if f.nodes.parent[nid] >= 0 else None for nid in f.order],
     "depth": lambda f: f.per_row(f.depth),
     "calls": lambda f: [f.nodes.calls[nid] if nid != f.builder.root else 1 for nid in f.order],
+    "calls_per_step": lambda f: _calls_per_step(f),
     "self_cpu_us": lambda f: f.us(f.nodes.cpu_ns),
     "cpu_us": lambda f: f.us(f.sums.total["cpu_ns"]),
     "fwd_cpu_us": lambda f: [(f.sums.total["cpu_ns"][nid] - f.sums.bwd["cpu"][nid]) / US for nid in f.order],
@@ -267,6 +268,20 @@ def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
     for name, calls in builder.formula_errors.items():
         found[name] = found.get(name, 0) + calls
     return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _calls_per_step(f: Finishing) -> list[float]:
+    steps = len(f.builder.steps)
+    if not steps:
+        return [NAN] * len(f.order)
+    nodes = f.nodes
+    in_step = [False] * len(nodes)
+    for nid in f.order:  # pre-order: a parent's flag is known before its children's
+        p = nodes.parent[nid]
+        if p >= 0:
+            in_step[nid] = in_step[p] or (nodes.kind[p] == REGION and nodes.label[p].startswith(STEP_PREFIX))
+    return [float(nodes.calls[nid]) if in_step[nid] else (1 if nid == f.builder.root else nodes.calls[nid]) / steps
+            for nid in f.order]  # fmt: skip
 
 
 def _params(f: Finishing) -> list[float]:
