@@ -8,6 +8,7 @@ This module imports nothing of torchprof.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from typing import Any
@@ -101,6 +102,12 @@ UNATTRIBUTED_BACKWARD = "(backward, no module)"
 
 
 # -- columns -----------------------------------------------------------------------------------------
+def is_missing(value: object) -> bool:
+    """A value that was not recorded: None (text) or NaN (numbers)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of the profile, as every view shows it."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from .._vocab import ADDITIVE, COLUMN, NodeKind
+from .._vocab import ADDITIVE, COLUMN, NodeKind, is_missing
 from .tree import Tree
 
 MODULE = NodeKind.MODULE.label
@@ -41,9 +40,9 @@ def by_type(tree: Tree, depth: int | None = None) -> tuple[list[dict[str, Any]],
             if nested and COLUMN[c].rollup == "total":
                 continue
             v = cols[c][i]
-            g[c] = g[c] + (0.0 if _missing(v) else v)
+            g[c] = g[c] + (0.0 if is_missing(v) else v)
     for c in ADDITIVE:
-        if all(_missing(v) for v in cols[c][1:]):
+        if all(is_missing(v) for v in cols[c][1:]):
             for g in groups.values():
                 g[c] = float("nan")
     rows = sorted(groups.values(), key=lambda g: -g["cpu_us"])
@@ -59,7 +58,3 @@ def _inside_same_type(tree: Tree, i: int) -> bool:
             return True
         p = parent[p]
     return False
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))

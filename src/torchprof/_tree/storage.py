@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .._files import TraceError
 from .._records import ModuleInfo, Recording
-from .._vocab import COLUMNS, FLOAT_COLUMNS
+from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
 from .tree import Tree
 
 SAVE_FORMAT = "torchprof-profile"
@@ -87,7 +86,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
 
 
 def _jsonable(v: Any) -> Any:
-    return None if isinstance(v, float) and math.isnan(v) else v
+    return None if is_missing(v) else v
 
 
 def _from_json(v: Any) -> Any:

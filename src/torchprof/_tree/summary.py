@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .._records import Recording
-from .._vocab import NodeKind
+from .._vocab import NodeKind, is_missing
 from .tree import Tree
 
 MODULE = NodeKind.MODULE.label
@@ -29,7 +28,7 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     flops = c["flops"][0]
     params = c["params"][0]
     param_bytes = nan
-    if recording.modules and not math.isnan(params):
+    if recording.modules and not is_missing(params):
         # A root module's label is the last part of its path (below a region the path is
         # "ProfilerStep#3/ResNet"); the same root under several steps counts once.
         seen = {}
@@ -52,7 +51,7 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "param_bytes": param_bytes,
         "macs": c["macs"][0],
         "flops": flops,
-        "flops_per_s": flops / (wall / 1e6) if wall and not math.isnan(wall) and not math.isnan(flops) else nan,
+        "flops_per_s": flops / (wall / 1e6) if wall and not is_missing(wall) and not is_missing(flops) else nan,
         "peak_cpu_mem": tree.peak_cpu_mem,
         "peak_cuda_mem": tree.peak_cuda_mem,
         "steps": len(tree.steps),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._tree.tree import Tree
-from .._vocab import COLUMN, VIEW_COLUMNS, Column
+from .._vocab import COLUMN, VIEW_COLUMNS, Column, is_missing
 from . import format as fmt
 from .rows import value_column
 
@@ -23,7 +23,7 @@ class ViewColumn:
 def has_data(tree: Tree, name: str) -> bool:
     """The column holds something to show: not all missing, not all zero (the root aside for calls)."""
     values = tree.columns[name]
-    return any(not fmt.is_missing(v) and v != 0 for v in values[1:] if not isinstance(v, bool)) or (
+    return any(not is_missing(v) and v != 0 for v in values[1:] if not isinstance(v, bool)) or (
         name == "calls" and len(values) > 0
     )
 
@@ -46,7 +46,7 @@ def cell_text(tree: Tree, column: ViewColumn, row: int) -> str:
     except the call count."""
     spec = column.spec
     v = tree.columns[column.values][row]
-    if fmt.is_missing(v) or (v == 0 and spec.name != "calls"):
+    if is_missing(v) or (v == 0 and spec.name != "calls"):
         return ""
     text = fmt.value_text(spec.unit, v)
     if spec.percent_of is not None:

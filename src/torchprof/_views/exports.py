@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
 from .._files import dumps, read_json, write_atomic
 from .._records import Recording
 from .._tree.tree import Tree
-from .._vocab import TRACE_META_KEY
+from .._vocab import TRACE_META_KEY, is_missing
 
 
 def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
@@ -68,7 +67,7 @@ def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> list[str]:
         raise ValueError(f"unknown metric {metric!r}; choose one of: {', '.join(sorted(_STACK_METRICS))}")
     cols = tree.columns
     values = cols[column]
-    if not any(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values):
+    if all(is_missing(v) for v in values):
         what = {"self_cpu_us": "CPU time", "self_cuda_us": "CUDA time"}.get(column, "memory (use memory=True)")
         raise ValueError(f"this profile has no {what} to export as stacks ({column} was not recorded)")
     parent = tree.parent_index
@@ -79,7 +78,7 @@ def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> list[str]:
         frame = label.replace(";", ":").replace("\n", " ")
         frames.append(frame if parent[i] < 0 else frames[parent[i]] + ";" + frame)
         v = values[i]
-        if v is None or (isinstance(v, float) and math.isnan(v)):
+        if is_missing(v):
             continue
         count = round(v)
         if count > 0:

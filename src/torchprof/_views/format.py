@@ -3,11 +3,10 @@ the number formats exactly; a cross-check test holds them together)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-from typing_extensions import TypeIs
+from .._vocab import is_missing
 
 
 def _sig(value: float) -> str:
@@ -20,12 +19,7 @@ def _sig(value: float) -> str:
     return f"{value:.2f}"
 
 
-def is_missing(value: object) -> TypeIs[None]:
-    """None or NaN: a value that was not recorded (typed as None so a check narrows to the number)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def time_us(value: float | None) -> str:
+def time_us(value: float) -> str:
     """A duration given in microseconds: ``812µs``, ``1.23ms``, ``4.56s``."""
     if is_missing(value):
         return "-"
@@ -37,7 +31,7 @@ def time_us(value: float | None) -> str:
     return _sig(value) + "µs"
 
 
-def nbytes(value: float | None) -> str:
+def nbytes(value: float) -> str:
     """A byte count (1024-based, as torch's tables): ``512 B``, ``1.50 KB``, ``2.00 GB``."""
     if is_missing(value):
         return "-"
@@ -48,7 +42,7 @@ def nbytes(value: float | None) -> str:
     return f"{value:.0f} B"
 
 
-def count(value: float | None) -> str:
+def count(value: float) -> str:
     """A count (1000-based): ``950``, ``1.82k``, ``3.64G``."""
     if is_missing(value):
         return "-"
@@ -59,17 +53,16 @@ def count(value: float | None) -> str:
     return f"{value:.0f}"
 
 
-def rate(value: float | None) -> str:
+def rate(value: float) -> str:
     """FLOP/s: ``12.3 GFLOP/s``."""
     if is_missing(value):
         return "-"
     return count(value) + "FLOP/s"
 
 
-def percent(part: float | None, whole: float | None) -> str:
+def percent(part: float, whole: float) -> str:
     if is_missing(part) or is_missing(whole) or not whole:
         return ""
-    assert part is not None
     pct = 100.0 * part / whole
     if abs(pct) >= 10 or pct == 0:
         return f"{pct:.0f}%"
@@ -79,7 +72,7 @@ def percent(part: float | None, whole: float | None) -> str:
 _BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
 
 
-def value_text(unit: str, value: float | None) -> str:
+def value_text(unit: str, value: float) -> str:
     """A number as every view writes it (``812µs``, ``1.50 KB``, ``3.64G``, ``7``); ``-`` when missing."""
     if is_missing(value):
         return "-"
@@ -91,28 +84,30 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     (the terminal's summary line, the static HTML, the widget). Missing figures are left out; the
     forward/backward/other split only where there are modules (else "other" would repeat the total)."""
     items: list[tuple[str, str, str]] = []
+    nan = float("nan")
+
+    def get(key: str) -> Any:
+        return s.get(key, nan)
 
     def add(label: str, value: Any, text: str, about: str) -> None:
         if not is_missing(value):
             items.append((label, text, about))
 
-    add("wall", s.get("wall_us"), time_us(s.get("wall_us")), "Wall-clock time of the profiled block")
-    add("CPU", s.get("cpu_us"), time_us(s.get("cpu_us")), "CPU time covered by the tree's root")
-    cpu = s.get("cpu_us")
-    fwd, bwd, other = s.get("forward_cpu_us", 0.0), s.get("backward_cpu_us", 0.0), s.get("other_cpu_us", 0.0)
-    if fwd and fwd > 0:
+    cpu, fwd, bwd, other = get("cpu_us"), get("forward_cpu_us"), get("backward_cpu_us"), get("other_cpu_us")
+    add("wall", get("wall_us"), time_us(get("wall_us")), "Wall-clock time of the profiled block")
+    add("CPU", cpu, time_us(cpu), "CPU time covered by the tree's root")
+    if fwd > 0:
         add("forward", fwd, f"{time_us(fwd)} ({percent(fwd, cpu)})", "CPU time in module forward passes")
-    if bwd and bwd > 0:
+    if bwd > 0:
         add("backward", bwd, f"{time_us(bwd)} ({percent(bwd, cpu)})", "CPU time of backward work")
-    if fwd and fwd > 0 and not is_missing(other) and cpu and abs(other) >= 0.0005 * cpu:
+    if fwd > 0 and not is_missing(other) and cpu and abs(other) >= 0.0005 * cpu:
         add("other", other, f"{time_us(other)} ({percent(other, cpu)})", "CPU time outside modules and backward (optimizer, loss, data)")
-    add("CUDA", s.get("cuda_us"), time_us(s.get("cuda_us")), "Device time: kernels, memcpys and memsets")
-    add("params", s.get("params"), count(s.get("params")), "Parameters of the profiled modules")
-    if not is_missing(s.get("flops")):
-        add("FLOPs", s["flops"], count(s["flops"]), f"{count(s.get('macs'))} MACs")
-        add("achieved", s.get("flops_per_s"), rate(s.get("flops_per_s")), "FLOPs divided by wall time")
-    add("peak CPU mem", s.get("peak_cpu_mem"), nbytes(s.get("peak_cpu_mem")), "Peak host memory allocated during the run")
-    add("peak CUDA mem", s.get("peak_cuda_mem"), nbytes(s.get("peak_cuda_mem")), "Peak device memory allocated during the run")
+    add("CUDA", get("cuda_us"), time_us(get("cuda_us")), "Device time: kernels, memcpys and memsets")
+    add("params", get("params"), count(get("params")), "Parameters of the profiled modules")
+    add("FLOPs", get("flops"), count(get("flops")), f"{count(get('macs'))} MACs")
+    add("achieved", get("flops_per_s"), rate(get("flops_per_s")), "FLOPs divided by wall time")
+    add("peak CPU mem", get("peak_cpu_mem"), nbytes(get("peak_cpu_mem")), "Peak host memory allocated during the run")
+    add("peak CUDA mem", get("peak_cuda_mem"), nbytes(get("peak_cuda_mem")), "Peak device memory allocated during the run")
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
     return items

@@ -4,12 +4,11 @@ HTML, the widget's ``view_df``). ``js/widget.js`` implements the same rules for 
 from __future__ import annotations
 
 import fnmatch
-import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .._tree.tree import Tree
-from .._vocab import COLUMN, LAYER_KINDS, SORT_ALIASES, SORTABLE
+from .._vocab import COLUMN, LAYER_KINDS, SORT_ALIASES, SORTABLE, is_missing
 
 #: Sort keys that are text (everything else sortable is a number).
 TEXT_SORT = tuple(c for c in SORTABLE if not COLUMN[c].numeric)
@@ -78,7 +77,7 @@ def select_rows(
     kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
     values = cols[value_column(threshold_column(resolve_sort(sort_by)), show_ops)]
     base = values[0] if n else None
-    use_pct = min_pct > 0 and base is not None and not _missing(base) and base != 0
+    use_pct = min_pct > 0 and base is not None and not is_missing(base) and base != 0
     if isinstance(search, str):
         search = [search] if search.strip() else []
     match = _matcher(search) if search else None
@@ -93,7 +92,7 @@ def select_rows(
             continue
         if use_pct:
             v = values[i]
-            if _missing(v) or 100.0 * abs(v) / abs(base) < min_pct:  # type: ignore[arg-type]
+            if is_missing(v) or 100.0 * abs(v) / abs(base) < min_pct:  # type: ignore[arg-type]
                 continue
         if match is not None and not (match(names[i]) or match(paths[i])):
             continue
@@ -159,7 +158,7 @@ def _sibling_order(values: list[Any], text: bool, ascending: bool) -> Callable[[
         v = values[i]
         if text:
             return (v is None, str(v).lower() if v is not None else "")
-        missing = _missing(v)
+        missing = is_missing(v)
         return (missing, 0.0 if missing else (v if ascending else -v))
 
     def order(kids: list[int]) -> list[int]:
@@ -171,7 +170,3 @@ def _sibling_order(values: list[Any], text: bool, ascending: bool) -> Callable[[
         return sorted(kids, key=sort_key)
 
     return order
-
-
-def _missing(v: object) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
