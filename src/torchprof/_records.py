@@ -56,6 +56,23 @@ class ModuleInfo:
     op_args: dict[str, Any] | None = None
     """Hyper-parameters of a convolution or pooling layer (stride, padding, ...), which the live
     profiler's op records omit, and which gradients its backward computes."""
+    root: bool | None = None
+    """The module was called with no running module that contains it (a root of the profile);
+    None when the source did not say (traces from older torchprof)."""
+    replica: bool = False
+    """A copy made by ``nn.DataParallel`` for another device: its parameters are the original's."""
+
+    def to_json(self) -> list[Any]:
+        """``[type, params, param_bytes, root, replica]``: how traces and saved profiles store it."""
+        return [self.type, self.params, self.param_bytes, self.root, self.replica]
+
+    @classmethod
+    def from_json(cls, value: Any) -> ModuleInfo:
+        """What :meth:`to_json` wrote (the first three fields alone from older files); raises
+        ``TypeError``/``ValueError``/``IndexError`` on anything else."""
+        root = value[3] if len(value) > 3 else None
+        return cls(type=str(value[0]), params=int(value[1]), param_bytes=int(value[2]),
+                   root=None if root is None else bool(root), replica=bool(value[4]) if len(value) > 4 else False)  # fmt: skip
 
 
 @dataclass

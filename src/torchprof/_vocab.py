@@ -99,6 +99,9 @@ TRACE_META_KEY = "torchprof"
 #: The row that holds backward work no layer's forward op created (AccumulateGrad, a loss
 #: computed outside every module), so totals still add up.
 UNATTRIBUTED_BACKWARD = "(backward, no module)"
+#: The row under a module that holds its recomputation inside backward (activation checkpointing),
+#: counted as that module's backward work.
+RECOMPUTE = "(recompute)"
 
 
 # -- columns -----------------------------------------------------------------------------------------
@@ -158,19 +161,23 @@ COLUMNS: tuple[Column, ...] = (
     Column("name", "Node", "text", "The node's own name: a module's attribute name, a region's label, an op's or kernel's name.", dtype="str", sortable=True),
     Column("kind", "Kind", "text", "`module`, `region` (a `record_function` range such as `Optimizer.step#AdamW.step` or `ProfilerStep#3`), `op` (an aten operator or a runtime call) or `kernel` (device work).", dtype="str", sortable=True),
     Column("type", "Type", "text", "The module class.", dtype="str", sortable=True),
+    Column("module", "Module", "text", "For module rows, the module's `named_modules()` path under its root's label, the same in every step and context (`path` may add a region prefix such as `ProfilerStep#3/`); None for other rows.", dtype="str", sortable=True),
     Column("parent", "Parent", "text", "Path of the parent row.", dtype="str"),
     Column("depth", "Depth", "int", "Depth in the tree (the root is 0).", dtype="int", sortable=True),
     Column("calls", "Calls", "int", "How many times the node ran (a module called 3 times is one row with 3 calls).", dtype="int", rollup="count", sortable=True),
     Column("calls_per_step", "Calls/step", "count", "Calls per recorded `ProfilerStep` (with a schedule and `prof.step()`): under a `ProfilerStep#N` row its calls in that step, above them its calls divided by the steps; NaN without steps.", rollup="none", sortable=True),
     _time("self_cpu_us", "Self CPU", "CPU time of the node itself, without any child row (ops included), so self times add up to the total.", family="cpu", percent_of="cpu_us", rollup="self", layer_alt="layer_self_cpu_us"),
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
-    _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total (CPU total minus CPU bwd).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
+    _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total: work inside a module's forward (recomputation by activation checkpointing is backward).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
+    _time("other_cpu_us", "CPU other", "The part of CPU total that is neither forward nor backward: the optimizer, a loss computed outside modules, data loading, collectives outside modules. `fwd + bwd + other == total` on every row.", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
     _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us"),
     _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it; NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
     _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us"),
     _time("bwd_cpu_us", "CPU bwd", "The backward part of CPU total: autograd work attributed to the layer whose forward op created it (linked by sequence number).", family="bwd", percent_of="cpu_us"),
     _time("bwd_self_cuda_us", "Bwd self CUDA", "The backward part of Self CUDA.", family="bwd", percent_of="cuda_us", rollup="self", layer_alt="layer_bwd_self_cuda_us"),
     _time("bwd_cuda_us", "CUDA bwd", "The backward part of CUDA total.", family="bwd", percent_of="cuda_us"),
+    _time("fwd_cuda_us", "CUDA fwd", "The forward part of CUDA total (kernels launched by a module's forward).", family="cuda", percent_of="cuda_us", needs="bwd_cuda_us"),
+    _time("other_cuda_us", "CUDA other", "The part of CUDA total that is neither forward nor backward.", family="cuda", percent_of="cuda_us", needs="bwd_cuda_us"),
     Column("self_cpu_mem", "Self CPU mem", "bytes", "Host bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
     Column("cpu_mem", "CPU mem", "bytes", "Host bytes allocated minus freed by the node and everything under it (with `memory=True`); NaN otherwise.", rollup="total", family="mem", sortable=True, threshold=True),
     Column("self_cuda_mem", "Self CUDA mem", "bytes", "Device bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
@@ -190,8 +197,8 @@ COLUMNS: tuple[Column, ...] = (
 #: The columns the tables show (terminal, static HTML, widget), in order, where the profile has
 #: data for them (not all missing, not all zero).
 VIEW_COLUMNS: tuple[str, ...] = (
-    "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "self_cuda_us", "cuda_us", "bwd_cuda_us",
-    "cpu_mem", "cuda_mem", "flops", "params", "calls",
+    "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "self_cuda_us", "cuda_us",
+    "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cpu_mem", "cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
 
 #: Columns by name.

@@ -148,6 +148,10 @@ class ModuleTracker:
 
     def _add_root(self, module: Any) -> str:
         label = self._label_of(module) or type(module).__name__
+        if getattr(module, "_is_replica", False):
+            # nn.DataParallel runs a copy of the model per device on its own thread: show it as
+            # a replica of its class (its parameters are the original's, never counted again).
+            label = f"{type(module).__name__} (replica)"
         taken = {label for _, label in self._roots.values()}
         if label in taken:
             n = 2
@@ -168,8 +172,10 @@ class ModuleTracker:
                 params = list(module.parameters())
                 sizes = (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params))
                 counted[id(module)] = sizes
+            root = self._roots.get(id(module))
             self.modules[path] = ModuleInfo(type=type(module).__name__, params=sizes[0], param_bytes=sizes[1],
-                                            op_args=self._op_args.get(path))  # fmt: skip
+                                            op_args=self._op_args.get(path), root=root is not None and root[1] == path,
+                                            replica=bool(getattr(module, "_is_replica", False)))  # fmt: skip
 
     def collect(self) -> dict[str, ModuleInfo]:
         """Module facts gathered so far (also mid-run, for a schedule's completed cycle)."""

@@ -198,7 +198,7 @@ def read_trace(path: str | os.PathLike[str]) -> Recording:
     modules: dict[str, ModuleInfo] = {}
     for mpath, info in (meta_block.get("modules") or {}).items():
         try:
-            modules[mpath] = ModuleInfo(type=str(info[0]), params=int(info[1]), param_bytes=int(info[2]))
+            modules[mpath] = ModuleInfo.from_json(info)
         except (TypeError, ValueError, IndexError):
             continue
     wall = meta_block.get("wall_us")

@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from .._records import EventColumns, ModuleInfo, parse_module_range
-from .._vocab import BACKWARD_PREFIX, STEP_PREFIX, UNATTRIBUTED_BACKWARD, EventKind
+from .._vocab import BACKWARD_PREFIX, RECOMPUTE, STEP_PREFIX, UNATTRIBUTED_BACKWARD, EventKind
 from . import flops as _flops
 from .backward import ForwardIndex
 from .finish import finish_tree
 from .nesting import nest
-from .nodes import KEY_UNATTRIBUTED, TAG_KERNEL, TAG_MODULE, TAG_REGION, Nodes
+from .nodes import KEY_RECOMPUTE, KEY_UNATTRIBUTED, TAG_KERNEL, TAG_MODULE, TAG_REGION, Nodes
 from .tree import Tree
 
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
@@ -52,6 +52,10 @@ class TreeBuilder:
         self.event_count = 0
         # Per distinct event name: (node key, module path or None, module type, starts backward).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool]] = {}
+        # The latest forward node of each module path, and the module node each "(recompute)"
+        # node belongs to: a module that runs again inside backward is a recomputation.
+        self._forward_node: dict[str, int] = {}
+        self._recompute_of: dict[int, int] = {}
 
     # -- per-name facts, computed once ------------------------------------------------------
     def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool]:
@@ -108,7 +112,11 @@ class TreeBuilder:
         work (``evaluate_function: XBackward0``, or an op carrying a forward-thread id) lands under
         the layer that ran its forward op (:class:`~torchprof._tree.backward.ForwardIndex`)
         instead of where the autograd engine ran it; unmatched backward work goes to an
-        "(backward, no module)" node at its own place. Self time of a range is its duration minus
+        "(backward, no module)" node at its own place. A module range inside backward work is a
+        recomputation (activation checkpointing): it lands in a "(recompute)" node under that
+        module's forward node, its ops count as that module's forward ops for the backward that
+        follows, and an autograd engine run nested in backward (reentrant checkpointing) goes to
+        the layer of its forward op when that is known. Self time of a range is its duration minus
         the parts of its direct children that lie inside it, so self times partition the covered
         time and ``total = self + children``.
         """
@@ -126,6 +134,8 @@ class TreeBuilder:
         flop_ops: list[int] = []
         mem_events: list[int] = []
         unattributed: dict[int, int] = {}
+        forward_node = self._forward_node
+        recompute_of = self._recompute_of
         root = self.root
         n_kind, n_bwd, n_owner, n_children, n_covered = nodes.kind, nodes.bwd, nodes.owner, nodes.children, nodes.covered
         n_calls, n_cpu = nodes.calls, nodes.cpu_ns
@@ -149,24 +159,37 @@ class TreeBuilder:
             else:
                 pnode = root
             name = names[i]
+            node = -1
             info = name_info.get(name)
             if info is None:
                 info = info_of(name, k)
             key, mpath, mtype, bwd_name = info
-            bwd_root = (bwd_name or (fwd_tid_known and k == OP and fwd_tids[i] > 0)) and not n_bwd[pnode]
-            if bwd_root:
+            bwd_root = False
+            if n_bwd[pnode]:
+                if mpath is not None and mpath in forward_node:
+                    node = self._recompute_node(forward_node[mpath], recompute_of)
+                elif bwd_name:  # an autograd engine run inside backward (reentrant checkpointing)
+                    owner = forward.owner(seq_of(i), fwd_tids[i], tids[i])
+                    if owner >= 0 and not n_bwd[owner]:
+                        pnode, bwd_root = owner, True
+            elif bwd_name or (fwd_tid_known and k == OP and fwd_tids[i] > 0):
+                bwd_root = True
                 pnode = self._backward_target(pnode, forward.owner(seq_of(i), fwd_tids[i], tids[i]), unattributed)
-            node = n_children[pnode].get(key, -1)
             if node < 0:
-                node = self._new_node(ev, i, pnode, k, mpath, mtype, bwd_root, key)
+                node = n_children[pnode].get(key, -1)
+                if node < 0:
+                    node = self._new_node(ev, i, pnode, k, mpath, mtype, bwd_root, key)
+            if mpath is not None and not n_bwd[node]:
+                forward_node[mpath] = node
             node_of[i] = node
             n_calls[node] += 1
             n_cpu[node] += e - s  # child time is subtracted below, once all children are known
             if k == OP:
-                if n_kind[pnode] != OP and not n_bwd[node] and not (fwd_tid_known and fwd_tids[i]):
+                in_recompute = recompute_of.get(pnode, -1)
+                if n_kind[pnode] != OP and (not n_bwd[node] or in_recompute >= 0) and not (fwd_tid_known and fwd_tids[i]):
                     seq = seq_of(i)
                     if seq >= 0:
-                        forward.add(tids[i], seq, n_owner[node])
+                        forward.add(tids[i], seq, in_recompute if in_recompute >= 0 else n_owner[node])
                 if name in formulas and not n_covered[pnode]:
                     flop_ops.append(i)
             elif k == RUNTIME:
@@ -195,6 +218,16 @@ class TreeBuilder:
             unattributed[pnode] = target
         nodes.calls[target] += 1
         return target
+
+    def _recompute_node(self, module_node: int, recompute_of: dict[int, int]) -> int:
+        """The "(recompute)" child of a module's forward node: where a module that activation
+        checkpointing runs again inside backward lands, as backward work of that module."""
+        nodes = self.nodes
+        node = nodes.children[module_node].get(KEY_RECOMPUTE, -1)
+        if node < 0:
+            node = nodes.add(module_node, REGION, RECOMPUTE, None, True, KEY_RECOMPUTE)
+            recompute_of[node] = module_node
+        return node
 
     def _new_node(self, ev: EventColumns, i: int, pnode: int, k: int, mpath: str | None, mtype: str | None,
                   bwd_root: bool, key: str) -> int:  # fmt: skip

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._records import ModuleInfo
 from .._vocab import BACKWARD_PREFIX, COLUMNS, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
 from . import flops as _flops
+from .modules import root_modules
 from .nodes import Nodes
 from .tree import Tree
 
@@ -35,16 +35,36 @@ class Sums:
     """``cpu``/``cuda``: total time of a node's op and kernel children (folded into a layer's self)."""
     layer_bwd: dict[str, list[int]]
     """``cpu``/``cuda``: the backward part of ``layer``."""
+    fwd: dict[str, list[int]]
+    """``cpu``/``cuda``: forward time of the subtree (work inside a module that is not backward)."""
+    other: dict[str, list[int]]
+    """``cpu``/``cuda``: the rest of the subtree: neither in a module's forward nor backward
+    (the optimizer, a loss computed outside modules, data loading, collectives outside modules)."""
+
+
+def in_module(nodes: Nodes) -> list[bool]:
+    """True for a module node and everything below one. Parents are created before their
+    children, so one forward sweep over node ids sees every parent first."""
+    parent, kind = nodes.parent, nodes.kind
+    inside = [False] * len(nodes)
+    for nid in range(1, len(nodes)):
+        inside[nid] = kind[nid] == MODULE or inside[parent[nid]]
+    return inside
 
 
 def rollup(nodes: Nodes) -> Sums:
     """Totals bottom-up: children are always created after their parent, so a reverse sweep over
-    node ids sees every child before its parent. O(nodes)."""
+    node ids sees every child before its parent. Every node's own time is exactly one of
+    backward (``bwd``), forward (not backward, inside a module) or other, so the three parts add
+    up to the total at every node. O(nodes)."""
     count = len(nodes)
     parent, kind = nodes.parent, nodes.kind
     total = {name: list(getattr(nodes, name)) for name in ("cpu_ns", "cuda_ns", "cpu_mem", "cuda_mem", "macs", "flops")}
     bwd_self = {d: [c if b else 0 for c, b in zip(getattr(nodes, d + "_ns"), nodes.bwd)] for d in ("cpu", "cuda")}
     bwd = {d: list(v) for d, v in bwd_self.items()}
+    inside = in_module(nodes)
+    fwd = {d: [0 if b or not m else c for c, b, m in zip(getattr(nodes, d + "_ns"), nodes.bwd, inside)] for d in ("cpu", "cuda")}
+    other = {d: [0 if b or m else c for c, b, m in zip(getattr(nodes, d + "_ns"), nodes.bwd, inside)] for d in ("cpu", "cuda")}
     layer = {d: [0] * count for d in ("cpu", "cuda")}
     layer_bwd = {d: [0] * count for d in ("cpu", "cuda")}
     tot_cpu, tot_cuda = total["cpu_ns"], total["cuda_ns"]
@@ -56,12 +76,15 @@ def rollup(nodes: Nodes) -> Sums:
             col[p] += col[nid]
         bwd_cpu[p] += bwd_cpu[nid]
         bwd_cuda[p] += bwd_cuda[nid]
+        for part in (fwd, other):
+            part["cpu"][p] += part["cpu"][nid]
+            part["cuda"][p] += part["cuda"][nid]
         if kind[nid] not in layers:
             layer["cpu"][p] += tot_cpu[nid]
             layer["cuda"][p] += tot_cuda[nid]
             layer_bwd["cpu"][p] += bwd_cpu[nid]
             layer_bwd["cuda"][p] += bwd_cuda[nid]
-    return Sums(total, bwd_self, bwd, layer, layer_bwd)
+    return Sums(total, bwd_self, bwd, layer, layer_bwd, fwd, other)
 
 
 @dataclass
@@ -113,13 +136,17 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "name": lambda f: [f.names[nid] for nid in f.order],
     "kind": lambda f: [NODE_KIND_OF_EVENT[f.nodes.kind[nid]].label for nid in f.order],
     "type": lambda f: f.per_row(f.nodes.type),
+    "module": lambda f: [f.nodes.label[nid] if f.nodes.kind[nid] == MODULE else None for nid in f.order],
     "parent": lambda f: [f.paths[f.nodes.parent[nid]] if f.nodes.parent[nid] >= 0 else None for nid in f.order],
     "depth": lambda f: f.per_row(f.depth),
     "calls": lambda f: [f.nodes.calls[nid] if nid != f.builder.root else 1 for nid in f.order],
     "calls_per_step": lambda f: _calls_per_step(f),
     "self_cpu_us": lambda f: f.us(f.nodes.cpu_ns),
     "cpu_us": lambda f: f.us(f.sums.total["cpu_ns"]),
-    "fwd_cpu_us": lambda f: [(f.sums.total["cpu_ns"][nid] - f.sums.bwd["cpu"][nid]) / US for nid in f.order],
+    "fwd_cpu_us": lambda f: f.us(f.sums.fwd["cpu"]),
+    "other_cpu_us": lambda f: f.us(f.sums.other["cpu"]),
+    "fwd_cuda_us": _cuda(lambda f: f.us(f.sums.fwd["cuda"])),
+    "other_cuda_us": _cuda(lambda f: f.us(f.sums.other["cuda"])),
     "self_cuda_us": _cuda(lambda f: f.us(f.nodes.cuda_ns)),
     "cuda_us": _cuda(lambda f: f.us(f.sums.total["cuda_ns"])),
     "bwd_self_cpu_us": lambda f: f.us(f.sums.bwd_self["cpu"]),
@@ -196,11 +223,16 @@ def preorder(nodes: Nodes, root: int, tot_cpu: list[int], tot_cuda: list[int]) -
 
 
 def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, str], dict[int, str]]:
-    """Unique row keys. Modules keep their dotted ``named_modules`` path (``ResNet.layer1.0``);
-    anything else is ``<parent path>/<name>``; children of the root drop the root's label."""
+    """Unique row keys. A module keeps its dotted ``named_modules`` path (``ResNet.layer1.0``),
+    also when a region or op sits between it and the module that contains it (DDP's
+    ``DistributedDataParallel.forward``, a checkpoint function), and its name is the part after
+    that module's path; below a region outside every module (``ProfilerStep#3``) the region's path
+    is a prefix (``ProfilerStep#3/ResNet``). Anything else is ``<parent path>/<name>``; children of
+    the root drop the root's label. Clashes get `` #2``, `` #3``."""
     paths: dict[int, str] = {}
     names: dict[int, str] = {}
     context: dict[int, str] = {}  # prefix before a module path (non-empty below a region/op)
+    enclosing: dict[int, int] = {root: -1}  # nearest module at or above each node
     taken: set[str] = set()
     for nid in order:
         p = nodes.parent[nid]
@@ -209,17 +241,20 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, s
             path, name = label, label
             context[nid] = ""
         elif nodes.kind[nid] == MODULE:
-            ctx = context[p] if nodes.kind[p] == MODULE else ("" if p == root else paths[p] + "/")
+            outer = enclosing[p]
+            if outer >= 0 and label.startswith(nodes.label[outer] + "."):
+                ctx = context[outer]
+                name = label[len(nodes.label[outer]) + 1 :]
+            else:
+                ctx = context[p] if nodes.kind[p] == MODULE else ("" if p == root else paths[p] + "/")
+                name = label
             context[nid] = ctx
             path = ctx + label
-            parent_label = nodes.label[p]
-            if nodes.kind[p] == MODULE and label.startswith(parent_label + "."):
-                name = label[len(parent_label) + 1 :]
-            else:
-                name = label
         else:
             path = label if p == root else paths[p] + "/" + label
             name = label
+        if p >= 0:
+            enclosing[nid] = nid if nodes.kind[nid] == MODULE else enclosing[p]
         if path in taken:
             base, n = path, 2
             while f"{base} #{n}" in taken:
@@ -285,39 +320,22 @@ def _calls_per_step(f: Finishing) -> list[float]:
 
 
 def _params(f: Finishing) -> list[float]:
-    """Parameters of each module row; the root has those of the outermost modules seen."""
+    """Parameters of each module row; the root's are those of the root modules that ran, each
+    counted once wherever it ran (under a region such as DistributedDataParallel.forward, under
+    several steps, or again inside backward)."""
     nodes, modules = f.nodes, f.builder.modules
     out = []
     for nid in f.order:
         if nid == f.builder.root:
-            out.append(root_params(nodes, modules))
+            seen = {nodes.label[m] for m in range(len(nodes)) if nodes.kind[m] == MODULE}
+            roots = root_modules(modules, seen)
+            out.append(float(sum(modules[r].params for r in roots)) if roots else NAN)
         elif nodes.kind[nid] == MODULE:
             info = modules.get(nodes.label[nid])
             out.append(float(info.params) if info is not None else NAN)
         else:
             out.append(NAN)
     return out
-
-
-def root_params(nodes: Nodes, modules: dict[str, ModuleInfo]) -> float:
-    """Parameters of the outermost modules seen (each root module once)."""
-    seen: set[str] = set()
-    total = 0
-    found = False
-    for nid, k in enumerate(nodes.kind):
-        if k != MODULE:
-            continue
-        p = nodes.parent[nid]
-        if p >= 0 and nodes.kind[p] == MODULE:
-            continue
-        label = nodes.label[nid]
-        info = modules.get(label)
-        if info is None or label in seen:
-            continue
-        seen.add(label)
-        total += info.params
-        found = True
-    return float(total) if found else NAN
 
 
 def _shape_text(shapes: Any) -> str | None:

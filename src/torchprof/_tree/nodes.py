@@ -16,6 +16,7 @@ TAG_MODULE = "\x01"
 TAG_REGION = "\x02"
 TAG_KERNEL = "\x03"
 KEY_UNATTRIBUTED = "\x04"
+KEY_RECOMPUTE = "\x05"
 
 
 @dataclass

@@ -33,7 +33,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
-            "modules": {p: [m.type, m.params, m.param_bytes] for p, m in recording.modules.items()},
+            "modules": {p: m.to_json() for p, m in recording.modules.items()},
             "meta": {k: v for k, v in recording.meta.items() if isinstance(v, (str, int, float, bool))},
         },
     }
@@ -74,7 +74,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
         )
         c = data.get("capture", {})
         recording = Recording(
-            modules={p: ModuleInfo(type=m[0], params=int(m[1]), param_bytes=int(m[2])) for p, m in c.get("modules", {}).items()},
+            modules={p: ModuleInfo.from_json(m) for p, m in c.get("modules", {}).items()},
             wall_us=c.get("wall_us"),
             label=c.get("label", "profile"),
             meta={**c.get("meta", {}), "saved": where},

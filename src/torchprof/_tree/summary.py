@@ -5,47 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from .._records import Recording
-from .._vocab import NodeKind, is_missing
+from .._vocab import is_missing
+from .modules import root_modules
 from .tree import Tree
-
-MODULE = NodeKind.MODULE.label
-
-
-def outermost_modules(tree: Tree) -> list[int]:
-    """Rows of module nodes whose parent is not a module (the roots of each module subtree)."""
-    kind, parent = tree.columns["kind"], tree.parent_index
-    return [i for i, k in enumerate(kind) if k == MODULE and (parent[i] < 0 or kind[parent[i]] != MODULE)]
 
 
 def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory."""
     c = tree.columns
     nan = float("nan")
-    cpu, bwd = c["cpu_us"][0], c["bwd_cpu_us"][0]
-    outer = outermost_modules(tree)
-    module_fwd = sum(c["cpu_us"][i] - c["bwd_cpu_us"][i] for i in outer)
     wall = recording.wall_us if recording.wall_us is not None else nan
     flops = c["flops"][0]
     params = c["params"][0]
-    param_bytes = nan
-    if recording.modules and not is_missing(params):
-        # A root module's label is the last part of its path (below a region the path is
-        # "ProfilerStep#3/ResNet"); the same root under several steps counts once.
-        seen = {}
-        for i in outer:
-            label = c["path"][i].rsplit("/", 1)[-1]
-            info = recording.modules.get(label)
-            if info is not None:
-                seen[label] = info.param_bytes
-        param_bytes = float(sum(seen.values())) if seen else nan
+    roots = root_modules(recording.modules, {m for m in c["module"] if m is not None})
+    param_bytes = float(sum(recording.modules[r].param_bytes for r in roots)) if roots else nan
     out = {
         "name": c["name"][0],
         "wall_us": wall,
-        "cpu_us": cpu,
+        "cpu_us": c["cpu_us"][0],
         "cuda_us": c["cuda_us"][0],
-        "forward_cpu_us": module_fwd,
-        "backward_cpu_us": bwd,
-        "other_cpu_us": cpu - module_fwd - bwd,
+        "forward_cpu_us": c["fwd_cpu_us"][0],
+        "backward_cpu_us": c["bwd_cpu_us"][0],
+        "other_cpu_us": c["other_cpu_us"][0],
         "backward_cuda_us": c["bwd_cuda_us"][0],
         "params": params,
         "param_bytes": param_bytes,

@@ -23,7 +23,7 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "version": 1,
         "label": recording.label,
         "wall_us": recording.wall_us,
-        "modules": {path: [m.type, m.params, m.param_bytes] for path, m in recording.modules.items()},
+        "modules": {path: m.to_json() for path, m in recording.modules.items()},
         "recorded": {
             "shapes": bool(shapes),
             "memory": tree.has_memory,
