@@ -53,9 +53,7 @@
  * @property {any} flags
  * @property {string[]} tail
  * @property {[number, string][]} names
- * @property {(string|null)[]} type
- * @property {(string|null)[]} shapes
- * @property {(string|null)[]} [source]
+ * @property {Record<string, (string|null)[]>} text the other text columns (type, module, input_shapes, source); [] = all null
  * @property {Record<string, any>} num
  * @property {Vocab} vocab
  * @property {Record<string, any>} [summary]
@@ -77,6 +75,7 @@
  * @property {Record<string, boolean>} allNaN
  * @property {Int32Array} childStart
  * @property {Int32Array} childIndex
+ * @property {Record<string, (string|null)[]>} text text columns by name (all null where the payload sent none)
  * @property {(string|null)[]} type
  * @property {(string|null)[]} shapes
  * @property {(string|null)[]} source
@@ -207,7 +206,14 @@ export function decodePayload(src) {
     name[i] = f & F.name_in_tail ? tails[i].slice(1) : null;
     depth[i] = p < 0 ? 0 : depth[p] + 1;
   }
-  for (const [i, text] of spec.names) name[i] = text;
+  for (const [i, label] of spec.names) name[i] = label;
+  /** @type {Record<string, (string|null)[]>} */
+  const text = {};
+  for (const c of vocab.columns) {
+    if (c.dtype !== "str" || ["path", "name", "kind", "parent"].includes(c.name)) continue;
+    const values = spec.text?.[c.name];
+    text[c.name] = values && values.length ? values : new Array(n).fill(null);
+  }
   // Children as one flat list per parent, in pre-order (CSR): childStart[i]..childStart[i+1].
   const childStart = new Int32Array(n + 1);
   for (let i = 1; i < n; i++) childStart[parent[i] + 1]++;
@@ -217,7 +223,8 @@ export function decodePayload(src) {
   for (let i = 1; i < n; i++) childIndex[fill[parent[i]]++] = i;
   return {
     n, parent, kind, backward, depth, path, name, num, allNaN, childStart, childIndex,
-    type: spec.type, shapes: spec.shapes, source: spec.source || [],
+    text,
+    type: text.type, shapes: text.input_shapes, source: text.source,
     vocab,
     spec: Object.fromEntries(vocab.columns.map((c) => [c.name, c])),
     layerCodes: new Set(vocab.layer_kinds.map((k) => vocab.kinds.indexOf(k))),
@@ -280,7 +287,7 @@ export function column(data, key) {
   if (key === "depth") return Float64Array.from(data.depth);
   if (key === "name") return data.name;
   if (key === "path") return data.path;
-  if (key === "type") return data.type;
+  if (key in data.text) return data.text[key];
   if (key === "kind") return Array.from(data.kind, (k) => data.vocab.kinds[k]);
   throw new Error(`unknown column ${key}`);
 }
@@ -695,13 +702,11 @@ function csvValue(data, col, i) {
     case "path": return data.path[i];
     case "name": return data.name[i];
     case "kind": return data.vocab.kinds[data.kind[i]];
-    case "type": return data.type[i] ?? "";
     case "parent": return data.parent[i] >= 0 ? data.path[data.parent[i]] : "";
     case "depth": return String(data.depth[i]);
-    case "input_shapes": return data.shapes[i] ?? "";
-    case "source": return data.source[i] ?? "";
     case "is_backward": return data.backward[i] ? "True" : "False";
     default: {
+      if (col in data.text) return data.text[col][i] ?? "";
       const v = data.num[col] ? data.num[col][i] : NaN;
       return Number.isNaN(v) ? "" : String(v);
     }

@@ -76,4 +76,4 @@ def test_each_rank_trace_carries_its_rank_and_reloads_to_the_same_tree(ddp_job):
         modules = prof.df[prof.df.kind == "module"]
         assert set(modules.index) == set(saved.df[saved.df.kind == "module"].index)
         assert prof.summary["params"] == saved.summary["params"]
-        assert any(name.startswith("gloo:") or name.startswith("c10d::") for name in prof.df.name)
+        assert any(name.startswith(("gloo:", "c10d::")) for name in prof.df.name)

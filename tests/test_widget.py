@@ -298,8 +298,10 @@ def test_payload_is_column_wise_and_under_150_bytes_per_node_at_50k_nodes():
     n = len(prof.tree)
     assert n >= 50_000
     data = payload(prof.tree, prof.summary)
-    for key in ("parent", "flags", "tail", "type", "shapes"):
+    for key in ("parent", "flags", "tail"):
         assert len(data[key]) == n and not any(isinstance(v, dict) for v in data[key]), key
+    for column, values in data["text"].items():
+        assert values == [] or len(values) == n, column
     assert all((isinstance(v, list) and len(v) == n) or set(v) == {"const"} for v in data["num"].values())
     packed = payload_bytes(data)
     assert len(packed) / n < 150, f"{len(packed) / n:.1f} bytes per node"

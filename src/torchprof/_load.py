@@ -29,6 +29,7 @@ def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: 
             shapes=recorded.get("shapes", True),
             memory=recorded.get("memory", recording.meta["has_memory"]),
             cuda=recorded.get("cuda", recording.meta["has_device"]),
+            compiled=recording.compiled,
         )
         for cycle in recording.cycles:
             builder.add(cycle)

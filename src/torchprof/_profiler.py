@@ -96,7 +96,7 @@ class Profiler:
             raise ProfilerError("this Profiler has already been used; create a new one")
         opts = self.options
         self._builder = TreeBuilder(label=self.name or "profile", flops=opts.flops, shapes=opts.shapes,
-                                    memory=opts.memory, cuda=opts.cuda)  # fmt: skip
+                                    memory=opts.memory, cuda=opts.cuda, compiled={})  # fmt: skip
         session = CaptureSession(opts, self._fold)
         session.start()  # raises (and leaves nothing behind) when another profiler runs
         self._session = session
@@ -105,6 +105,7 @@ class Profiler:
     def _fold(self, events: EventColumns, modules: dict[str, ModuleInfo]) -> None:
         assert self._builder is not None
         self._builder.modules.update(modules)
+        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
         self._builder.add(events)
 
     def stop(self) -> None:
@@ -150,7 +151,8 @@ class Profiler:
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
         wall_us = session.wall_us
-        recording = Recording(modules=builder.modules, wall_us=wall_us, label=self.name or "profile", meta=meta)
+        recording = Recording(modules=builder.modules, wall_us=wall_us, label=self.name or "profile", meta=meta,
+                              compiled=builder.compiled.graphs)  # fmt: skip
 
         def build() -> Any:
             session.take_cycle()

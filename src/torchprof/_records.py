@@ -76,6 +76,74 @@ class ModuleInfo:
 
 
 @dataclass
+class CompiledNode:
+    """One node of a compiled graph after Inductor's post-grad passes: an aten op on known shapes."""
+
+    op: str
+    """The profiler's spelling of the op (``aten::addmm``)."""
+    shapes: list[Any]
+    """Per argument, as ``EventColumns.inputs`` gives them: a tensor's sizes, a list of sizes, ``[]``."""
+    concrete: list[Any]
+    """Per argument, its value when it is not a tensor (strides, flags), else None."""
+    modules: list[tuple[str, str]]
+    """``nn_module_stack`` outermost first: ``(Dynamo's name for the module, class name)``, e.g.
+    ``("L['self'].block1.conv", "Conv2d")``; empty for nodes no module produced."""
+    source: str = ""
+    """The op the node was decomposed from (``aten::_native_batch_norm_legit_functional``), or
+    the node's own op; with ``seq`` it names one op call of the eager program."""
+    seq: int = -1
+    """The autograd sequence number of that op call (a backward node carries its forward op's)."""
+
+
+@dataclass
+class CompiledKernel:
+    """One kernel of a compiled graph, as the profiler records its run."""
+
+    name: str
+    """The event name: ``cpp_fused_relu_0`` (CPU; the event adds a ``graph_<n>_`` prefix),
+    ``triton_poi_fused_relu_0`` (GPU) or the aten op of an extern kernel (``aten::addmm``)."""
+    extern: bool
+    """An aten op Inductor calls as is (matmul, convolution): matched to events in call order."""
+    nodes: list[str]
+    """The graph nodes it computes (for an extern kernel, the node that is the op itself)."""
+
+
+@dataclass
+class CompiledGraph:
+    """What Inductor says about one compiled graph (the forward or the backward of a frame)."""
+
+    compile_id: str
+    """Dynamo's compile id as in ``Torch-Compiled Region: <id>`` (``0/0``)."""
+    backward: bool
+    nodes: dict[str, CompiledNode] = field(default_factory=dict)
+    kernels: list[CompiledKernel] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return graph_key(self.compile_id, self.backward)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compile_id": self.compile_id, "backward": self.backward,
+                "nodes": {k: [n.op, n.shapes, n.concrete, [list(m) for m in n.modules], n.source, n.seq]
+                          for k, n in self.nodes.items()},
+                "kernels": [[k.name, k.extern, k.nodes] for k in self.kernels]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, value: Any) -> CompiledGraph:
+        """What :meth:`to_json` wrote; raises ``TypeError``/``ValueError``/``KeyError`` otherwise."""
+        nodes = {str(k): CompiledNode(str(n[0]), list(n[1]), list(n[2]), [(str(a), str(b)) for a, b in n[3]],
+                                      str(n[4]) if len(n) > 4 else "", int(n[5]) if len(n) > 5 else -1)
+                 for k, n in dict(value["nodes"]).items()}  # fmt: skip
+        kernels = [CompiledKernel(str(k[0]), bool(k[1]), [str(x) for x in k[2]]) for k in value["kernels"]]
+        return cls(str(value["compile_id"]), bool(value["backward"]), nodes, kernels)
+
+
+def graph_key(compile_id: str, backward: bool) -> str:
+    """How compiled graphs are looked up: ``0/0 forward``, ``0/0 backward``."""
+    return f"{compile_id} {'backward' if backward else 'forward'}"
+
+
+@dataclass
 class EventColumns:
     """One profiling cycle's events, column-wise: index ``i`` is one event in every list.
 
@@ -135,3 +203,5 @@ class Recording:
     label: str = "profile"
     meta: dict[str, Any] = field(default_factory=dict)
     """Facts about the source (device names, distributed rank, file name, options recorded)."""
+    compiled: dict[str, CompiledGraph] = field(default_factory=dict)
+    """Compiled graphs by :func:`graph_key`: which layer each of their kernels computes."""

@@ -94,6 +94,17 @@ STEP_PREFIX = "ProfilerStep#"
 MEMORY_EVENT = "[memory]"
 #: The profiler's out-of-memory instant event (not a node).
 OOM_EVENT = "[OutOfMemory]"
+#: torch.compile's ranges: a compiled frame (``Torch-Compiled Region: 0/0``, the compile id), the
+#: autograd Function that runs its forward graph and its backward, and one call of an Inductor graph.
+COMPILED_REGION_PREFIX = "Torch-Compiled Region: "
+COMPILED_FORWARD = "CompiledFunction"
+COMPILED_BACKWARD = "CompiledFunctionBackward"
+COMPILED_GRAPH_PREFIX = "## Call CompiledFxGraph "
+#: Compiler bookkeeping ranges around a compiled graph: no arithmetic, no layer.
+COMPILED_BOOKKEEPING = frozenset({
+    "TorchDynamo Cache Lookup", "AOTDispatcher Runtime Wrapper Prologue", "Pregraph bytecode", COMPILED_FORWARD,
+    COMPILED_BACKWARD,
+})  # fmt: skip
 #: Key of the block torchprof adds to the chrome traces it writes (module types, parameter counts).
 TRACE_META_KEY = "torchprof"
 #: The row that holds backward work no layer's forward op created (AccumulateGrad, a loss

@@ -38,7 +38,7 @@ for (const tree of fixture.trees) {
     const fromJson = decodePayload(tree.payload);
     const bytes = new Uint8Array(Buffer.from(tree.packed_base64, "base64"));
     const fromBytes = await loadPayload(new DataView(bytes.buffer));
-    for (const key of ["n", "path", "name", "type", "shapes", "columns", "summary", "steps"]) {
+    for (const key of ["n", "path", "name", "text", "type", "shapes", "summary", "steps"]) {
       assert.deepEqual(fromBytes[key], fromJson[key], key);
     }
     for (const key of ["parent", "kind", "backward", "depth"]) assert.deepEqual([...fromBytes[key]], [...fromJson[key]], key);

@@ -9,7 +9,8 @@ test("paths are rebuilt from the parent's path plus a tail, names from the tail"
     format: "torchprof-1", n: 4, parent: [-1, 0, 1, 1],
     // root (absolute), "Net" (absolute: the root's label is dropped), ".fc" (name in tail), "/aten::mm" (name in tail)
     flags: [1 | 8, 0 | 8, 0 | 16, 2 | 16], tail: ["profile", "Net", ".fc", "/aten::mm"],
-    names: [[0, "profile"], [1, "Net"]], type: [null, "Net", "Linear", null], shapes: [null, null, null, "[[2, 2]]"],
+    names: [[0, "profile"], [1, "Net"]],
+    text: { type: [null, "Net", "Linear", null], input_shapes: [null, null, null, "[[2, 2]]"] },
     num: { cpu_us: [3, 2, 1, 1], calls: { const: 1 } }, vocab: VOCAB, summary: {}, steps: [],
   });
   assert.deepEqual(data.path, ["profile", "Net", "Net.fc", "Net/aten::mm"]);

@@ -47,47 +47,62 @@ class ModuleTracker:
         self._names: dict[tuple[int, int], tuple[str, str]] = {}  # (id(parent), id(module)) -> (path, range name)
         self._relative: dict[int, dict[int, str]] = {}
         self._roots: dict[int, tuple[Any, str]] = {}  # id(root) -> (root, label); holding the root keeps its id unique
-        self._handles: list[Any] = []
         self._op_args: dict[str, dict[str, Any] | None] = {}
+        self._kinds: dict[int, bool] = {}  # id(module) -> transparent (machinery, not a layer)
+        self._transparent_ids: set[int] = set()
+        self._wrapper_of: dict[int, Any] = {}  # id(model) -> the torch.compile wrapper around it
+        self._unwrapped: dict[int, Any] = {}  # id(torch.compile wrapper) -> the model it wraps
+        self._keep: list[Any] = []
+        from torch.fx import GraphModule
+
+        self._graph_module = GraphModule
         if model is not None:
             self._add_root(model)
 
     # -- install / remove ---------------------------------------------------------------------
     def install(self) -> None:
         from torch._C._profiler import _RecordFunctionFast
-        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self._range = _RecordFunctionFast
-        try:
-            self._handles.append(register_module_forward_pre_hook(self._enter))
-            self._handles.append(register_module_forward_hook(self._exit, always_call=True))
-        except BaseException:
-            self.remove()
-            raise
+        _GLOBAL_HOOKS.attach(self)
 
     def remove(self) -> None:
         """Remove the hooks and close any range left open (a module that raised mid-forward)."""
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+        _GLOBAL_HOOKS.detach(self)
         stack = getattr(self._local, "stack", None)
         while stack:
-            _, _, rf = stack.pop()
-            rf.__exit__(None, None, None)
+            stack.pop()[2].__exit__(None, None, None)
         self._collect_infos()
 
     @property
     def installed(self) -> bool:
-        return bool(self._handles)
+        return _GLOBAL_HOOKS.owner is self
+
+    def hide(self) -> None:
+        """Take the hooks out of torch's global tables while Dynamo compiles (see GlobalHooks)."""
+        if _GLOBAL_HOOKS.owner is self:
+            _GLOBAL_HOOKS.hide()
+
+    def show(self) -> None:
+        if _GLOBAL_HOOKS.owner is self:
+            _GLOBAL_HOOKS.show()
 
     # -- the hooks (hot path) -----------------------------------------------------------------
     def _enter(self, module: Any, args: Any) -> None:
+        if self._transparent(module):
+            return
+        module = self._unwrapped.get(id(module), module)
         if self.only is not None and id(module) not in self.only:
             return
         try:
             stack = self._local.stack
         except AttributeError:
             stack = self._local.stack = []
+        if stack and stack[-1][0] is module:
+            # torch.compile's wrapper opened this model's range already; its own hooks fire
+            # inside only when it was compiled under them: one range, not two.
+            stack[-1][3] += 1
+            return
         parent = stack[-1][0] if stack else None
         key = (id(parent), id(module))
         named = self._names.get(key)
@@ -95,13 +110,19 @@ class ModuleTracker:
             named = self._name(module, stack, args)
         rf = self._range(named[1], args) if self.record_inputs else self._range(named[1])
         rf.__enter__()
-        stack.append((module, named[0], rf))
+        stack.append([module, named[0], rf, 0])
 
     def _exit(self, module: Any, args: Any, output: Any) -> None:
+        if id(module) in self._transparent_ids:
+            return
+        module = self._unwrapped.get(id(module), module)
         if self.only is not None and id(module) not in self.only:
             return
         stack = getattr(self._local, "stack", None)
         if not stack:
+            return
+        if stack[-1][0] is module and stack[-1][3]:
+            stack[-1][3] -= 1
             return
         # A child that raised may have been skipped by torch (hooks registered after the call
         # started, or an exception swallowed above it): unwind to this module.
@@ -113,10 +134,29 @@ class ModuleTracker:
             if entry[0] is module:
                 break
 
+    def _transparent(self, module: Any) -> bool:
+        """Modules that are machinery, not layers, get no range: the FX graph modules a compiler
+        backend runs (unless the user made one a root themselves). ``torch.compile``'s wrapper
+        (``OptimizedModule``) stands for the model it wraps: its range is the model's (the model's
+        own hooks do not fire inside a frame compiled before the hooks were installed)."""
+        known = self._kinds.get(id(module))
+        if known is None:
+            known = False
+            if type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod"):
+                self._unwrapped[id(module)] = module._orig_mod
+                self._wrapper_of[id(module._orig_mod)] = module
+                self._keep.append(module)  # holding it keeps its id unique
+            elif isinstance(module, self._graph_module) and id(module) not in self._roots and self._label_of(module) is None:
+                known = True
+                self._transparent_ids.add(id(module))
+                self._keep.append(module)
+            self._kinds[id(module)] = known
+        return known
+
     # -- naming -------------------------------------------------------------------------------
     def _name(self, module: Any, stack: list, args: Any = ()) -> tuple[str, str]:
         path = None
-        for parent, parent_path, _ in reversed(stack):
+        for parent, parent_path, *_ in reversed(stack):
             rel = self._relative_name(parent, module)
             if rel:
                 path = f"{parent_path}.{rel}"
@@ -147,7 +187,8 @@ class ModuleTracker:
         return table.get(id(module))
 
     def _add_root(self, module: Any) -> str:
-        label = self._label_of(module) or type(module).__name__
+        wrapper = self._wrapper_of.get(id(module))
+        label = self._label_of(module) or (self._label_of(wrapper) if wrapper is not None else None) or type(module).__name__
         if getattr(module, "_is_replica", False):
             # nn.DataParallel runs a copy of the model per device on its own thread: show it as
             # a replica of its class (its parameters are the original's, never counted again).
@@ -177,10 +218,125 @@ class ModuleTracker:
                                             op_args=self._op_args.get(path), root=root is not None and root[1] == path,
                                             replica=bool(getattr(module, "_is_replica", False)))  # fmt: skip
 
-    def collect(self) -> dict[str, ModuleInfo]:
-        """Module facts gathered so far (also mid-run, for a schedule's completed cycle)."""
+    def collect(self, submodules: bool = False) -> dict[str, ModuleInfo]:
+        """Module facts gathered so far (also mid-run, for a schedule's completed cycle); with
+        ``submodules``, also of every submodule of the roots, called or not (a compiled region
+        runs its layers without calling them)."""
+        if submodules:
+            for root, label in list(self._roots.values()):
+                for name, module in root.named_modules():
+                    if name:
+                        self._objects.setdefault(f"{label}.{name}", module)
         self._collect_infos()
         return self.modules
+
+
+class GlobalHooks:
+    """torchprof's one pair of global module hooks, the same functions under the same ids in every
+    session: a tracker attaches to them while it profiles.
+
+    torch.compile guards on torch's global hook tables: a frame compiled while our hooks are in
+    them (``module.compile()`` compiles ``nn.Module._call_impl``, which reads the tables in its own
+    code) checks that the same hook ids are there. With new hooks per session, every session would
+    compile such frames again; with the same ids, Dynamo keeps one version with our hooks and one
+    without, and reuses both. For other frames the hooks are hidden while Dynamo compiles
+    (:func:`torchprof._capture.compiled.hooks_hidden_while_compiling`), so nothing is compiled again.
+    """
+
+    def __init__(self) -> None:
+        self.owner: ModuleTracker | None = None
+        self._ids: tuple[int, int] | None = None
+        self._fns: tuple[Callable[..., None], Callable[..., None]] | None = None
+        self._in_tables = False
+
+    def attach(self, tracker: ModuleTracker) -> None:
+        if self.owner is not None:
+            raise RuntimeError("torchprof's module hooks are already in use by another Profiler")
+        if self._fns is None:
+            self._fns = dynamo_safe(self._enter, self._exit)
+        self.owner = tracker
+        self.show()
+
+    def detach(self, tracker: ModuleTracker) -> None:
+        if self.owner is tracker:
+            self.hide()
+            self.owner = None
+
+    def show(self) -> None:
+        from torch.nn.modules import module as nn_module
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+        if self._in_tables or self.owner is None:
+            return
+        assert self._fns is not None
+        pre, post = self._fns
+        if self._ids is None:
+            # torch hands out the ids; from then on the same ids are put back each time.
+            first, second = register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)
+            self._ids = (first.id, second.id)
+        else:
+            nn_module._global_forward_pre_hooks[self._ids[0]] = pre
+            nn_module._global_forward_hooks[self._ids[1]] = post
+            nn_module._global_forward_hooks_always_called[self._ids[1]] = True
+        self._in_tables = True
+
+    def hide(self) -> None:
+        from torch.nn.modules import module as nn_module
+
+        if not self._in_tables or self._ids is None:
+            return
+        self._in_tables = False
+        nn_module._global_forward_pre_hooks.pop(self._ids[0], None)
+        nn_module._global_forward_hooks.pop(self._ids[1], None)
+        nn_module._global_forward_hooks_always_called.pop(self._ids[1], None)
+
+    def _enter(self, module: Any, args: Any) -> None:
+        owner = self.owner
+        if owner is not None:
+            owner._enter(module, args)
+
+    def _exit(self, module: Any, args: Any, output: Any) -> None:
+        owner = self.owner
+        if owner is not None:
+            owner._exit(module, args, output)
+
+
+_GLOBAL_HOOKS = GlobalHooks()
+
+
+def dynamo_safe(enter: Callable[..., None], exit_: Callable[..., None]) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The hooks as functions torch.compile never traces: no graph break, no recompilation, no
+    crash, and Dynamo's counters stay what they are without torchprof.
+
+    - When Dynamo inlines ``nn.Module.__call__`` (a submodule inside a compiled frame, or a model
+      compiled while the hooks are installed) it traces these wrappers: ``is_compiling()`` is then
+      a constant True, so they return at once and add nothing to the graph.
+    - When Dynamo meets them as a frame of their own (the hooks of the module whose forward is the
+      compiled frame), their code is marked to be skipped, with everything it calls, so they run
+      eagerly and the compiled module still gets its range.
+    Both use only what torch imports anyway (``torch._dynamo`` itself costs seconds to import).
+    """
+    import torch
+    from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+    is_compiling = torch.compiler.is_compiling
+
+    def pre(module: Any, args: Any) -> None:
+        if is_compiling():
+            return None
+        enter(module, args)
+        return None
+
+    def post(module: Any, args: Any, output: Any) -> None:
+        if is_compiling():
+            return None
+        exit_(module, args, output)
+        return None
+
+    skip_with_callees = _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.SKIP)
+    set_code_exec_strategy(pre.__code__, skip_with_callees)
+    set_code_exec_strategy(post.__code__, skip_with_callees)
+    return pre, post
 
 
 def layer_op_args(module: Any, args: Any) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._records import EventColumns
-from .._vocab import ATEN_PREFIX, CATEGORY_KIND, MEMORY_EVENT, MODULE_PREFIX, OOM_EVENT, EventKind
+from .._vocab import ATEN_PREFIX, CATEGORY_KIND, COMPILED_REGION_PREFIX, MEMORY_EVENT, MODULE_PREFIX, OOM_EVENT, EventKind
 
 # Plain ints in the hot loops (an IntEnum member compares more slowly than an int).
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
@@ -88,7 +88,7 @@ def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list
             memory.append(i)
         elif name == OOM_EVENT:
             kinds[i] = IGNORED
-        elif flat[i].extra_fields.scope == user_scope:
+        elif flat[i].extra_fields.scope == user_scope or name.startswith(COMPILED_REGION_PREFIX):
             kinds[i] = REGION
         elif name.startswith(MODULE_PREFIX):
             kinds[i] = MODULE

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._records import EventColumns, ModuleInfo
+from .._records import CompiledGraph, EventColumns, ModuleInfo
+from . import compiled
 from .hooks import ModuleTracker
 from .kineto import result_columns
 from .quiet import quiet_native_stderr
@@ -22,6 +23,25 @@ if TYPE_CHECKING:
     import torch
 
 _CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
+#: torch warns that global module hooks fire an extra time for torch.compile's wrapper: ours
+#: handle it (the wrapper stands for the model it wraps), so the warning would only mislead.
+_COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
+
+
+@contextlib.contextmanager
+def _no_warning(message: str) -> Any:
+    """Ignore one warning while the session runs (the user's code runs then: a warnings filter of
+    our own, removed again, instead of catch_warnings, which would reset the user's filters)."""
+    warnings.filterwarnings("ignore", message=message)
+    entry = warnings.filters[0]
+    try:
+        yield
+    finally:
+        try:
+            warnings.filters.remove(entry)  # type: ignore[attr-defined]
+            warnings._filters_mutated()  # type: ignore[attr-defined]
+        except ValueError:
+            pass
 
 
 class ProfilerError(RuntimeError):
@@ -67,6 +87,7 @@ class CaptureSession:
         self._t0 = 0.0
         self.wall_us: float | None = None
         self._trace_file: str | None = None
+        self._compile_capture: Any = None
 
     @property
     def running(self) -> bool:
@@ -83,8 +104,16 @@ class CaptureSession:
 
     @property
     def modules(self) -> dict[str, ModuleInfo]:
-        """What the hooks learnt about each module path seen so far."""
-        return self._tracker.collect() if self._tracker is not None else {}
+        """What the hooks learnt about each module path seen so far (every submodule of the roots
+        too when compiled graphs ran, whose layers the hooks cannot see)."""
+        if self._tracker is None:
+            return {}
+        return self._tracker.collect(submodules=bool(compiled.graphs()))
+
+    @staticmethod
+    def compiled_graphs() -> dict[str, CompiledGraph]:
+        """Which layer each kernel of the graphs compiled under capture (in this process) computes."""
+        return compiled.graphs()
 
     def start(self) -> None:
         global _active
@@ -114,6 +143,11 @@ class CaptureSession:
         )
         _active = self
         try:
+            # Graphs torch.compile compiles during the run record which layer each kernel computes.
+            self._compile_capture = contextlib.ExitStack()
+            self._compile_capture.enter_context(compiled.capture_compiled())
+            self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
+            self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
             with quiet_native_stderr():
                 self._torch_profile.start()
             self._started = True
@@ -135,6 +169,9 @@ class CaptureSession:
         try:
             if self._tracker is not None:
                 self._tracker.remove()  # closes ranges left open while the profiler still records
+            if self._compile_capture is not None:
+                capture, self._compile_capture = self._compile_capture, None
+                capture.__exit__(None, None, None)
         finally:
             try:
                 prof = self._torch_profile

@@ -7,9 +7,10 @@ import re
 from typing import Any
 
 from .._files import TraceError, read_json
-from .._records import EventColumns, ModuleInfo, Recording, module_range_name, parse_module_range
+from .._records import CompiledGraph, EventColumns, ModuleInfo, Recording, module_range_name, parse_module_range
 from .._vocab import (
     CATEGORY_KIND,
+    COMPILED_REGION_PREFIX,
     CPU_DEVICE_TYPES,
     DEVICE_LINKED_KINDS,
     MEMORY_EVENT,
@@ -18,8 +19,9 @@ from .._vocab import (
     EventKind,
 )
 
-OP, MODULE, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
-    EventKind.OP, EventKind.MODULE, EventKind.DEVICE, EventKind.MEMORY, EventKind.IGNORED, EventKind.PYFRAME))  # fmt: skip
+OP, REGION, MODULE, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
+    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.DEVICE, EventKind.MEMORY, EventKind.IGNORED,
+    EventKind.PYFRAME))  # fmt: skip
 _LINKED = frozenset(int(k) for k in DEVICE_LINKED_KINDS)
 
 
@@ -61,6 +63,8 @@ def columns_from_events(events: list[Any]) -> tuple[EventColumns, dict[str, Any]
             elif kind == OP and name.startswith(MODULE_PREFIX) and parse_module_range(name) is not None:
                 kind = MODULE
                 has_our_modules = True
+            elif kind == OP and name.startswith(COMPILED_REGION_PREFIX):
+                kind = REGION  # a compiled frame, as the live capture sees it
             try:
                 ts = float(e["ts"])
                 dur = float(e.get("dur", 0.0))
@@ -201,6 +205,12 @@ def read_trace(path: str | os.PathLike[str]) -> Recording:
             modules[mpath] = ModuleInfo.from_json(info)
         except (TypeError, ValueError, IndexError):
             continue
+    compiled: dict[str, CompiledGraph] = {}
+    for key, graph in (meta_block.get("compiled") or {}).items():
+        try:
+            compiled[str(key)] = CompiledGraph.from_json(graph)
+        except (TypeError, ValueError, KeyError, IndexError):
+            continue
     wall = meta_block.get("wall_us")
     if wall is None:
         span = facts.get("span")
@@ -216,7 +226,7 @@ def read_trace(path: str | os.PathLike[str]) -> Recording:
     for key in ("deviceProperties", "distributedInfo", "traceName"):
         if key in top:
             meta[key] = top[key]
-    cap = Recording(cycles=[cols], modules=modules, wall_us=wall, label=str(label), meta=meta)
+    cap = Recording(cycles=[cols], modules=modules, wall_us=wall, label=str(label), meta=meta, compiled=compiled)
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap

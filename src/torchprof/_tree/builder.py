@@ -8,13 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._records import EventColumns, ModuleInfo, parse_module_range
-from .._vocab import BACKWARD_PREFIX, RECOMPUTE, STEP_PREFIX, UNATTRIBUTED_BACKWARD, EventKind
+from .._records import CompiledGraph, CompiledKernel, EventColumns, ModuleInfo, parse_module_range
+from .._vocab import (
+    BACKWARD_PREFIX,
+    COMPILED_BACKWARD,
+    COMPILED_REGION_PREFIX,
+    RECOMPUTE,
+    STEP_PREFIX,
+    UNATTRIBUTED_BACKWARD,
+    EventKind,
+)
 from . import flops as _flops
 from .backward import ForwardIndex
+from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .finish import finish_tree
 from .nesting import nest
-from .nodes import KEY_RECOMPUTE, KEY_UNATTRIBUTED, TAG_KERNEL, TAG_MODULE, TAG_REGION, Nodes
+from .nodes import KEY_COMPILED_BACKWARD, KEY_RECOMPUTE, KEY_UNATTRIBUTED, TAG_KERNEL, TAG_MODULE, TAG_REGION, Nodes
 from .tree import Tree
 
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
@@ -36,6 +45,7 @@ class TreeBuilder:
         shapes: bool = True,
         memory: bool = False,
         cuda: bool = False,
+        compiled: dict[str, CompiledGraph] | None = None,
     ) -> None:
         self.nodes = Nodes()
         self.root: int = self.nodes.add(-1, REGION, label, None, False, "")
@@ -51,23 +61,30 @@ class TreeBuilder:
         self._live = [0, 0]
         self.event_count = 0
         # Per distinct event name: (node key, module path or None, module type, starts backward).
-        self._name_info: dict[str, tuple[str, str | None, str | None, bool]] = {}
+        self._name_info: dict[str, tuple[str, str | None, str | None, bool, int]] = {}
         # The latest forward node of each module path, and the module node each "(recompute)"
         # node belongs to: a module that runs again inside backward is a recomputation.
         self._forward_node: dict[str, int] = {}
         self._recompute_of: dict[int, int] = {}
+        # Compiled regions: which graph ran, and the FLOPs and ops of unknown cost inside them.
+        self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
+        self.compiled_unknown: dict[str, int] = {}
+        self.unmapped_graph_nodes: set[int] = set()
+        self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
 
     # -- per-name facts, computed once ------------------------------------------------------
-    def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool]:
+    def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool, int]:
+        """Per distinct name: (node key, module path, module type, starts backward, compiled role)."""
         info = self._name_info.get(name)
         if info is None:
             mod = parse_module_range(name) if kind == MODULE else None
+            role = role_of(name)
             if mod is not None:
-                info = (TAG_MODULE + mod[0], mod[0], mod[1], False)
+                info = (TAG_MODULE + mod[0], mod[0], mod[1], False, role)
             elif kind == REGION:
-                info = (TAG_REGION + name, None, None, False)
+                info = (TAG_REGION + name, None, None, False, role)
             else:
-                info = (name, None, None, name.startswith(BACKWARD_PREFIX))
+                info = (name, None, None, name.startswith(BACKWARD_PREFIX), role)
             self._name_info[name] = info
         return info
 
@@ -136,6 +153,8 @@ class TreeBuilder:
         unattributed: dict[int, int] = {}
         forward_node = self._forward_node
         recompute_of = self._recompute_of
+        runs: dict[int, GraphRun] = {}  # graph-call event -> its run
+        runs_seen: set[tuple[int, int]] = set()
         root = self.root
         n_kind, n_bwd, n_owner, n_children, n_covered = nodes.kind, nodes.bwd, nodes.owner, nodes.children, nodes.covered
         n_calls, n_cpu = nodes.calls, nodes.cpu_ns
@@ -163,7 +182,11 @@ class TreeBuilder:
             info = name_info.get(name)
             if info is None:
                 info = info_of(name, k)
-            key, mpath, mtype, bwd_name = info
+            key, mpath, mtype, bwd_name, role = info
+            kernel: CompiledKernel | None = None
+            if runs and p in runs:  # a kernel or extern op of a compiled graph
+                run = runs[p]
+                pnode, kernel = self._compiled_target(run, name, pnode, runs_seen)
             bwd_root = False
             if n_bwd[pnode]:
                 if mpath is not None and mpath in forward_node:
@@ -181,6 +204,10 @@ class TreeBuilder:
                     node = self._new_node(ev, i, pnode, k, mpath, mtype, bwd_root, key)
             if mpath is not None and not n_bwd[node]:
                 forward_node[mpath] = node
+            if role:
+                self._compiled_role(i, role, seq_of, parent_ev, names, pnode, node, runs)
+            if kernel is not None:
+                self._compiled_flops(node, run, kernel)
             node_of[i] = node
             n_calls[node] += 1
             n_cpu[node] += e - s  # child time is subtracted below, once all children are known
@@ -190,7 +217,7 @@ class TreeBuilder:
                     seq = seq_of(i)
                     if seq >= 0:
                         forward.add(tids[i], seq, in_recompute if in_recompute >= 0 else n_owner[node])
-                if name in formulas and not n_covered[pnode]:
+                if name in formulas and not n_covered[pnode] and kernel is None:
                     flop_ops.append(i)
             elif k == RUNTIME:
                 c = ev.corr[i]
@@ -218,6 +245,108 @@ class TreeBuilder:
             unattributed[pnode] = target
         nodes.calls[target] += 1
         return target
+
+    # -- compiled regions (see torchprof._tree.compiled) -------------------------------------------
+    def _compiled_role(self, i: int, role: int, seq_of: Any, parent_ev: list[int], names: list[str], pnode: int,
+                       node: int, runs: dict[int, GraphRun]) -> None:  # fmt: skip
+        """Remember which compiled frame a ``CompiledFunction`` belongs to (by its sequence number,
+        which its backward carries too), and start a graph run at ``## Call CompiledFxGraph``."""
+        if role == FORWARD_ROLE:
+            seq = seq_of(i)
+            compile_id = self._compile_id(i, seq_of, parent_ev, names)
+            if seq >= 0 and compile_id is not None:
+                self.compiled.compile_id_of_seq[seq] = compile_id
+        elif role == GRAPH_ROLE:
+            nodes = self.nodes
+            owner = nodes.nearest_module(pnode)
+            run = self.compiled.run(self._compile_id(i, seq_of, parent_ev, names), nodes.bwd[pnode],
+                                    nodes.label[owner] if owner >= 0 else None)  # fmt: skip
+            # A compiled function has no module around it: its modules hang below its region,
+            # in forward and in backward alike (its backward lands on that region).
+            run.anchor = owner if owner >= 0 else self._compiled_region_node(pnode)
+            runs[i] = run
+            if run.graph is None:
+                self.unmapped_graph_nodes.add(node)
+
+    def _compiled_region_node(self, nid: int) -> int:
+        """The nearest ``Torch-Compiled Region`` node at or above ``nid`` (``nid`` if none)."""
+        nodes, start = self.nodes, nid
+        while nid >= 0 and not nodes.label[nid].startswith(COMPILED_REGION_PREFIX):
+            nid = nodes.parent[nid]
+        return nid if nid >= 0 else start
+
+    def _compile_id(self, i: int, seq_of: Any, parent_ev: list[int], names: list[str]) -> str | None:
+        """The compile id of the frame event ``i`` runs in: from the enclosing compiled region, or,
+        in backward, from the sequence number of the enclosing ``CompiledFunctionBackward``."""
+        q = parent_ev[i]
+        while q >= 0:
+            name = names[q]
+            if name.startswith(COMPILED_REGION_PREFIX):
+                return name[len(COMPILED_REGION_PREFIX) :]
+            if name == COMPILED_BACKWARD:
+                return self.compiled.compile_id_of_seq.get(seq_of(q))
+            q = parent_ev[q]
+        return None
+
+    def _compiled_target(self, run: GraphRun, name: str, pnode: int, seen: set[tuple[int, int]]) -> tuple[int, CompiledKernel | None]:
+        """Where a kernel of a compiled graph goes: under the module its work came from (in
+        backward, under that module's ``CompiledFunctionBackward`` row), else where it ran."""
+        kernel = run.kernel(name)
+        if kernel is None:
+            return pnode, None
+        where = self.compiled.module_of(run, kernel)
+        nodes = self.nodes
+        if where is None and nodes.kind[run.anchor] != MODULE:
+            return pnode, kernel
+        # No node of it came from a submodule: it is the compiled module's own work.
+        chain = self._module_chain(where[0], where[1], run.anchor) if where is not None else []
+        module = chain[-1] if chain else run.anchor
+        if not run.backward:
+            for m in chain:  # each module below the compiled one ran once per forward graph run
+                if (id(run), m) not in seen:
+                    seen.add((id(run), m))
+                    nodes.calls[m] += 1
+            return module, kernel
+        target = nodes.children[module].get(KEY_COMPILED_BACKWARD, -1)
+        if target < 0:
+            target = nodes.add(module, REGION, COMPILED_BACKWARD, None, True, KEY_COMPILED_BACKWARD)
+        return target, kernel
+
+    def _module_chain(self, path: str, classes: dict[str, str], anchor: int) -> list[int]:
+        """The module nodes from below ``anchor`` (a module node, or the region a compiled function
+        ran in) down to ``path``'s, created as the hooks would have; empty for the anchor itself."""
+        nodes = self.nodes
+        base = nodes.label[anchor] if nodes.kind[anchor] == MODULE else ""
+        if base and (path == base or not path.startswith(base + ".")):
+            if path == base:
+                return []
+            base = ""
+        chain: list[int] = []
+        node, prefix = anchor, base
+        for part in (path[len(base) + 1 :] if base else path).split("."):
+            prefix = f"{prefix}.{part}" if prefix else part
+            key = TAG_MODULE + prefix
+            child = nodes.children[node].get(key, -1)
+            if child < 0:
+                child = nodes.add(node, MODULE, prefix, classes.get(prefix), nodes.bwd[node], key)
+            node = child
+            chain.append(node)
+        return chain
+
+    def _compiled_flops(self, node: int, run: GraphRun, kernel: CompiledKernel) -> None:
+        """A compiled kernel's FLOPs come from its graph nodes' shapes (its events have no useful
+        arguments); its node is then covered, so nothing inside it is counted again."""
+        cached = self._kernel_flops.get(id(kernel))
+        if cached is None:
+            cached = self._kernel_flops[id(kernel)] = self.compiled.flops_of(run, kernel)
+        macs, flops, unknown = cached
+        nodes = self.nodes
+        nodes.macs[node] += macs
+        nodes.flops[node] += flops
+        nodes.covered[node] = True
+        self.saw_shapes = True
+        for op in unknown:
+            self.compiled_unknown[op] = self.compiled_unknown.get(op, 0) + 1
 
     def _recompute_node(self, module_node: int, recompute_of: dict[int, int]) -> int:
         """The "(recompute)" child of a module's forward node: where a module that activation

@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
 
+from .._vocab import COMPILED_BOOKKEEPING, COMPILED_REGION_PREFIX
+
 Shapes = Sequence[Any]
 Formula = Callable[[Shapes, Sequence[Any]], tuple[int, int]]
 
@@ -640,8 +642,8 @@ cudnn_is_acceptable _use_cudnn_rnn_flatten_weight _cudnn_rnn_flatten_weight is_c
 
 #: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
 #: between processes (the sums an all-reduce does are not the model's FLOPs).
-_FREE_NAMES = frozenset({"TorchDynamo Cache Lookup", "record_param_comms"})
-_FREE_PREFIXES = ("c10d::", "nccl:", "gloo:")
+_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING
+_FREE_PREFIXES = ("c10d::", "nccl:", "gloo:", COMPILED_REGION_PREFIX)
 
 #: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's
 #: ``MyFnBackward``, ``torch::autograd::AccumulateGrad``): their arithmetic runs in the aten ops

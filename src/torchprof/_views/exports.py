@@ -24,6 +24,7 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "label": recording.label,
         "wall_us": recording.wall_us,
         "modules": {path: m.to_json() for path, m in recording.modules.items()},
+        "compiled": {key: graph.to_json() for key, graph in recording.compiled.items()},
         "recorded": {
             "shapes": bool(shapes),
             "memory": tree.has_memory,

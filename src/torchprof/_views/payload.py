@@ -38,6 +38,8 @@ FLAG_ABSOLUTE_PATH = 8  # the path does not extend the parent's path: the tail i
 FLAG_NAME_IN_TAIL = 16  # name == tail without its separator ("/name" or ".name")
 #: Numeric columns the payload carries; ``depth`` the front end derives from the parents.
 NUMBER_COLUMNS = tuple(c.name for c in COLUMNS if c.numeric and c.name != "depth")
+#: Text columns the payload carries; path, name, kind and parent come from the tree's shape.
+TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not in ("path", "name", "kind", "parent"))
 
 
 def vocabulary() -> dict[str, Any]:
@@ -112,10 +114,9 @@ def payload(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
         "flags": flags,
         "tail": tails,
         "names": name_exceptions,
-        "type": list(cols["type"]),
-        "shapes": list(cols["input_shapes"]),
-        # Only with stack=True; otherwise all null, sent as an empty list.
-        "source": list(cols["source"]) if any(cols["source"]) else [],
+        # Text columns other than those the tree shape gives (path, name, kind, parent); one that
+        # is empty everywhere (source without stack=True) is sent as an empty list.
+        "text": {c: list(cols[c]) if any(v is not None for v in cols[c]) else [] for c in TEXT_COLUMNS},
         "num": num,
         "vocab": vocabulary(),
         "summary": _clean(summary),

@@ -1,0 +1,359 @@
+"""Which layer each kernel of a ``torch.compile``'d graph computes, learnt while Inductor compiles.
+
+Inside a compiled region our module hooks cannot fire (the graph runs as one unit), so layer
+attribution comes from the compiler: with ``trace.provenance_tracking_level = 1`` Inductor keeps,
+for every generated or extern kernel, the post-grad FX nodes it computes
+(``torch._inductor.debug.get_kernel_information_jsons()``), and a read-only post-grad pass of ours
+copies each node's op, argument shapes and ``nn_module_stack`` (``fwd_nn_module_stack`` in a
+backward graph: AOTAutograd copies the forward node's stack by sequence number). On the CPU,
+``cpp.enable_kernel_profile`` makes each fused C++ kernel a profiler event of its own.
+
+Both only happen when Inductor really lowers a graph, so while capturing, the pass's ``uuid()``
+carries a per-process nonce: it is part of the FX-graph and AOTAutograd cache keys, so graphs
+compiled under capture are lowered again (their C++ and Triton binaries still come from the code
+caches). Graphs compiled before any capture keep no map: their time stays on the module that ran
+them, and the profile says so.
+
+Importing Inductor costs seconds, so nothing here imports it unless the program already did:
+a capture that starts before Inductor is loaded switches itself on when Inductor gets imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from .._records import CompiledGraph, CompiledKernel, CompiledNode, graph_key
+
+_VERSION = "torchprof-layer-map-1"
+_lock = threading.Lock()
+#: Every graph compiled under capture in this process, by graph key (compile ids are unique until
+#: ``torch._dynamo.reset()``, which :func:`graphs` notices).
+_graphs: dict[str, CompiledGraph] = {}
+_pending: dict[str, dict[str, CompiledNode]] = {}  # nodes the pass saw, by the key Inductor uses
+_depth = 0  # nested captures (a Profiler inside capture_compiled())
+_patch: Any = None  # the config patch while capturing
+_nonce = uuid.uuid4().hex
+
+
+def _pass_class() -> Any:
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class LayerMapPass(CustomGraphPass):
+        """Read-only: records each post-grad node's op, arguments and module stack."""
+
+        def __call__(self, graph: Any) -> None:
+            import torch
+            import torch._inductor.debug as debug
+
+            # Inductor keeps kernel provenance in module globals that it resets for each frame,
+            # but a backward graph is compiled later (at the first backward), over whatever an
+            # earlier frame left there: start this graph's record empty, so its kernel list is
+            # its own. (Nothing else reads them while provenance tracking is ours.)
+            for table in ("_inductor_triton_kernel_to_post_grad_node_info", "_inductor_kernel_stack_trace",
+                          "_inductor_kernel_extern_info"):  # fmt: skip
+                getattr(debug, table, {}).clear()
+            compile_id = torch._guards.CompileContext.current_compile_id()
+            backward = any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes)
+            nodes = {n.name: _describe(n) for n in graph.nodes if n.op == "call_function"}
+            with _lock:
+                _pending[str((f"Torch-Compiled Region: {compile_id}", backward))] = nodes
+
+        def uuid(self) -> Any:
+            return (_VERSION, _nonce)
+
+    return LayerMapPass
+
+
+def _describe(node: Any) -> CompiledNode:
+    """A post-grad node as plain data: op name, per-argument shapes and values (positional, in the
+    op's schema order, as the profiler records an op), and the module stack."""
+    import torch
+
+    target = node.target
+    op = target._overloadpacket._qualified_op_name if isinstance(target, torch._ops.OpOverload) else getattr(target, "__name__", str(target))
+    values = list(node.args)
+    schema = getattr(target, "_schema", None)
+    if schema is not None and node.kwargs:
+        for i, arg in enumerate(schema.arguments):
+            if i >= len(values):
+                values.append(node.kwargs.get(arg.name, arg.default_value if arg.has_default_value() else None))
+    shapes: list[Any] = []
+    concrete: list[Any] = []
+    for value in values:
+        shape, plain = _argument(value)
+        shapes.append(shape)
+        concrete.append(plain)
+    stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or {}
+    modules = [(str(fqn), cls.__name__ if isinstance(cls, type) else str(cls).rsplit(".", 1)[-1].rstrip("'>"))
+               for fqn, cls in stack.values()]  # fmt: skip
+    original = node.meta.get("original_aten")
+    source = original._overloadpacket._qualified_op_name if isinstance(original, torch._ops.OpOverload) else op
+    seq = node.meta.get("seq_nr")
+    return CompiledNode(op=op, shapes=shapes, concrete=concrete, modules=modules, source=source,
+                        seq=seq if isinstance(seq, int) else -1)  # fmt: skip
+
+
+def _argument(value: Any) -> tuple[Any, Any]:
+    """``(shape, value)`` of one argument: a tensor's sizes (None for a symbolic size) and None,
+    a list of sizes for a tensor list, else ``[]`` and the value itself when it is plain data."""
+    import torch
+
+    if isinstance(value, torch.fx.Node):
+        fake = value.meta.get("val")
+        if isinstance(fake, torch.Tensor):
+            return _sizes(fake), None
+        if isinstance(fake, (list, tuple)) and all(isinstance(t, torch.Tensor) for t in fake):
+            return [_sizes(t) for t in fake], None
+        return [], None
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, torch.fx.Node) for v in value):
+            return [_argument(v)[0] for v in value], None
+        plain = [v if isinstance(v, (int, float, bool)) else None for v in value]
+        return [], plain
+    if isinstance(value, (int, float, bool, str)) or value is None:
+        return [], value
+    return [], None
+
+
+def _sizes(tensor: Any) -> list[Any]:
+    out: list[Any] = []
+    for d in tensor.shape:
+        try:
+            out.append(int(d))
+        except Exception:  # noqa: BLE001 - a symbolic size with no value: unknown
+            out.append(None)
+    return out
+
+
+class _InductorWatcher(importlib.abc.MetaPathFinder):
+    """Turns an active capture on when the program imports Inductor's config (or Dynamo's
+    compile callbacks) during it."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in ("torch._inductor.config", "torch._dynamo.callback"):
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_and_capture(module: Any) -> None:
+            exec_module(module)
+            with _lock:
+                if _depth > 0 and name == "torch._inductor.config" and _patch is None:
+                    _switch_on()
+                elif _depth > 0 and name == "torch._dynamo.callback":
+                    _watch_compiles(module.callback_handler)
+
+        loader.exec_module = exec_and_capture  # type: ignore[method-assign]
+        return spec
+
+
+_watcher = _InductorWatcher()
+
+
+def _switch_on() -> None:
+    """Patch Inductor's config for capture (called with the lock held)."""
+    global _patch
+    import torch._inductor.config as config
+
+    user = config.post_grad_custom_post_pass
+    passes = [] if user is None else list(user) if isinstance(user, (list, tuple)) else [user]
+    _patch = config.patch({
+        "trace.provenance_tracking_level": 1,
+        "trace.provenance_tracking_to_timeline": True,
+        "cpp.enable_kernel_profile": True,
+        "post_grad_custom_post_pass": [*passes, _pass_class()()] if passes else _pass_class()(),
+    })  # fmt: skip
+    _patch.__enter__()
+
+
+#: Hook owners (a ModuleTracker) to hide from Dynamo while it compiles.
+_hiders: list[Any] = []
+
+
+def _on_compile_start(args: Any) -> None:
+    if _compiling_module_call():
+        return
+    for tracker in list(_hiders):
+        tracker.hide()
+
+
+def _on_compile_end(args: Any) -> None:
+    for tracker in list(_hiders):
+        tracker.show()
+
+
+def _compiling_module_call() -> bool:
+    """Dynamo is compiling ``nn.Module._call_impl`` itself (``module.compile()`` compiles that
+    method, through a small wrapper): that frame reads torch's global hook table in its own code
+    and guards on it, so hiding our hooks while it compiles would make every later call under the
+    profiler fail the guard. There the hooks stay visible: the module gets one compiled version
+    with them and one without, both kept by Dynamo."""
+    import torch
+
+    targets = (torch.nn.Module._call_impl, torch.nn.Module._wrapped_call_impl)
+    frame: Any = sys._getframe(2)
+    for _ in range(16):
+        if frame is None:
+            return False
+        if frame.f_code.co_name == "_compile" and "closure" in frame.f_locals:
+            code = frame.f_locals.get("code")
+            if code is not None and any(code is t.__code__ for t in targets):
+                return True
+            for cell in frame.f_locals.get("closure") or ():
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if getattr(value, "__func__", None) in targets:
+                    return True
+            return False
+        frame = frame.f_back
+    return False
+
+
+def _watch_compiles(handler: Any) -> None:
+    """Register our compile start/end callbacks with Dynamo, again after ``torch._dynamo.reset()``
+    (which drops every callback); called with the lock held."""
+    if _on_compile_start not in handler.start_callbacks:
+        handler.register_start_callback(_on_compile_start)
+    if _on_compile_end not in handler.end_callbacks:
+        handler.register_end_callback(_on_compile_end)
+
+
+@contextlib.contextmanager
+def hooks_hidden_while_compiling(tracker: Any) -> Iterator[None]:
+    """While this block runs, ``tracker``'s module hooks are out of torch's global tables whenever
+    Dynamo compiles, so a graph compiled during profiling is the graph compiled without it (no
+    guard on our hooks, no recompilation once they are gone). Uses what is imported already."""
+    with _lock:
+        _hiders.append(tracker)
+        if "torch._dynamo.callback" in sys.modules:
+            _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
+    try:
+        yield
+    finally:
+        with _lock:
+            _hiders.remove(tracker)
+
+
+@contextlib.contextmanager
+def capture_compiled() -> Iterator[None]:
+    """While this block runs, every graph ``torch.compile`` compiles records which layer each of
+    its kernels computes, so profiles of it (now or later in this process) show per-layer time
+    inside compiled regions. Use it around the call that compiles (the first one) when that
+    happens outside a :class:`~torchprof.Profiler`; a Profiler captures by itself."""
+    global _depth, _patch
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            if "torch._inductor.config" in sys.modules:
+                _switch_on()
+            elif _watcher not in sys.meta_path:
+                sys.meta_path.insert(0, _watcher)
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                if _watcher in sys.meta_path:
+                    sys.meta_path.remove(_watcher)
+                if _patch is not None:
+                    patch, _patch = _patch, None
+                    patch.__exit__(None, None, None)
+                _collect()
+
+
+def _collect() -> None:
+    """Join Inductor's kernel information with the nodes our pass saw (called with the lock held)."""
+    if not _pending or "torch._inductor.debug" not in sys.modules:
+        return
+    from torch._inductor.debug import get_kernel_information_jsons
+
+    infos = get_kernel_information_jsons()
+    for key in [k for k in infos if k in _pending]:
+        nodes = _pending.pop(key)
+        # Inductor records a compile id's kernels only if the id has no entry yet, and ids start
+        # again after torch._dynamo.reset(): take the entry out, so the next graph's is recorded.
+        kernels = infos.pop(key)
+        region, backward = _parse_key(key)
+        graph = CompiledGraph(compile_id=region, backward=backward, nodes=nodes)
+        entries: list[tuple[str, bool, list[str]]] = []
+        # Keys are "<kernel>:<debug handle>"; handles count up in the order the wrapper calls the
+        # kernels, which is the order extern calls are matched to the profiler's events in.
+        for name_handle, info in sorted(kernels.items(), key=lambda kv: _handle(kv[0])):
+            name = name_handle.rpartition(":")[0] or name_handle
+            post = [p for p in info.get("post_grad_nodes", []) if p in nodes]
+            extern = not name.startswith(("cpp_", "triton_"))
+            if extern:
+                # Inductor's origins of an extern call also list pointwise nodes inlined into its
+                # inputs: only the node that is the op itself is its work.
+                name = _extern_event_name(name)
+                post = [p for p in post if nodes[p].op == name] or post
+            entries.append((name, extern, post))
+        # Each node's work is counted once, as eager runs it: an extern op's node is the extern
+        # kernel's; a node listed by several fused kernels (an origin they share, or pointwise
+        # work Inductor recomputes) belongs to the first.
+        claimed = {p for _, extern, post in entries if extern for p in post}
+        for name, extern, post in entries:
+            if not extern:
+                post = [p for p in post if p not in claimed]
+                claimed.update(post)
+            graph.kernels.append(CompiledKernel(name=name, extern=extern, nodes=post))
+        _graphs[graph.key] = graph
+
+
+def _handle(name_handle: str) -> int:
+    tail = name_handle.rpartition(":")[2]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _parse_key(key: str) -> tuple[str, bool]:
+    """``"('Torch-Compiled Region: 0/0', True)"`` -> ``("0/0", True)``."""
+    inner = key.strip("()")
+    region, _, flag = inner.rpartition(",")
+    region = region.strip().strip("'\"")
+    return region.removeprefix("Torch-Compiled Region: "), flag.strip() == "True"
+
+
+def _extern_event_name(kernel: str) -> str:
+    """The profiler's name for an extern kernel: ``extern_kernels.addmm`` -> ``aten::addmm``,
+    ``torch.ops.aten.convolution_backward.default`` -> ``aten::convolution_backward``."""
+    if kernel.startswith("extern_kernels."):
+        return "aten::" + kernel.split(".", 1)[1]
+    parts = kernel.split(".")
+    if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+        return f"{parts[2]}::{parts[3]}"
+    if parts[0] == "aten" and len(parts) >= 2:
+        return "aten::" + parts[1]
+    return kernel
+
+
+def graphs() -> dict[str, CompiledGraph]:
+    """Every graph captured so far in this process (those Dynamo still knows)."""
+    with _lock:
+        _collect()
+        if _graphs and "torch._dynamo" in sys.modules:
+            import torch._dynamo
+
+            # After torch._dynamo.reset() compile ids start again: forget the old graphs.
+            if not torch._dynamo.utils.counters["stats"].get("unique_graphs", 0):
+                _graphs.clear()
+        return dict(_graphs)
+
+
+__all__ = ["capture_compiled", "graph_key", "graphs", "hooks_hidden_while_compiling"]

@@ -1,0 +1,223 @@
+"""Layers inside ``torch.compile``'d regions: where a compiled graph's kernels go in the tree.
+
+A compiled region runs as one unit, so no module range opens inside it. What the compiler
+recorded (:class:`~torchprof._records.CompiledGraph`) says which post-grad nodes each kernel
+computes and which module each node came from. The events say which graph ran:
+
+- ``Torch-Compiled Region: <id>`` around a compiled frame names its compile id;
+- its ``CompiledFunction`` op carries an autograd sequence number, and the backward's
+  ``CompiledFunctionBackward`` op carries the same one: that is how a backward graph is found;
+- ``## Call CompiledFxGraph <key> ##`` is one run of the graph; the kernels and extern ops
+  directly inside it are matched to the graph's kernels, generated ones by name (the CPU's
+  ``graph_<n>_cpp_fused_...`` events drop the ``graph_<n>_`` prefix) and extern ones in order.
+
+A kernel goes to the module its nodes came from, or, when it fuses nodes of several modules, to
+their nearest common ancestor; nothing is invented: a kernel no node of which came from a module
+stays where it ran. Module paths are Dynamo's (``L['self'].block1.conv``), relative to the module
+whose forward was compiled, so they hang below that module's node; a compiled function that calls
+a model (no module range around it) roots them at the model's class name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._records import CompiledGraph, CompiledKernel, CompiledNode, ModuleInfo, graph_key
+from .._vocab import COMPILED_BACKWARD, COMPILED_FORWARD, COMPILED_GRAPH_PREFIX, COMPILED_REGION_PREFIX
+from . import flops as _flops
+
+# Roles of an event name in a compiled region (cached per name with the other name facts).
+NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE = range(5)
+_GENERATED_EVENT = re.compile(r"^graph_\d+_(cpp_.*)$")
+_DYNAMO_ROOT = re.compile(r"^[A-Z]\['[^']*'\]")
+_DYNAMO_ITEM = re.compile(r"\._modules\['([^']*)'\]|\['([^']*)'\]")
+
+
+def role_of(name: str) -> int:
+    if name.startswith(COMPILED_REGION_PREFIX):
+        return REGION_ROLE
+    if name == COMPILED_FORWARD:
+        return FORWARD_ROLE
+    if name == COMPILED_BACKWARD:
+        return BACKWARD_ROLE
+    if name.startswith(COMPILED_GRAPH_PREFIX):
+        return GRAPH_ROLE
+    return NOT_COMPILED
+
+
+@dataclass
+class GraphRun:
+    """One run of a compiled graph (a ``## Call CompiledFxGraph`` event): its map, if known, and
+    how far the extern kernels have been matched."""
+
+    graph: CompiledGraph | None
+    owner: str | None
+    """The module path the graph's ``L['self']`` stands for; None for a compiled function."""
+    backward: bool
+    next_extern: int = 0
+    by_name: dict[str, CompiledKernel] = field(default_factory=dict)
+    anchor: int = -1
+    """The tree node the graph's modules hang below (the owner module's node)."""
+
+    def kernel(self, name: str) -> CompiledKernel | None:
+        """The graph's kernel an event directly inside this run is."""
+        if self.graph is None:
+            return None
+        match = _GENERATED_EVENT.match(name)
+        generated = match.group(1) if match else name if name.startswith("triton_") else None
+        if generated is not None:
+            if not self.by_name:
+                self.by_name = {k.name: k for k in self.graph.kernels if not k.extern}
+            return self.by_name.get(generated)
+        kernels = self.graph.kernels
+        for j in range(self.next_extern, len(kernels)):
+            if kernels[j].extern and kernels[j].name == name:
+                self.next_extern = j + 1
+                return kernels[j]
+        return None
+
+
+class CompiledRegions:
+    """What stage 2 (placement) needs to know about compiled regions while events arrive."""
+
+    def __init__(self, graphs: dict[str, CompiledGraph], modules: dict[str, ModuleInfo]) -> None:
+        self.graphs = graphs
+        self.modules = modules
+        self.compile_id_of_seq: dict[int, str] = {}
+        self.unmapped: set[str] = set()  # graph keys that ran but were compiled without a map
+        self._plans: dict[str, dict[tuple[str, int], tuple[int, int, list[str]]]] = {}
+
+    def run(self, compile_id: str | None, backward: bool, owner: str | None) -> GraphRun:
+        graph = self.graphs.get(graph_key(compile_id, backward)) if compile_id is not None else None
+        if graph is None and compile_id is not None:
+            self.unmapped.add(graph_key(compile_id, backward))
+        return GraphRun(graph, owner, backward)
+
+    def module_of(self, run: GraphRun, kernel: CompiledKernel) -> tuple[str, dict[str, str]] | None:
+        """The module path the kernel's work belongs to (the module of its nodes, or their nearest
+        common ancestor) and the class of every module path on the way; None when no node came
+        from a module."""
+        assert run.graph is not None
+        paths: list[str] = []
+        classes: dict[str, str] = {}
+        for name in kernel.nodes:
+            node = run.graph.nodes.get(name)
+            if node is None or not node.modules:
+                continue
+            root_cls = node.modules[0][1]
+            for fqn, cls_name in node.modules:
+                classes.setdefault(self._path(fqn, run.owner, root_cls), cls_name)
+            path = self._path(node.modules[-1][0], run.owner, root_cls)
+            if path not in paths:
+                paths.append(path)
+        if not paths:
+            return None
+        target = paths[0] if len(paths) == 1 else _common_ancestor(paths)
+        for path in list(classes):
+            info = self.modules.get(path)
+            if info is not None:
+                classes[path] = info.type
+        return target, classes
+
+    def flops_of(self, run: GraphRun, kernel: CompiledKernel) -> tuple[int, int, list[str]]:
+        """MACs and FLOPs of a kernel, and the ops among its work whose cost is unknown (see
+        :meth:`_plan`)."""
+        assert run.graph is not None
+        plan = self._plans.get(run.graph.compile_id)
+        if plan is None:
+            plan = self._plans[run.graph.compile_id] = self._plan(run.graph.compile_id)
+        return plan.get((run.graph.key, id(kernel)), (0, 0, []))
+
+    def _plan(self, compile_id: str) -> dict[tuple[str, int], tuple[int, int, list[str]]]:
+        """FLOPs of a compiled frame's kernels, counted as eager counts them.
+
+        Inductor decomposes ops (batch norm into means, products and sums), moves some backward
+        work into the forward graph and recomputes cheap forward work in the backward graph. Each
+        node names the eager op call it came from (its source op and that op's sequence number),
+        so the nodes of one call are counted once, as that op by the eager formula: from its own
+        node's arguments when it was not decomposed (matmuls, convolutions, attention), else from
+        the largest tensor among its nodes' arguments (the formulas of decomposed ops are per
+        element of their input). A forward op counts in the forward graph (a recomputation in the
+        backward graph is not counted again), a backward op in the backward graph; the count goes
+        to the kernel that runs the call's first node there."""
+        graphs = [g for g in (self.graphs.get(graph_key(compile_id, False)), self.graphs.get(graph_key(compile_id, True))) if g]
+        owner: dict[tuple[str, str], CompiledKernel] = {}
+        for graph in graphs:
+            for kernel in graph.kernels:
+                for name in kernel.nodes:
+                    owner.setdefault((graph.key, name), kernel)
+        calls: dict[tuple[Any, ...], list[tuple[CompiledGraph, str, CompiledNode]]] = {}
+        for graph in graphs:
+            for name, node in graph.nodes.items():
+                source = node.source or node.op
+                key = (source, node.seq) if node.seq >= 0 else (source, graph.key, name)
+                calls.setdefault(key, []).append((graph, name, node))
+        plan: dict[tuple[str, int], tuple[int, int, list[str]]] = {}
+        for (source, *_), members in calls.items():
+            home_backward = "backward" in source
+            home = [m for m in members if m[0].backward == home_backward] or members
+            homed = [m for m in home if (m[0].key, m[1]) in owner]
+            if not homed:
+                continue  # no kernel runs it (a view Inductor folded away)
+            exact = [m for m in homed if m[2].op == source]
+            if exact:
+                counted = [(m, m[2].shapes, m[2].concrete) for m in exact]
+            else:
+                widest: list[int] = max((shape for m in members for shape in m[2].shapes if _is_sizes(shape)), key=_numel, default=[])
+                counted = [(homed[0], [widest] * 8, [None] * 8)]
+            for (graph, name, _), shapes, concrete in counted:
+                macs, flops, unknown = _cost(source, shapes, concrete)
+                key2 = (graph.key, id(owner[(graph.key, name)]))
+                m0, f0, u0 = plan.get(key2, (0, 0, []))
+                plan[key2] = (m0 + macs, f0 + flops, u0 + unknown)
+        return plan
+
+    def _path(self, fqn: str, owner: str | None, root_cls: str) -> str:
+        rel = _relative(fqn)
+        base = owner if owner is not None and fqn.startswith("L['self']") else root_cls
+        return f"{base}.{rel}" if rel else base
+
+
+def _is_sizes(shape: Any) -> bool:
+    return isinstance(shape, list) and bool(shape) and all(isinstance(d, int) for d in shape)
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _cost(op: str, shapes: list[Any], concrete: list[Any]) -> tuple[int, int, list[str]]:
+    """``(macs, flops, [op] if its cost is unknown)`` of one op call by the eager formulas."""
+    formula = _flops.FORMULAS.get(op)
+    if formula is None:
+        unknown = not _flops.is_free(op) and op.startswith(("aten::", "prims::"))
+        return 0, 0, [op] if unknown else []
+    try:
+        macs, flops = formula(shapes, concrete)
+    except Exception:  # noqa: BLE001 - a formula that cannot read these arguments: unknown, not zero
+        return 0, 0, [op]
+    return macs, flops, []
+
+
+def _relative(fqn: str) -> str:
+    """Dynamo's module name as a ``named_modules()`` path: ``L['self'].block1.conv`` ->
+    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``."""
+    rel = _DYNAMO_ROOT.sub("", fqn)
+    rel = _DYNAMO_ITEM.sub(lambda m: "." + (m.group(1) or m.group(2)), rel)
+    return rel.lstrip(".")
+
+
+def _common_ancestor(paths: list[str]) -> str:
+    parts = [p.split(".") for p in paths]
+    common: list[str] = []
+    for level in zip(*parts):
+        if all(x == level[0] for x in level):
+            common.append(level[0])
+        else:
+            break
+    return ".".join(common)
