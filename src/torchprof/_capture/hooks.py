@@ -11,9 +11,23 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name
+from .interrupts import run_all
 
 if TYPE_CHECKING:
     import torch
+
+
+class _Stack(list):
+    """One thread's open module calls, and how many module calls that thread made."""
+
+    __slots__ = ("calls", "name", "recorded")
+
+    def __init__(self, name: str, recorded: bool | None) -> None:
+        super().__init__()
+        self.calls = 0
+        self.name = name
+        self.recorded = recorded
+        """Whether torch's profiler records this thread: None where it records every thread."""
 
 
 class ModuleTracker:
@@ -23,6 +37,9 @@ class ModuleTracker:
     run that contains it (so a module shared by two parents appears under the one that called
     it); a module with no running ancestor is named relative to a known root, and otherwise
     becomes a root itself, labelled by ``labels`` (e.g. its variable name) or its class name.
+
+    Each thread keeps its own stack of open calls (a forward pass on a worker thread nests
+    within itself), and counts its module calls, so a profile that lacks them can say so.
     """
 
     def __init__(
@@ -44,37 +61,66 @@ class ModuleTracker:
         self.modules: dict[str, ModuleInfo] = {}
         self._objects: dict[str, Any] = {}  # path -> module, for parameter counts at the end
         self._local = threading.local()
+        self._stacks: list[_Stack] = []  # every thread's, for the calls each made
+        self._naming = threading.RLock()  # naming a new (parent, module) pair, from any thread
+        self._thread_recorded: Callable[[], bool | None] = lambda: None
         self._names: dict[tuple[int, int], tuple[str, str]] = {}  # (id(parent), id(module)) -> (path, range name)
         self._relative: dict[int, dict[int, str]] = {}
         self._roots: dict[int, tuple[Any, str]] = {}  # id(root) -> (root, label); holding the root keeps its id unique
         self._handles: list[Any] = []
         self._op_args: dict[str, dict[str, Any] | None] = {}
+        self._input_shapes: dict[str, list] = {}
         if model is not None:
             self._add_root(model)
 
     # -- install / remove ---------------------------------------------------------------------
-    def install(self) -> None:
+    def install(self, every_thread: bool = True) -> None:
+        """Install the hooks. ``every_thread``: torch's profiler records module ranges on every
+        thread; otherwise only where it runs, which each thread asks on its first module call."""
+        import torch
         from torch._C._profiler import _RecordFunctionFast
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
         self._range = _RecordFunctionFast
+        if not every_thread:
+            self._thread_recorded = torch._C._autograd._profiler_enabled
         try:
             self._handles.append(register_module_forward_pre_hook(self._enter))
             self._handles.append(register_module_forward_hook(self._exit, always_call=True))
         except BaseException:
-            self.remove()
+            run_all([self.remove, self.scrub])
             raise
 
     def remove(self) -> None:
-        """Remove the hooks and close any range left open (a module that raised mid-forward)."""
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+        """Remove the hooks and close any range left open (a module that raised mid-forward).
+
+        Every part runs even if one before it was interrupted; each can be repeated."""
+        run_all([self._remove_handles, self._close_open_ranges, self._collect_infos])
+
+    def _remove_handles(self) -> None:
+        while self._handles:
+            self._handles[-1].remove()  # idempotent, so an interrupted removal can be repeated
+            self._handles.pop()
+
+    def _close_open_ranges(self) -> None:
         stack = getattr(self._local, "stack", None)
         while stack:
             _, _, rf = stack.pop()
             rf.__exit__(None, None, None)
-        self._collect_infos()
+
+    def scrub(self) -> None:
+        """Take this tracker's hooks out of torch's tables even where their handles were lost (an
+        interrupt between torch registering a hook and the handle being kept)."""
+        from torch.nn.modules import module as nn_module
+
+        ours = (self._enter, self._exit)
+        extra = (nn_module._global_forward_hooks_always_called, nn_module._global_forward_hooks_with_kwargs)
+        for table in (nn_module._global_forward_pre_hooks, nn_module._global_forward_hooks):
+            for key, hook in list(table.items()):
+                if hook in ours:  # a bound method equals another of the same function and instance
+                    del table[key]
+                    for flags in extra:
+                        flags.pop(key, None)
 
     @property
     def installed(self) -> bool:
@@ -87,15 +133,22 @@ class ModuleTracker:
         try:
             stack = self._local.stack
         except AttributeError:
-            stack = self._local.stack = []
+            stack = self._new_stack()
+        stack.calls += 1
         parent = stack[-1][0] if stack else None
         key = (id(parent), id(module))
         named = self._names.get(key)
         if named is None:
-            named = self._name(module, stack, args)
+            with self._naming:  # two threads meeting a new root at once must not label it twice
+                named = self._names.get(key) or self._name(module, stack, args)
         rf = self._range(named[1], args) if self.record_inputs else self._range(named[1])
         rf.__enter__()
         stack.append((module, named[0], rf))
+
+    def _new_stack(self) -> _Stack:
+        stack = self._local.stack = _Stack(threading.current_thread().name, self._thread_recorded())
+        self._stacks.append(stack)
+        return stack
 
     def _exit(self, module: Any, args: Any, output: Any) -> None:
         if self.only is not None and id(module) not in self.only:
@@ -112,6 +165,11 @@ class ModuleTracker:
             entry[2].__exit__(None, None, None)
             if entry[0] is module:
                 break
+
+    def thread_calls(self) -> list[tuple[str, int, bool | None]]:
+        """``(thread name, module calls, recorded by torch)`` for each thread that called a
+        module; ``recorded`` is None where torch's profiler records every thread."""
+        return [(s.name, s.calls, s.recorded) for s in list(self._stacks)]
 
     # -- naming -------------------------------------------------------------------------------
     def _name(self, module: Any, stack: list, args: Any = ()) -> tuple[str, str]:
@@ -137,6 +195,8 @@ class ModuleTracker:
         self._objects.setdefault(path, module)
         if path not in self._op_args:
             self._op_args[path] = layer_op_args(module, args)
+            if self.record_inputs:
+                self._input_shapes[path] = input_shapes(args)
         return named
 
     def _relative_name(self, parent: Any, module: Any) -> str | None:
@@ -160,7 +220,7 @@ class ModuleTracker:
 
     def _collect_infos(self) -> None:
         counted: dict[int, tuple[int, int]] = {}
-        for path, module in self._objects.items():
+        for path, module in list(self._objects.items()):  # a worker thread may still be adding
             if path in self.modules:
                 continue
             sizes = counted.get(id(module))
@@ -169,12 +229,27 @@ class ModuleTracker:
                 sizes = (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params))
                 counted[id(module)] = sizes
             self.modules[path] = ModuleInfo(type=type(module).__name__, params=sizes[0], param_bytes=sizes[1],
-                                            op_args=self._op_args.get(path))  # fmt: skip
+                                            op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path))  # fmt: skip
 
     def collect(self) -> dict[str, ModuleInfo]:
         """Module facts gathered so far (also mid-run, for a schedule's completed cycle)."""
         self._collect_infos()
         return self.modules
+
+
+def input_shapes(args: Any) -> list:
+    """Sizes of a call's positional arguments, as the profiler records a range's inputs: a
+    tensor's sizes, a list of sizes for a list of tensors, ``[]`` for anything else."""
+    import torch
+
+    def sizes(value: Any) -> list:
+        if isinstance(value, torch.Tensor):
+            return list(value.shape)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            return [list(v.shape) for v in value]
+        return []
+
+    return [sizes(a) for a in args]
 
 
 def layer_op_args(module: Any, args: Any) -> dict[str, Any] | None:
