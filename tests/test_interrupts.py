@@ -323,7 +323,8 @@ def test_cli_prints_the_partial_profile_and_exits_130_when_ctrl_c_lands_in_the_s
     )
     real = autograd_profiler._disable_profiler
     try:
-        code = _cli.main([str(script)])
+        with pytest.warns(torchprof.ProfilerWarning, match="3 module calls but the profile has none"):
+            code = _cli.main([str(script)])  # torch's result was lost with the interrupt: said
     finally:
         autograd_profiler._disable_profiler = real
     out, err = capsys.readouterr()

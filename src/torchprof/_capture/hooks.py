@@ -83,7 +83,17 @@ class ModuleTracker:
 
         self._range = _RecordFunctionFast
         if not every_thread:
-            self._thread_recorded = torch._C._autograd._profiler_enabled
+            starter = threading.get_ident()
+            enabled = torch._C._autograd._profiler_enabled
+
+            def recorded() -> bool | None:
+                if threading.get_ident() == starter:
+                    return True
+                if isinstance(threading.current_thread(), threading._DummyThread):
+                    return None  # a thread Python did not start (autograd's, torch's pools): torch hands its state to those
+                return enabled()
+
+            self._thread_recorded = recorded
         try:
             self._handles.append(register_module_forward_pre_hook(self._enter))
             self._handles.append(register_module_forward_hook(self._exit, always_call=True))

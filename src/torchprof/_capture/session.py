@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -65,7 +66,8 @@ def _thread_config(memory: bool) -> tuple[bool, Any]:
     are lost (all of them, the main thread's too): with ``memory`` only the starting thread (and
     the threads torch hands its state to: autograd, intra-op) is recorded, and module calls on
     other threads are reported as missed. The cost is one global callback check per op on every
-    thread, measured within noise (README, "Threads").
+    thread; on the profiled thread it measured within noise (README, "Threads, Ctrl-C and what a
+    profile can miss").
     """
     if memory:
         return False, None
@@ -243,11 +245,14 @@ class CaptureSession:
         prof = self._torch_profile
         recorded = _recorded(getattr(prof.profiler, "kineto_results", None)) if prof is not None and prof.profiler is not None else None
         results: list[Any] = []
+        tried = False
         try:
             with quiet_native_stderr():
-                results.append(_autograd._disable_profiler())
+                tried = True
+                with contextlib.suppress(RuntimeError):  # an older torch raises when nothing runs
+                    results.append(_autograd._disable_profiler())
         finally:
-            if not results:  # quieting fd 2 itself failed: disable loudly rather than not at all
+            if not tried:  # quieting fd 2 itself failed: disable loudly rather than not at all
                 with contextlib.suppress(RuntimeError):
                     results.append(_autograd._disable_profiler())
             self._torch_on = False
@@ -307,7 +312,7 @@ class CaptureSession:
     def _note(self, text: str) -> None:
         if text not in self._notes:
             self._notes.append(text)
-            warnings.warn(f"torchprof: {text}", ProfilerWarning, stacklevel=2)
+            warnings.warn(f"torchprof: {text}", ProfilerWarning, stacklevel=_stacklevel_outside_torchprof())
 
     def coverage_notes(self, recorded: int | None) -> list[str]:
         """What the profile misses of what the hooks saw, also given as warnings: module calls on
@@ -332,8 +337,8 @@ class CaptureSession:
             have = f"only {recorded}" if recorded else "none"
             self._note(
                 f"torchprof's hooks saw {seen} module calls but the profile has {have}: torch's profiler did not "
-                "record them. A torch.profiler session started inside the profiled block replaces torchprof's "
-                "(torch runs one at a time): turn the library's profiler off while torchprof runs."
+                "record the rest. A torch.profiler session started inside the profiled block replaces torchprof's "
+                "(torch runs one session at a time): turn the library's profiler off while torchprof runs."
             )
         return list(self._notes)
 
@@ -366,6 +371,18 @@ class CaptureSession:
             if result is not None:
                 self._keep_trace(result)
         return self._trace_file
+
+
+def _stacklevel_outside_torchprof() -> int:
+    """The ``stacklevel`` that attributes a warning to the user's line (the ``with`` block's end,
+    ``prof.df``), not to torchprof's own frames."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 def _recorded(result: Any) -> Any:
