@@ -232,3 +232,24 @@ def test_the_command_line_profiles_a_script_that_compiles_its_model(tmp_path):
     assert "├──Sequential" in done.stdout.replace("└──", "├──")
     assert "Traceback" not in done.stderr and "OptimizedModule" not in done.stdout
     assert str(REPO) not in done.stderr
+
+
+@pytest.mark.slow
+def test_a_graph_compiled_before_profiling_keeps_its_time_on_the_module_and_says_its_flops_are_unknown(inductor_cache):
+    import torch._dynamo
+
+    from torchprof._tree.finish import UNMAPPED_GRAPH
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = SmallCNN()
+    step = training_step(model, torch.compile(model), torch.randn(2, 3, 16, 16))
+    step()  # compiled with no Profiler running: no layer map
+    with torchprof.Profiler() as prof:
+        step()
+    df = prof.df
+    module = df.loc["SmallCNN"]
+    assert module.fwd_cpu_us > 0 and module.bwd_cpu_us > 0  # the compiled graph's time, forward and backward
+    assert "SmallCNN.block1.0" not in df.index  # no layer is invented
+    assert prof.unsupported_ops.get(UNMAPPED_GRAPH) == 2  # the forward and the backward graph ran once
+    assert prof.summary["cpu_us"] <= prof.summary["wall_us"]

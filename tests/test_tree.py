@@ -165,3 +165,70 @@ def test_unordered_events_with_equal_start_nest_longest_first():
     events = [ev("op", "aten::_to_copy", 5, 9), ev("op", "aten::to", 5, 10)]
     df = frame(events)
     assert df.loc["aten::to/aten::_to_copy", "parent"] == "aten::to"
+
+
+def fsdp_backward() -> list[dict]:
+    """fc1, fc2 forward on thread 1; backward as FSDP2 records it: each ``evaluate_function``
+    range without a sequence number (-1), the op inside it carrying the number, and FSDP's own
+    region first."""
+    return [
+        ev("module", "Net", 0, 100, type_="Net"),
+        ev("module", "Net.fc1", 10, 40, type_="Linear"),
+        ev("op", "aten::addmm", 15, 35, seq=1),
+        ev("module", "Net.fc2", 50, 90, type_="Linear"),
+        ev("op", "aten::addmm", 55, 85, seq=2),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 130, 160, tid=2),
+        ev("region", "FSDP::pre_backward (2)", 131, 135, tid=2),
+        ev("op", "AddmmBackward0", 136, 159, tid=2, seq=2, fwd=1),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 160, 180, tid=2),
+        ev("op", "AddmmBackward0", 161, 179, tid=2, seq=1, fwd=1),
+    ]
+
+
+def test_a_backward_range_without_sequence_number_is_owned_through_the_op_inside_it():
+    df = frame(fsdp_backward())  # a trace: nested by time
+    assert df.loc["Net.fc2/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(30.0)
+    assert df.loc["Net.fc1/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(20.0)
+    assert UNATTRIBUTED_BACKWARD not in df.index
+
+
+def test_a_backward_range_without_sequence_number_is_owned_through_its_first_op_in_the_live_tree():
+    from synthetic import columns
+    from torchprof._tree.builder import TreeBuilder
+    from torchprof._views.frame import to_dataframe
+
+    cols = columns(fsdp_backward())
+    cols.parent = [-1, 0, 1, 0, 3, -1, 5, 5, -1, 8]  # the live capture gives the nesting, in pre-order
+    cols.fwd_tid = [0] * len(cols)  # and no forward thread (it is only asked when threads collide)
+    builder = TreeBuilder()
+    builder.add(cols)
+    df = to_dataframe(builder.finish())
+    assert df.loc["Net.fc2/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(30.0)
+    assert df.loc["Net.fc1/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(20.0)
+
+
+def test_colliding_sequence_numbers_of_two_forward_threads_are_told_apart_by_the_forward_thread():
+    from synthetic import columns
+    from torchprof._tree.builder import TreeBuilder
+    from torchprof._views.frame import to_dataframe
+
+    # Threads 3 and 4 each number their forward ops from 0; backward runs on thread 1. Only a
+    # lazy lookup (the live capture's) names the forward thread of each backward range.
+    events = [
+        ev("module", "A", 0, 40, tid=3, type_="Linear"),
+        ev("op", "aten::addmm", 5, 35, tid=3, seq=0),
+        ev("module", "B", 50, 90, tid=4, type_="Linear"),
+        ev("op", "aten::addmm", 55, 85, tid=4, seq=0),
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 100, 110, tid=1, seq=0),  # B's
+        ev("op", "autograd::engine::evaluate_function: AddmmBackward0", 110, 130, tid=1, seq=0),  # A's
+    ]
+    cols = columns(events)
+    cols.parent = [-1, 0, -1, 2, -1, -1]
+    asked = []
+    cols.fwd_tid_of = lambda i: asked.append(i) or {4: 4, 5: 3}[i]
+    builder = TreeBuilder()
+    builder.add(cols)
+    df = to_dataframe(builder.finish())
+    assert df.loc["A/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(20.0)
+    assert df.loc["B/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(10.0)
+    assert asked == [4, 5]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._capture.session import ProfilerError
+from ._capture.session import ProfilerError, ProfilerWarning
 from ._files import TraceError
 from ._load import load, load_trace
 from ._profile import Profile
@@ -22,6 +22,7 @@ __all__ = [
     "ProfileWidget",
     "Profiler",
     "ProfilerError",
+    "ProfilerWarning",
     "TraceError",
     "load",
     "load_ipython_extension",

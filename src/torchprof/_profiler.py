@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._capture.interrupts import lifecycle
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Profile
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._vocab import RECOMPUTE, NodeKind
 
 if TYPE_CHECKING:
     import torch
@@ -80,27 +82,36 @@ class Profiler:
         self._result: Profile | None = None
 
     # -- the run ----------------------------------------------------------------------------------
+    # Starting and stopping are lifecycle steps: a Ctrl-C that arrives during one (even on the
+    # first line of ``__exit__``) is held until the step is complete, then raised.
+    @lifecycle
     def __enter__(self) -> Profiler:
         self.start()
         return self
 
+    @lifecycle
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
         if exc is not None:
             self.interrupted = exc
         self.stop()
         return False
 
+    @lifecycle
     def start(self) -> Profiler:
         """Install the hooks and start torch's profiler (the ``with`` block does this for you)."""
         if self._session is not None:
             raise ProfilerError("this Profiler has already been used; create a new one")
         opts = self.options
-        self._builder = TreeBuilder(label=self.name or "profile", flops=opts.flops, shapes=opts.shapes,
-                                    memory=opts.memory, cuda=opts.cuda, compiled={})  # fmt: skip
+        self._builder = self._new_builder()
         session = CaptureSession(opts, self._fold)
-        session.start()  # raises (and leaves nothing behind) when another profiler runs
+        session.start()  # raises (and leaves nothing behind) when another profiler runs or it is interrupted
         self._session = session
         return self
+
+    def _new_builder(self) -> TreeBuilder:
+        opts = self.options
+        return TreeBuilder(label=self.name or "profile", flops=opts.flops, shapes=opts.shapes, memory=opts.memory,
+                           cuda=opts.cuda, compiled={})  # fmt: skip
 
     def _fold(self, events: EventColumns, modules: dict[str, ModuleInfo]) -> None:
         assert self._builder is not None
@@ -108,13 +119,23 @@ class Profiler:
         self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
         self._builder.add(events)
 
+    @lifecycle
     def stop(self) -> None:
-        """Remove the hooks and stop the profiler. Safe to call twice."""
+        """Remove the hooks and stop the profiler. Safe to call twice.
+
+        Even when the stop is interrupted (Ctrl-C) or fails, the hooks are gone, torch's
+        profiler is off and the result holds what was recorded; the interrupt is raised after.
+        """
         session = self._session
-        if session is None or not session.running:
+        if session is None or self._result is not None:
             return
-        session.stop()
-        self._result = self._make_result(session)
+        try:
+            session.stop()
+        finally:
+            try:
+                self._result = self._make_result(session)
+            finally:
+                session.release_interrupts()
 
     def step(self) -> None:
         """Mark the end of one iteration, as ``torch.profiler.profile.step()``.
@@ -144,25 +165,41 @@ class Profiler:
         return self._session.torch_profile if self._session is not None else None
 
     def _make_result(self, session: CaptureSession) -> Profile:
-        builder = self._builder
-        assert builder is not None
         opts = self.options
         meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "flops": opts.flops}
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
-        wall_us = session.wall_us
-        recording = Recording(modules=builder.modules, wall_us=wall_us, label=self.name or "profile", meta=meta,
-                              compiled=builder.compiled.graphs)  # fmt: skip
+        assert self._builder is not None
+        recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
+                              compiled=self._builder.compiled.graphs)  # fmt: skip
+        block_wall_us = session.wall_us
 
         def build() -> Any:
-            session.take_cycle()
-            builder.modules.update(session.modules)
-            if opts.schedule is not None and recording.wall_us is not None:
+            if opts.schedule is None:
+                # The one cycle is read only now, into a fresh builder each time: a read that was
+                # interrupted (Ctrl-C while a big profile is read) is simply repeated.
+                builder = self._new_builder()
+                events = session.cycle_columns()
+                builder.modules.update(session.modules)
+                builder.compiled.graphs.update(session.compiled_graphs())
+                if events is not None:
+                    builder.add(events)
+            else:
+                assert self._builder is not None
+                builder = self._builder  # its cycles were folded in as they completed
+                builder.modules.update(session.modules)
+            recording.modules = builder.modules
+            recording.compiled = builder.compiled.graphs
+            if opts.schedule is not None and block_wall_us is not None:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
-                meta["block_wall_us"] = recording.wall_us
+                meta["block_wall_us"] = block_wall_us
                 recording.wall_us = sum(s["wall_us"] for s in builder.steps)
-            return builder.finish()
+            tree = builder.finish()
+            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
+            if notes:
+                meta["warnings"] = notes
+            return tree
 
         return Profile(build, recording, trace_file=session.trace_file)
 
@@ -193,6 +230,15 @@ class Profiler:
             state = "running" if self._session is not None and self._session.running else "not started"
             return f"<torchprof.Profiler ({state})>"
         return repr(self._result)
+
+
+def _module_calls(tree: Any) -> int:
+    """Module calls the profile recorded: every module row's calls, and the recomputations of
+    activation checkpointing (a module's range inside backward lands in its "(recompute)" row)."""
+    module = NodeKind.MODULE.label
+    cols = tree.columns
+    return sum(calls for kind, name, calls in zip(cols["kind"], cols["name"], cols["calls"])
+               if kind == module or name == RECOMPUTE)  # fmt: skip
 
 
 def profile(model: torch.nn.Module | None = None, use_cuda: bool | None = None, **options: Any) -> Profiler:

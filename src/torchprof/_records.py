@@ -61,6 +61,10 @@ class ModuleInfo:
     None when the source did not say (traces from older torchprof)."""
     replica: bool = False
     """A copy made by ``nn.DataParallel`` for another device: its parameters are the original's."""
+    input_shapes: list | None = None
+    """Sizes of the arguments of the path's first call (with shapes recorded), for module ranges
+    that carry none: torch records a range's inputs only on the thread that started it, not in
+    its every-thread mode."""
 
     def to_json(self) -> list[Any]:
         """``[type, params, param_bytes, root, replica]``: how traces and saved profiles store it."""
@@ -163,6 +167,9 @@ class EventColumns:
     seq_of: Callable[[int], int] | None = None
     fwd_tid: list[int] = field(default_factory=list)
     """0 for forward ops; for backward ops the (profiler) id of the thread that ran forward."""
+    fwd_tid_of: Callable[[int], int] | None = None
+    """Lazily, for a backward op whose ``fwd_tid`` is 0: the thread that ran its forward op, as one
+    of this source's ``tid`` values (the live capture, where only a slow lookup tells)."""
     ext_id: list[int] = field(default_factory=list)
     """The event's own correlation id (CPU ops) - what ``link`` of device events points at."""
     link: list[int] = field(default_factory=list)

@@ -11,9 +11,23 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name
+from .interrupts import run_all
 
 if TYPE_CHECKING:
     import torch
+
+
+class _Stack(list):
+    """One thread's open module calls, and how many module calls that thread made."""
+
+    __slots__ = ("calls", "name", "recorded")
+
+    def __init__(self, name: str, recorded: bool | None) -> None:
+        super().__init__()
+        self.calls = 0
+        self.name = name
+        self.recorded = recorded
+        """Whether torch's profiler records this thread: None where it records every thread."""
 
 
 class ModuleTracker:
@@ -23,6 +37,9 @@ class ModuleTracker:
     run that contains it (so a module shared by two parents appears under the one that called
     it); a module with no running ancestor is named relative to a known root, and otherwise
     becomes a root itself, labelled by ``labels`` (e.g. its variable name) or its class name.
+
+    Each thread keeps its own stack of open calls (a forward pass on a worker thread nests
+    within itself), and counts its module calls, so a profile that lacks them can say so.
     """
 
     def __init__(
@@ -44,10 +61,14 @@ class ModuleTracker:
         self.modules: dict[str, ModuleInfo] = {}
         self._objects: dict[str, Any] = {}  # path -> module, for parameter counts at the end
         self._local = threading.local()
+        self._stacks: list[_Stack] = []  # every thread's, for the calls each made
+        self._naming = threading.RLock()  # naming a new (parent, module) pair, from any thread
+        self._thread_recorded: Callable[[], bool | None] = lambda: None
         self._names: dict[tuple[int, int], tuple[str, str]] = {}  # (id(parent), id(module)) -> (path, range name)
         self._relative: dict[int, dict[int, str]] = {}
         self._roots: dict[int, tuple[Any, str]] = {}  # id(root) -> (root, label); holding the root keeps its id unique
         self._op_args: dict[str, dict[str, Any] | None] = {}
+        self._input_shapes: dict[str, list] = {}
         self._kinds: dict[int, bool] = {}  # id(module) -> transparent (machinery, not a layer)
         self._transparent_ids: set[int] = set()
         self._wrapper_of: dict[int, Any] = {}  # id(model) -> the torch.compile wrapper around it
@@ -60,19 +81,48 @@ class ModuleTracker:
             self._add_root(model)
 
     # -- install / remove ---------------------------------------------------------------------
-    def install(self) -> None:
+    def install(self, every_thread: bool = True) -> None:
+        """Install the hooks. ``every_thread``: torch's profiler records module ranges on every
+        thread; otherwise only where it runs, which each thread asks on its first module call."""
+        import torch
         from torch._C._profiler import _RecordFunctionFast
 
         self._range = _RecordFunctionFast
-        _GLOBAL_HOOKS.attach(self)
+        if not every_thread:
+            starter = threading.get_ident()
+            enabled = torch._C._autograd._profiler_enabled
+
+            def recorded() -> bool | None:
+                if threading.get_ident() == starter:
+                    return True
+                if isinstance(threading.current_thread(), threading._DummyThread):
+                    return None  # a thread Python did not start (autograd's, torch's pools): torch hands its state to those
+                return enabled()
+
+            self._thread_recorded = recorded
+        try:
+            _GLOBAL_HOOKS.attach(self)
+        except BaseException:
+            run_all([self.remove, self.scrub])
+            raise
 
     def remove(self) -> None:
-        """Remove the hooks and close any range left open (a module that raised mid-forward)."""
-        _GLOBAL_HOOKS.detach(self)
+        """Remove the hooks and close any range left open (a module that raised mid-forward).
+
+        Every part runs even if one before it was interrupted; each can be repeated."""
+        run_all([lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos])
+
+    def _close_open_ranges(self) -> None:
         stack = getattr(self._local, "stack", None)
         while stack:
             stack.pop()[2].__exit__(None, None, None)
-        self._collect_infos()
+
+    def scrub(self) -> None:
+        """Take torchprof's hooks out of torch's tables even where their ids were lost (an
+        interrupt between torch registering a hook and the id being kept)."""
+        _GLOBAL_HOOKS.scrub()
+        if _GLOBAL_HOOKS.owner is self:
+            _GLOBAL_HOOKS.owner = None
 
     @property
     def installed(self) -> bool:
@@ -97,20 +147,27 @@ class ModuleTracker:
         try:
             stack = self._local.stack
         except AttributeError:
-            stack = self._local.stack = []
+            stack = self._new_stack()
         if stack and stack[-1][0] is module:
             # torch.compile's wrapper opened this model's range already; its own hooks fire
             # inside only when it was compiled under them: one range, not two.
             stack[-1][3] += 1
             return
+        stack.calls += 1
         parent = stack[-1][0] if stack else None
         key = (id(parent), id(module))
         named = self._names.get(key)
         if named is None:
-            named = self._name(module, stack, args)
+            with self._naming:  # two threads meeting a new root at once must not label it twice
+                named = self._names.get(key) or self._name(module, stack, args)
         rf = self._range(named[1], args) if self.record_inputs else self._range(named[1])
         rf.__enter__()
         stack.append([module, named[0], rf, 0])
+
+    def _new_stack(self) -> _Stack:
+        stack = self._local.stack = _Stack(threading.current_thread().name, self._thread_recorded())
+        self._stacks.append(stack)
+        return stack
 
     def _exit(self, module: Any, args: Any, output: Any) -> None:
         if id(module) in self._transparent_ids:
@@ -153,6 +210,11 @@ class ModuleTracker:
             self._kinds[id(module)] = known
         return known
 
+    def thread_calls(self) -> list[tuple[str, int, bool | None]]:
+        """``(thread name, module calls, recorded by torch)`` for each thread that called a
+        module; ``recorded`` is None where torch's profiler records every thread."""
+        return [(s.name, s.calls, s.recorded) for s in list(self._stacks)]
+
     # -- naming -------------------------------------------------------------------------------
     def _name(self, module: Any, stack: list, args: Any = ()) -> tuple[str, str]:
         path = None
@@ -177,6 +239,8 @@ class ModuleTracker:
         self._objects.setdefault(path, module)
         if path not in self._op_args:
             self._op_args[path] = layer_op_args(module, args)
+            if self.record_inputs:
+                self._input_shapes[path] = input_shapes(args)
         return named
 
     def _relative_name(self, parent: Any, module: Any) -> str | None:
@@ -205,7 +269,7 @@ class ModuleTracker:
 
     def _collect_infos(self) -> None:
         counted: dict[int, tuple[int, int]] = {}
-        for path, module in self._objects.items():
+        for path, module in list(self._objects.items()):  # a worker thread may still be adding
             if path in self.modules:
                 continue
             sizes = counted.get(id(module))
@@ -215,7 +279,8 @@ class ModuleTracker:
                 counted[id(module)] = sizes
             root = self._roots.get(id(module))
             self.modules[path] = ModuleInfo(type=type(module).__name__, params=sizes[0], param_bytes=sizes[1],
-                                            op_args=self._op_args.get(path), root=root is not None and root[1] == path,
+                                            op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path),
+                                            root=root is not None and root[1] == path,
                                             replica=bool(getattr(module, "_is_replica", False)))  # fmt: skip
 
     def collect(self, submodules: bool = False) -> dict[str, ModuleInfo]:
@@ -271,7 +336,8 @@ class GlobalHooks:
         assert self._fns is not None
         pre, post = self._fns
         if self._ids is None:
-            # torch hands out the ids; from then on the same ids are put back each time.
+            # torch hands out the ids; from then on the same ids are put back each time. (An
+            # interrupt between the two leaves a hook behind that scrub() finds by identity.)
             first, second = register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)
             self._ids = (first.id, second.id)
         else:
@@ -289,6 +355,22 @@ class GlobalHooks:
         nn_module._global_forward_pre_hooks.pop(self._ids[0], None)
         nn_module._global_forward_hooks.pop(self._ids[1], None)
         nn_module._global_forward_hooks_always_called.pop(self._ids[1], None)
+
+    def scrub(self) -> None:
+        """Take our hook functions out of torch's tables wherever they are (an interrupt may have
+        come between torch registering them and the ids being kept)."""
+        from torch.nn.modules import module as nn_module
+
+        if self._fns is None:
+            return
+        self._in_tables = False
+        extra = (nn_module._global_forward_hooks_always_called, nn_module._global_forward_hooks_with_kwargs)
+        for table in (nn_module._global_forward_pre_hooks, nn_module._global_forward_hooks):
+            for key, hook in list(table.items()):
+                if hook in self._fns:
+                    del table[key]
+                    for flags in extra:
+                        flags.pop(key, None)
 
     def _enter(self, module: Any, args: Any) -> None:
         owner = self.owner
@@ -337,6 +419,21 @@ def dynamo_safe(enter: Callable[..., None], exit_: Callable[..., None]) -> tuple
     set_code_exec_strategy(pre.__code__, skip_with_callees)
     set_code_exec_strategy(post.__code__, skip_with_callees)
     return pre, post
+
+
+def input_shapes(args: Any) -> list:
+    """Sizes of a call's positional arguments, as the profiler records a range's inputs: a
+    tensor's sizes, a list of sizes for a list of tensors, ``[]`` for anything else."""
+    import torch
+
+    def sizes(value: Any) -> list:
+        if isinstance(value, torch.Tensor):
+            return list(value.shape)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+            return [list(v.shape) for v in value]
+        return []
+
+    return [sizes(a) for a in args]
 
 
 def layer_op_args(module: Any, args: Any) -> dict[str, Any] | None:

@@ -54,9 +54,10 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     cols.start = list(map(pe.start_time_ns.fget, flat))
     cols.end = list(map(pe.end_time_ns.fget, flat))
     zeros = [0] * n
-    cols.tid = cols.fwd_tid = cols.ext_id = cols.link = cols.corr = cols.nbytes = cols.mem_total = zeros
-    if python_frames:
-        cols.tid = list(map(pe.start_tid.fget, flat))
+    cols.fwd_tid = cols.ext_id = cols.link = cols.corr = cols.nbytes = cols.mem_total = zeros
+    # Each event's thread (torch's own small thread ids): backward ownership is looked up per
+    # thread, as autograd numbers forward ops per thread.
+    cols.tid = list(map(pe.start_tid.fget, flat))
     cols.on_cuda = [False] * n
     if memory:
         _read_memory(cols, flat, memory)
@@ -139,6 +140,19 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> 
         return match.concrete_inputs() if match is not None else None
 
     cols.full_concrete = full_concrete
+    fwd_by_id: dict[int, int] | None = None
+
+    def fwd_tid_of(i: int) -> int:
+        # The event tree does not keep a backward op's forward thread; kineto's event list does
+        # (in the same thread ids as the tree's). Only asked when several threads ran forward
+        # ops, whose sequence numbers then collide.
+        nonlocal fwd_by_id
+        if fwd_by_id is None:
+            fwd_by_id = {ev.correlation_id(): ev.fwd_thread_id() for ev in result.events()
+                         if ev.activity_type() == "cpu_op" and ev.sequence_nr() >= 0}  # fmt: skip
+        return fwd_by_id.get(flat[i].correlation_id, 0) if i < len(flat) else 0
+
+    cols.fwd_tid_of = fwd_tid_of
 
 
 def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any], list[int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 import time
 import warnings
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._records import CompiledGraph, EventColumns, ModuleInfo
 from . import compiled
 from .hooks import ModuleTracker
+from .interrupts import SigintDeferral, lifecycle, run_all
 from .kineto import result_columns
 from .quiet import quiet_native_stderr
 
@@ -28,24 +30,13 @@ _CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 
-@contextlib.contextmanager
-def _no_warning(message: str) -> Any:
-    """Ignore one warning while the session runs (the user's code runs then: a warnings filter of
-    our own, removed again, instead of catch_warnings, which would reset the user's filters)."""
-    warnings.filterwarnings("ignore", message=message)
-    entry = warnings.filters[0]
-    try:
-        yield
-    finally:
-        try:
-            warnings.filters.remove(entry)  # type: ignore[attr-defined]
-            warnings._filters_mutated()  # type: ignore[attr-defined]
-        except ValueError:
-            pass
-
-
 class ProfilerError(RuntimeError):
     """A Profiler was used in a way that cannot work (nested, bad options, no GPU for cuda=True)."""
+
+
+class ProfilerWarning(UserWarning):
+    """Part of the profiled code is missing from the profile (another thread torch did not record,
+    a ``torch.profiler`` session started inside the block), said when torchprof can tell."""
 
 
 @dataclass(frozen=True)
@@ -69,12 +60,40 @@ _active: CaptureSession | None = None
 CycleSink = Callable[[EventColumns, "dict[str, ModuleInfo]"], None]
 
 
+def _thread_config(memory: bool) -> tuple[bool, Any]:
+    """Whether torch's profiler will record every thread, and the experimental config for it.
+
+    ``profile_all_threads`` (torch 2.6+) registers the profiler's callbacks globally, so ops and
+    module ranges on every thread are recorded: Python threads, thread pools, threads started
+    before the profiler, C++ threads. Its state then lives in one global slot instead of the
+    starting thread's, and memory events, which torch reports through that thread-local slot,
+    are lost (all of them, the main thread's too): with ``memory`` only the starting thread (and
+    the threads torch hands its state to: autograd, intra-op) is recorded, and module calls on
+    other threads are reported as missed. The cost is one global callback check per op on every
+    thread; on the profiled thread it measured within noise (README, "Threads, Ctrl-C and what a
+    profile can miss").
+    """
+    if memory:
+        return False, None
+    from torch._C._profiler import _ExperimentalConfig
+
+    try:
+        return True, _ExperimentalConfig(profile_all_threads=True)
+    except TypeError:  # a torch without profile_all_threads
+        return False, None
+
+
 class CaptureSession:
     """Runs torch's profiler with the module hooks installed; hands events to ``on_cycle``.
 
     With a schedule every completed cycle is read and handed on at once (torch drops it when the
-    next cycle starts), so nothing raw accumulates; without one, the single cycle is read lazily
-    by :meth:`take_cycle`, so stopping costs no more than stopping ``torch.profiler`` itself.
+    next cycle starts), so nothing raw accumulates; without one, the single cycle stays in torch's
+    result, read by :meth:`cycle_columns` when the tree is first built, so stopping costs no more
+    than stopping ``torch.profiler`` itself (and a read interrupted by Ctrl-C can be repeated).
+
+    Starting and stopping are safe against interrupts (see :mod:`.interrupts`): a Ctrl-C during
+    either is held until the step is done, and any step that fails or is interrupted by code
+    leaves no hook installed and torch's profiler off, with what was recorded kept.
     """
 
     def __init__(self, options: CaptureOptions, on_cycle: CycleSink) -> None:
@@ -82,12 +101,15 @@ class CaptureSession:
         self._on_cycle = on_cycle
         self._torch_profile: Any = None
         self._tracker: ModuleTracker | None = None
-        self._pending: Any = None
-        self._started = False
+        self._result: Any = None  # the unscheduled run's one cycle (torch's result)
+        self._torch_on = False  # torch's profiler may be running: set before starting it, cleared once it is stopped
+        self._every_thread = False
+        self._sigint = SigintDeferral()
+        self._notes: list[str] = []
         self._t0 = 0.0
         self.wall_us: float | None = None
         self._trace_file: str | None = None
-        self._compile_capture: Any = None
+        self._compile_capture: contextlib.ExitStack | None = None
 
     @property
     def running(self) -> bool:
@@ -115,6 +137,7 @@ class CaptureSession:
         """Which layer each kernel of the graphs compiled under capture (in this process) computes."""
         return compiled.graphs()
 
+    @lifecycle
     def start(self) -> None:
         global _active
         import torch
@@ -130,6 +153,7 @@ class CaptureSession:
         activities = [ProfilerActivity.CPU]
         if opts.cuda:
             activities.append(ProfilerActivity.CUDA)
+        self._every_thread, experimental = _thread_config(opts.memory)
         self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes)
         self._torch_profile = profile(
             activities=activities,
@@ -140,50 +164,134 @@ class CaptureSession:
             # Without a schedule the events are read lazily after stop(); torch still calls
             # on_trace_ready once at the end, so a user's handler is passed through.
             on_trace_ready=self._cycle_ready if opts.schedule is not None or opts.on_trace_ready is not None else None,
+            experimental_config=experimental,
         )
-        _active = self
+        self._sigint.install()  # from here a Ctrl-C waits for the start to complete, then undoes it
         try:
-            # Graphs torch.compile compiles during the run record which layer each kernel computes.
+            _active = self
+            # Graphs torch.compile compiles during the run record which layer each kernel computes;
+            # our hooks stay out of what Dynamo compiles.
             self._compile_capture = contextlib.ExitStack()
             self._compile_capture.enter_context(compiled.capture_compiled())
             self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
+            self._torch_on = True
             with quiet_native_stderr():
                 self._torch_profile.start()
-            self._started = True
-            self._tracker.install()
+            self._tracker.install(every_thread=self._every_thread)
+            self._sigint.raise_pending()
         except BaseException:
-            self._teardown()
+            self._sigint.pending = False  # the start is undone and this exception raised: that is the answer to it
+            run_all([lambda: self._teardown(stop_torch=False), self._sigint.uninstall])
             raise
         self._t0 = time.perf_counter()
 
+    @lifecycle
     def stop(self) -> None:
-        """Remove the hooks and stop the profiler. Safe to call twice."""
+        """Remove the hooks and stop the profiler. Safe to call twice.
+
+        Every step runs even if one before it fails or is interrupted, and the first error is
+        raised at the end: by then no hook is installed, torch's profiler is off and what it
+        recorded is kept. A Ctrl-C that arrives meanwhile is held until
+        :meth:`release_interrupts`.
+        """
         if self._torch_profile is None or _active is not self:
             return
         self.wall_us = (time.perf_counter() - self._t0) * 1e6
-        self._teardown()
+        self._teardown(stop_torch=True)
 
-    def _teardown(self) -> None:
-        global _active
+    def release_interrupts(self) -> None:
+        """Stop holding Ctrl-C; raise the one that arrived while the session stopped, if any."""
+        self._sigint.uninstall()
+        self._sigint.raise_pending()
+
+    @lifecycle
+    def _teardown(self, stop_torch: bool) -> None:
+        steps: list[Callable[[], Any]] = []
+        if self._tracker is not None:
+            steps.append(self._tracker.remove)  # closes ranges left open while the profiler still records
+        if stop_torch:
+            steps += [self._check_still_ours, self._stop_torch]
+        steps += [lambda: self._make_sure_off(keep=stop_torch), self._end_compile_capture, self._release]
+        run_all(steps)
+
+    def _end_compile_capture(self) -> None:
+        capture, self._compile_capture = self._compile_capture, None
+        if capture is not None:
+            capture.close()
+
+    @lifecycle
+    def _check_still_ours(self) -> None:
+        import torch
+
+        # Without a schedule torch's profiler runs from start to stop; if its flag is down now,
+        # another session started inside the block replaced ours (torch keeps one) and ended.
+        if self.options.schedule is None and self._torch_on and not torch.autograd.profiler._is_profiler_enabled:
+            self._note(
+                "torch's profiler was stopped before the profiled block ended: a torch.profiler session was "
+                "started (and stopped) inside the block, as some libraries do, and torch, which runs one session "
+                "at a time, dropped torchprof's with what it had recorded. Turn the library's profiler off while "
+                "torchprof runs, or open the trace it writes with torchprof.load_trace()."
+            )
+
+    @lifecycle
+    def _stop_torch(self) -> None:
+        prof = self._torch_profile
+        with quiet_native_stderr():
+            prof.stop()
+        self._torch_on = False
+        if self.options.schedule is None and prof.profiler is not None:
+            self._result = _recorded(prof.profiler.kineto_results)
+
+    @lifecycle
+    def _make_sure_off(self, keep: bool) -> None:
+        """The safety net: whatever step of starting or stopping failed or was interrupted, no
+        hook of ours stays installed and torch's profiler is off; with ``keep``, what it recorded
+        is kept for the profile."""
+        import torch
+
+        steps: list[Callable[[], Any]] = []
+        if self._tracker is not None:
+            steps.append(self._tracker.scrub)
+        if self._torch_on:
+            steps.append(lambda: self._force_disable(keep))
+        # torch's Python-side flag (what "another session is running" is judged by): down, as
+        # torch's own stop would have left it.
+        steps.append(lambda: setattr(torch.autograd.profiler, "_is_profiler_enabled", False))
+        run_all(steps)
+
+    def _force_disable(self, keep: bool) -> None:
+        from torch._C import _autograd
+
+        # torch's stop did not finish: its C++ profiler may still run, and no query tells for
+        # every mode (with profile_all_threads its state is global, not this thread's). Disabling
+        # when nothing runs only logs a line, so disable whenever unsure.
+        prof = self._torch_profile
+        recorded = _recorded(getattr(prof.profiler, "kineto_results", None)) if prof is not None and prof.profiler is not None else None
+        results: list[Any] = []
+        tried = False
         try:
-            if self._tracker is not None:
-                self._tracker.remove()  # closes ranges left open while the profiler still records
-            if self._compile_capture is not None:
-                capture, self._compile_capture = self._compile_capture, None
-                capture.__exit__(None, None, None)
+            with quiet_native_stderr():
+                tried = True
+                with contextlib.suppress(RuntimeError):  # an older torch raises when nothing runs
+                    results.append(_autograd._disable_profiler())
         finally:
-            try:
-                prof = self._torch_profile
-                if self._started:
-                    self._started = False
-                    with quiet_native_stderr():
-                        prof.stop()
-                    if self.options.schedule is None and prof.profiler is not None:
-                        self._pending = prof.profiler.kineto_results
-            finally:
-                _active = None
+            if not tried:  # quieting fd 2 itself failed: disable loudly rather than not at all
+                with contextlib.suppress(RuntimeError):
+                    results.append(_autograd._disable_profiler())
+            self._torch_on = False
+        if keep and self.options.schedule is None and self._result is None:
+            # torch's own stop may have got its result before it was interrupted; else ours has
+            # what was recorded until then (empty if torch's disable had already run).
+            self._result = recorded if recorded is not None else (_recorded(results[0]) if results else None)
 
+    @lifecycle
+    def _release(self) -> None:
+        global _active
+        if _active is self:
+            _active = None
+
+    @lifecycle
     def step(self) -> None:
         if self._torch_profile is None or _active is not self:
             raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
@@ -192,6 +300,7 @@ class CaptureSession:
             # cycle in its tree, so the warning would only mislead.
             warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
             self._torch_profile.step()
+        self._sigint.raise_pending()  # a Ctrl-C held while a cycle was folded in
 
     @property
     def step_num(self) -> int:
@@ -211,12 +320,51 @@ class CaptureSession:
         if opts.on_trace_ready is not None:
             opts.on_trace_ready(torch_prof)
 
-    def take_cycle(self) -> None:
-        """Hand the unscheduled run's one cycle to ``on_cycle`` (once; later calls do nothing)."""
-        if self._pending is not None:
-            result, self._pending = self._pending, None
-            self._keep_trace(result)
-            self._on_cycle(result_columns(result, device=self.options.cuda, python_frames=self.options.stack), self.modules)
+    def cycle_columns(self) -> EventColumns | None:
+        """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).
+
+        Read anew at each call from torch's result, which the session keeps: a read that was
+        interrupted can be repeated.
+        """
+        result = self._result
+        if result is None:
+            return None
+        self._keep_trace(result)
+        return result_columns(result, device=self.options.cuda, python_frames=self.options.stack)
+
+    # -- what the profile misses --------------------------------------------------------------------
+    def _note(self, text: str) -> None:
+        if text not in self._notes:
+            self._notes.append(text)
+            warnings.warn(f"torchprof: {text}", ProfilerWarning, stacklevel=_stacklevel_outside_torchprof())
+
+    def coverage_notes(self, recorded: int | None) -> list[str]:
+        """What the profile misses of what the hooks saw, also given as warnings: module calls on
+        threads torch did not record, a profile emptied by another ``torch.profiler`` session.
+
+        ``recorded``: module calls the profile has (None when that cannot be compared with the
+        hooks' count: a schedule records only its active steps).
+        """
+        threads = self._tracker.thread_calls() if self._tracker is not None else []
+        missed = [(name, calls) for name, calls, recorded_here in threads if recorded_here is False]
+        if missed:
+            where = ", ".join(f"{calls} on thread {name!r}" for name, calls in missed)
+            why = ("with memory=True torch's profiler records only the thread that started it (its "
+                   "profile_all_threads mode, which records every thread, drops memory events); run those modules "
+                   "on that thread, or profile without memory=True"
+                   if self.options.memory else
+                   "this torch cannot record other threads (it has no profile_all_threads); run those modules on "
+                   "the thread that started the Profiler, or upgrade torch")  # fmt: skip
+            self._note(f"module calls not recorded: {where}: {why}.")
+        seen = sum(calls for _, calls, _ in threads) - sum(calls for _, calls in missed)
+        if recorded is not None and recorded < seen and not self._notes:
+            have = f"only {recorded}" if recorded else "none"
+            self._note(
+                f"torchprof's hooks saw {seen} module calls but the profile has {have}: torch's profiler did not "
+                "record the rest. A torch.profiler session started inside the profiled block replaces torchprof's "
+                "(torch runs one session at a time): turn the library's profiler off while torchprof runs."
+            )
+        return list(self._notes)
 
     def _keep_trace(self, result: Any) -> None:
         # kineto writes a result's trace once ("Trace is already saved" after that): write it to a
@@ -225,23 +373,63 @@ class CaptureSession:
             return
         fd, tmp = tempfile.mkstemp(prefix="torchprof-", suffix=".json")
         os.close(fd)
+        self._trace_file = tmp
+        weakref.finalize(self, _remove, tmp)
         try:
             with quiet_native_stderr():
                 result.save(tmp)
         except BaseException:
-            os.unlink(tmp)
+            # Interrupted after kineto wrote the file (it cannot be written twice): keep it.
+            if os.path.getsize(tmp) == 0:
+                self._trace_file = None
+                _remove(tmp)
             raise
-        self._trace_file = tmp
-        weakref.finalize(self, _remove, tmp)
 
     def trace_file(self) -> str | None:
         """A chrome trace of the last cycle, written by kineto (None with a schedule, whose cycles
         torch hands to ``on_trace_ready`` instead)."""
-        if self._trace_file is None and self._torch_profile is not None and self._torch_profile.profiler is not None:
-            result = getattr(self._torch_profile.profiler, "kineto_results", None)
+        if self._trace_file is None:
+            result = self._result
+            if result is None and self._torch_profile is not None and self._torch_profile.profiler is not None:
+                result = _recorded(getattr(self._torch_profile.profiler, "kineto_results", None))
             if result is not None:
                 self._keep_trace(result)
         return self._trace_file
+
+
+@contextlib.contextmanager
+def _no_warning(message: str) -> Any:
+    """Ignore one warning while the session runs (the user's code runs then: a warnings filter of
+    our own, removed again, instead of catch_warnings, which would reset the user's filters)."""
+    warnings.filterwarnings("ignore", message=message)
+    entry = warnings.filters[0]
+    try:
+        yield
+    finally:
+        try:
+            warnings.filters.remove(entry)  # type: ignore[attr-defined]
+            warnings._filters_mutated()  # type: ignore[attr-defined]
+        except ValueError:
+            pass
+
+
+def _stacklevel_outside_torchprof() -> int:
+    """The ``stacklevel`` that attributes a warning to the user's line (the ``with`` block's end,
+    ``prof.df``), not to torchprof's own frames."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
+def _recorded(result: Any) -> Any:
+    """torch's result if it holds a recording; None for the empty one torch returns when no session
+    ran (another session had replaced ours, or the disable was repeated): it has no trace, and
+    saving it would crash the process."""
+    return result if result is not None and result.trace_start_ns() else None
 
 
 def _remove(path: str) -> None:

@@ -52,11 +52,20 @@ class ForwardIndex:
     layer-level op at or below a backward op's number ran its forward (exact match first, then a
     bisect). Cost: O(1) per forward op, O(log n) per backward root (O(threads) when several
     threads recorded forward ops).
+
+    ``fwd_ids_are_tids``: the forward-thread ids backward ops name are this source's own thread
+    ids (the live capture), so they are looked up directly.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fwd_ids_are_tids: bool = False) -> None:
         self._threads: dict[Any, _ThreadForward] = {}
         self._alias: dict[Any, Any] = {}  # a backward op's forward-thread id -> our thread key
+        self._direct = fwd_ids_are_tids
+
+    @property
+    def several_threads(self) -> bool:
+        """Whether more than one thread recorded forward ops (their numbers may then collide)."""
+        return len(self._threads) > 1
 
     def add(self, thread: Any, seq: int, owner: int) -> None:
         forward = self._threads.get(thread)
@@ -73,6 +82,9 @@ class ForwardIndex:
             for forward in threads.values():
                 return forward.owner(seq)
             return -1
+        if fwd_thread and self._direct:
+            named = threads.get(fwd_thread)
+            return named.owner(seq) if named is not None else -1
         if fwd_thread:
             known = self._alias.get(fwd_thread)
             if known is not None:

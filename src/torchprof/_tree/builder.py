@@ -144,9 +144,27 @@ class TreeBuilder:
         assert seq_of is not None
         fwd_tids = ev.fwd_tid
         fwd_tid_known = any(fwd_tids)  # traces carry it; the live tree marks backward by name only
+        fwd_tid_of = ev.fwd_tid_of
+        first_op_child: dict[int, int] | None = None
+
+        def backward_seq(i: int) -> tuple[int, Any]:
+            """The sequence number and forward thread a backward range names."""
+            nonlocal first_op_child
+            seq, fwd, j = seq_of(i), fwd_tids[i], i
+            if seq < 0:
+                # FSDP2 records its "evaluate_function: XBackward0" ranges without a sequence
+                # number; the XBackward0 op inside (the range's first op) carries it.
+                if first_op_child is None:
+                    first_op_child = _first_op_children(order, parent_ev, kinds)
+                j = first_op_child.get(i, -1)
+                if j >= 0:
+                    seq, fwd = seq_of(j), fwd_tids[j]
+            if not fwd and fwd_tid_of is not None and j >= 0 and forward.several_threads:
+                fwd = fwd_tid_of(j)
+            return seq, fwd
         node_of = [-1] * n
         child_ns = [0] * n
-        forward = ForwardIndex()
+        forward = ForwardIndex(fwd_ids_are_tids=fwd_tid_of is not None)
         runtime_by_corr: dict[int, int] = {}
         flop_ops: list[int] = []
         mem_events: list[int] = []
@@ -192,12 +210,14 @@ class TreeBuilder:
                 if mpath is not None and mpath in forward_node:
                     node = self._recompute_node(forward_node[mpath], recompute_of)
                 elif bwd_name:  # an autograd engine run inside backward (reentrant checkpointing)
-                    owner = forward.owner(seq_of(i), fwd_tids[i], tids[i])
+                    seq, fwd = backward_seq(i)
+                    owner = forward.owner(seq, fwd, tids[i])
                     if owner >= 0 and not n_bwd[owner]:
                         pnode, bwd_root = owner, True
             elif bwd_name or (fwd_tid_known and k == OP and fwd_tids[i] > 0):
                 bwd_root = True
-                pnode = self._backward_target(pnode, forward.owner(seq_of(i), fwd_tids[i], tids[i]), unattributed)
+                seq, fwd = backward_seq(i)
+                pnode = self._backward_target(pnode, forward.owner(seq, fwd, tids[i]), unattributed)
             if node < 0:
                 node = n_children[pnode].get(key, -1)
                 if node < 0:
@@ -368,7 +388,12 @@ class TreeBuilder:
             node = nodes.add(pnode, k, ev.name[i], None, bwd_root or nodes.bwd[pnode], key)
         if self.want_shapes and k != RUNTIME:
             args = ev.inputs(i)
-            nodes.shapes[node] = args[0] if args else None
+            shapes = args[0] if args else None
+            if not shapes and mpath is not None:
+                info = self.modules.get(mpath)
+                if info is not None and info.input_shapes is not None:
+                    shapes = info.input_shapes
+            nodes.shapes[node] = shapes
         if ev.frame is not None:
             nodes.source[node] = ev.frame[i]
         return node
@@ -482,6 +507,17 @@ class TreeBuilder:
     def finish(self) -> Tree:
         """The tree as columns in pre-order (see :func:`~torchprof._tree.finish.finish_tree`)."""
         return finish_tree(self)
+
+
+def _first_op_children(order: Any, parent_ev: list[int], kinds: list[int]) -> dict[int, int]:
+    """The first op inside each range, events in ``order`` (pre-order: a range's children come
+    after it, in start order). One pass, made only when a source needs it."""
+    first: dict[int, int] = {}
+    for j in order:
+        p = parent_ev[j]
+        if p >= 0 and kinds[j] == OP and p not in first:
+            first[p] = j
+    return first
 
 
 def _step_number(text: str) -> int | str:

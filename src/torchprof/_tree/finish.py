@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._vocab import BACKWARD_PREFIX, COLUMNS, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
+from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
 from . import flops as _flops
 from .modules import root_modules
 from .nodes import Nodes
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 OP, REGION, MODULE, RUNTIME, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE))
 NAN = float("nan")
+#: How ``unsupported_ops`` names the runs of compiled graphs whose kernels have no layer map.
+UNMAPPED_GRAPH = "compiled graph without a layer map (compiled before profiling; see torchprof.capture_compiled)"
 US = 1000.0  # ns per µs
 
 
@@ -293,15 +295,22 @@ def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
             work_below[parent[nid]] = True
     found: dict[str, int] = {}
     for nid, k in enumerate(kinds):
+        name = labels[nid]
+        if name.startswith(COMPILED_GRAPH_PREFIX):
+            # A compiled graph's run: its kernels' FLOPs come from the graph's map, where there is
+            # one; without it (compiled before any capture) the fused kernels' FLOPs are unknown.
+            if nid in builder.unmapped_graph_nodes:
+                found[UNMAPPED_GRAPH] = found.get(UNMAPPED_GRAPH, 0) + nodes.calls[nid]
+            continue
         if k != OP or covered[nid] or work_below[nid]:
             continue
-        name = labels[nid]
         if nodes.bwd[nid] and name.startswith(BACKWARD_PREFIX):
             continue
         if cost_unknown(nid):
             found[name] = found.get(name, 0) + nodes.calls[nid]
-    for name, calls in builder.formula_errors.items():
-        found[name] = found.get(name, 0) + calls
+    for table in (builder.formula_errors, builder.compiled_unknown):
+        for name, calls in table.items():
+            found[name] = found.get(name, 0) + calls
     return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
 
 

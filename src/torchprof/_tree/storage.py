@@ -34,7 +34,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
             "label": recording.label,
             "wall_us": recording.wall_us,
             "modules": {p: m.to_json() for p, m in recording.modules.items()},
-            "meta": {k: v for k, v in recording.meta.items() if isinstance(v, (str, int, float, bool))},
+            "meta": {k: v for k, v in recording.meta.items() if _plain(v)},
         },
     }
 
@@ -83,6 +83,11 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
         raise TraceError(f"{where} is damaged: {exc!r}") from exc
     recording.meta.pop("source", None)
     return tree, recording
+
+
+def _plain(v: Any) -> bool:
+    """A metadata value saved with the profile: a scalar, or a list of strings (its warnings)."""
+    return isinstance(v, (str, int, float, bool)) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
 
 
 def _jsonable(v: Any) -> Any:

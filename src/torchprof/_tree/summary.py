@@ -41,4 +41,6 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     }
     if "interrupted" in recording.meta:
         out["interrupted"] = recording.meta["interrupted"]
+    if recording.meta.get("warnings"):
+        out["warnings"] = list(recording.meta["warnings"])  # what the profile is known to miss
     return out

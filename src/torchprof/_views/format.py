@@ -110,6 +110,8 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     add("peak CUDA mem", get("peak_cuda_mem"), nbytes(get("peak_cuda_mem")), "Peak device memory allocated during the run")
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
+    for text in s.get("warnings") or ():
+        items.append(("missing", str(text), "Work the profiler could not record: the figures leave it out"))
     return items
 
 

@@ -1,0 +1,367 @@
+"""Ctrl-C at any point of starting, stopping or reading a profile leaves the process able to profile.
+
+Each internal step of the start and stop paths is made to raise KeyboardInterrupt in turn (before
+or after it did its work); afterwards no hook is installed, torch's profiler is off (its Python
+flag and its C++ state), fd 2 and the SIGINT handler are restored, a new Profiler gives a correct
+tree, and the profile of a run that had finished is readable. Then real SIGINTs at random points.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import os
+import random
+import signal
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import torch.autograd.profiler as autograd_profiler
+import torch.profiler.profiler as torch_profiler
+from torch.nn.modules import module as nn_module
+
+import torchprof
+from torchprof import _cli
+from torchprof._capture import hooks, quiet, session
+from torchprof._tree.builder import TreeBuilder
+
+X = torch.randn(2, 8)
+
+
+class Inject:
+    """Make ``owner.name`` raise KeyboardInterrupt on its ``on_call``-th call from now on: before
+    doing anything, or ``after`` doing its work (as a Ctrl-C arriving just after it returns)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, *, after: bool = False, on_call: int = 1) -> None:
+        real = getattr(owner, name)
+        self.fired = False
+        calls = [0]
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[0] += 1
+            if calls[0] != on_call:
+                return real(*args, **kwargs)
+            self.fired = True
+            if after:
+                real(*args, **kwargs)
+            raise KeyboardInterrupt(f"injected {'after' if after else 'at'} {name}")
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+
+class _QuietOs:
+    """``quiet.py``'s view of ``os``, so its fd juggling can be interrupted without touching the
+    ``os`` every other module (pytest's own capture included) uses."""
+
+    def __init__(self) -> None:
+        self.dup2 = os.dup2
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+
+def torch_profiler_is_off() -> bool:
+    """Ask torch's C++ side itself whether a profiling session is left: with profile_all_threads
+    its state is global and no query shows it, but disabling when none runs only logs that none
+    was found (and returns an empty result)."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            result = torch._C._autograd._disable_profiler()
+        except RuntimeError:  # older torch: "Can't disable Kineto profiler when it's not running"
+            return True
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        sink.seek(0)
+        log = sink.read().decode(errors="replace")
+    return "no active profiling session" in log and not result.experimental_event_tree()
+
+
+def fd2() -> tuple[int, int]:
+    st = os.fstat(2)
+    return st.st_dev, st.st_ino
+
+
+def assert_clean(stderr_before: tuple[int, int], capfd: pytest.CaptureFixture[str]) -> None:
+    assert not nn_module._global_forward_pre_hooks and not nn_module._global_forward_hooks
+    assert not nn_module._global_forward_hooks_always_called
+    assert not autograd_profiler._is_profiler_enabled
+    assert not torch._C._autograd._profiler_enabled()
+    assert session._active is None
+    assert torch_profiler_is_off()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert fd2() == stderr_before
+    capfd.readouterr()
+    os.write(2, b"stderr still works\n")
+    assert capfd.readouterr().err == "stderr still works\n"
+
+
+def assert_profiles_again(mlp: torch.nn.Module) -> None:
+    with torchprof.Profiler() as again:
+        mlp(X).sum().backward()
+    df = again.df
+    assert list(df.loc[["Sequential", "Sequential.0", "Sequential.1", "Sequential.2"], "calls"]) == [1, 1, 1, 1]
+    assert df.loc["Sequential.0", "bwd_cpu_us"] > 0  # backward still reaches the layer
+    assert "warnings" not in again.summary
+
+
+# -- the start ----------------------------------------------------------------------------------------------
+START_STEPS = [
+    # torchprof registers its hook pair with torch once per process (the first time; the tests
+    # below make it the first time) and puts the same pair back in torch's tables at each start.
+    pytest.param(nn_module, "register_module_forward_pre_hook", False, 1, id="hook-install-pre-hook-at"),
+    pytest.param(nn_module, "register_module_forward_pre_hook", True, 1, id="hook-install-pre-hook-after"),
+    pytest.param(nn_module, "register_module_forward_hook", False, 1, id="hook-install-forward-hook-at"),
+    pytest.param(nn_module, "register_module_forward_hook", True, 1, id="hook-install-forward-hook-after"),
+    pytest.param(hooks.GlobalHooks, "show", False, 1, id="hook-reinstall-at"),
+    pytest.param(hooks.GlobalHooks, "show", True, 1, id="hook-reinstall-after"),
+    pytest.param(autograd_profiler, "_prepare_profiler", False, 1, id="torch-prepare-at"),
+    pytest.param(autograd_profiler, "_prepare_profiler", True, 1, id="torch-prepare-after"),
+    pytest.param(autograd_profiler, "_run_on_profiler_start", True, 1, id="torch-flag-up-after"),
+    pytest.param(autograd_profiler, "_enable_profiler", False, 1, id="kineto-enable-at"),
+    pytest.param(autograd_profiler, "_enable_profiler", True, 1, id="kineto-enable-after"),
+    pytest.param(torch_profiler._KinetoProfile, "add_metadata_json", True, 1, id="torch-start-trace-metadata-after"),
+    pytest.param(torch_profiler.profile, "start", True, 1, id="torch-start-after"),
+    pytest.param(_QuietOs, "dup2", False, 1, id="quiet-redirect-at"),
+    pytest.param(_QuietOs, "dup2", True, 1, id="quiet-redirect-after"),
+    pytest.param(_QuietOs, "dup2", False, 2, id="quiet-restore-at"),
+    pytest.param(_QuietOs, "dup2", True, 2, id="quiet-restore-after"),
+]
+
+
+@pytest.mark.parametrize(("owner", "name", "after", "on_call"), START_STEPS)
+def test_ctrl_c_at_any_step_of_the_start_leaves_nothing_behind(owner, name, after, on_call, mlp, monkeypatch, capfd):
+    before = fd2()
+    if owner is hooks.GlobalHooks:  # a start that puts the registered pair back (the second)
+        with torchprof.Profiler():
+            mlp(X)
+    else:  # the process's first start, which registers the pair with torch
+        monkeypatch.setattr(hooks, "_GLOBAL_HOOKS", hooks.GlobalHooks())
+    quiet_os = _QuietOs()
+    monkeypatch.setattr(quiet, "os", quiet_os)
+    injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
+    prof = torchprof.Profiler()
+    with pytest.raises(KeyboardInterrupt, match="injected"):
+        with prof:
+            mlp(X)
+    assert injected.fired
+    monkeypatch.undo()
+    assert_clean(before, capfd)
+    with pytest.raises(torchprof.ProfilerError, match="nothing was profiled"):
+        prof.df  # the start never completed: there is no profile, and it says so
+    assert_profiles_again(mlp)
+
+
+# -- the stop ------------------------------------------------------------------------------------------------
+STOP_STEPS = [
+    # (owner, name, after, on_call, whether what was recorded survives)
+    pytest.param(hooks.GlobalHooks, "hide", False, 1, True, id="hook-removal-at"),
+    pytest.param(hooks.GlobalHooks, "hide", True, 1, True, id="hook-removal-after"),
+    pytest.param(autograd_profiler.profile, "__exit__", False, 1, True, id="torch-stop-trace-at"),
+    pytest.param(autograd_profiler.profile, "__exit__", True, 1, True, id="torch-stop-trace-after"),
+    pytest.param(torch_profiler.profile, "stop", False, 1, True, id="torch-stop-at"),
+    pytest.param(torch_profiler.profile, "stop", True, 1, True, id="torch-stop-after"),
+    pytest.param(autograd_profiler, "_disable_profiler", False, 1, True, id="kineto-disable-at"),
+    # The Ctrl-C lands after torch's C++ stop returned and before its result was kept: lost.
+    pytest.param(autograd_profiler, "_disable_profiler", True, 1, False, id="kineto-disable-after"),
+    pytest.param(autograd_profiler, "_run_on_profiler_stop", False, 1, True, id="torch-flag-down-at"),
+    pytest.param(_QuietOs, "dup2", False, 1, True, id="quiet-redirect-at"),
+    pytest.param(_QuietOs, "dup2", True, 1, True, id="quiet-redirect-after"),
+    pytest.param(_QuietOs, "dup2", False, 2, True, id="quiet-restore-at"),
+    pytest.param(_QuietOs, "dup2", True, 2, True, id="quiet-restore-after"),
+]
+
+
+@pytest.mark.parametrize(("owner", "name", "after", "on_call", "kept"), STOP_STEPS)
+def test_ctrl_c_at_any_step_of_the_stop_leaves_nothing_behind_and_keeps_the_profile(owner, name, after, on_call, kept, mlp,
+                                                                                      monkeypatch, capfd):  # fmt: skip
+    before = fd2()
+    quiet_os = _QuietOs()
+    monkeypatch.setattr(quiet, "os", quiet_os)
+    injected = None
+    with pytest.raises(KeyboardInterrupt, match="injected"):
+        with torchprof.Profiler() as prof:
+            mlp(X).sum().backward()
+            # Armed inside the block, so it is the stop that is interrupted.
+            injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
+    assert injected is not None and injected.fired
+    monkeypatch.undo()
+    assert_clean(before, capfd)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = prof.df
+    if kept:
+        assert list(df.loc[["Sequential.0", "Sequential.1", "Sequential.2"], "calls"]) == [1, 1, 1]
+        assert df.loc["Sequential.0", "bwd_cpu_us"] > 0
+        assert not [w for w in caught if issubclass(w.category, torchprof.ProfilerWarning)]
+    else:  # readable, empty, and saying why
+        assert len(df) == 1
+        assert "4 module calls but the profile has none" in prof.summary["warnings"][0]
+        assert [w for w in caught if issubclass(w.category, torchprof.ProfilerWarning)]
+    assert prof.summary["wall_us"] > 0
+    assert_profiles_again(mlp)
+
+
+def test_ctrl_c_that_interrupts_the_body_and_then_the_stop_keeps_the_partial_profile(mlp, monkeypatch, capfd):
+    class Stop(torch.nn.Module):
+        def forward(self, x):
+            Inject(monkeypatch, autograd_profiler, "_disable_profiler")  # the second Ctrl-C, in the stop
+            raise KeyboardInterrupt("first")
+
+    before = fd2()
+    with pytest.raises(KeyboardInterrupt, match="injected"):
+        with torchprof.Profiler() as prof:
+            torch.nn.Sequential(mlp, Stop())(X)
+    monkeypatch.undo()
+    assert_clean(before, capfd)
+    assert prof.df.loc["Sequential.0.0", "calls"] == 1
+    assert prof.summary["interrupted"] == "KeyboardInterrupt: first"
+    assert_profiles_again(mlp)
+
+
+# -- reading the profile ---------------------------------------------------------------------------------------
+READ_STEPS = [
+    pytest.param(session, "result_columns", False, 1, id="result-reading-at"),
+    pytest.param(session.CaptureSession, "cycle_columns", False, 1, id="cycle-at"),
+    pytest.param(session.CaptureSession, "cycle_columns", True, 1, id="cycle-after"),
+    pytest.param(TreeBuilder, "add", True, 1, id="tree-fold-after"),
+    pytest.param(TreeBuilder, "finish", False, 1, id="tree-finish-at"),
+    pytest.param(_QuietOs, "dup2", False, 1, id="trace-save-quiet-redirect-at"),
+    pytest.param(_QuietOs, "dup2", True, 2, id="trace-save-quiet-restore-after"),
+]
+
+
+@pytest.mark.parametrize(("owner", "name", "after", "on_call"), READ_STEPS)
+def test_ctrl_c_while_the_profile_is_read_can_be_retried_and_counts_nothing_twice(owner, name, after, on_call, mlp,
+                                                                                   monkeypatch, capfd, tmp_path):  # fmt: skip
+    before = fd2()
+    with torchprof.Profiler() as prof:
+        mlp(X).sum().backward()
+    quiet_os = _QuietOs()
+    monkeypatch.setattr(quiet, "os", quiet_os)
+    injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
+    with pytest.raises(KeyboardInterrupt, match="injected"):
+        prof.df  # the first read is interrupted
+    assert injected.fired
+    monkeypatch.undo()
+    df = prof.df
+    assert list(df.loc[["Sequential", "Sequential.0", "Sequential.1", "Sequential.2"], "calls"]) == [1, 1, 1, 1]
+    assert df.loc["Sequential.0", "bwd_cpu_us"] > 0
+    trace = Path(prof.export_chrome_trace(str(tmp_path / "trace.json")))
+    assert torchprof.load_trace(str(trace)).df.loc["Sequential.0", "calls"] == 1  # kineto's trace was kept
+    assert_clean(before, capfd)
+
+
+# -- real signals ------------------------------------------------------------------------------------------------
+# A Ctrl-C that lands in a finalizer is reported by Python as ignored, as it would be for a user.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_random_sigints_never_leave_the_process_unable_to_profile(capfd):
+    """A real SIGINT at a random point of a Profiler's start, run, stop or read, 60 times (fixed
+    seed); after each, whether or not it interrupted anything, the process must be able to
+    profile. Before the interrupt-safe lifecycle, about 1 run in 12 left torch's flag up."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[m for _ in range(10) for m in (torch.nn.Linear(16, 16), torch.nn.ReLU())])
+    x = torch.randn(4, 16)
+
+    def once() -> None:
+        with torchprof.Profiler() as prof:
+            model(x).sum().backward()
+        assert prof.df.loc["Sequential.0", "calls"] == 1
+
+    def settle() -> None:
+        # A signal tripped just before the timer was disarmed is handled at the next check: here.
+        for _ in range(3):
+            with contextlib.suppress(KeyboardInterrupt):
+                time.sleep(0.0005)
+
+    before = fd2()
+    once()
+    t0 = time.perf_counter()
+    once()
+    span = time.perf_counter() - t0
+    rng = random.Random(7)
+    # The timer's handler delivers the SIGINT at the next point the interpreter checks for signals,
+    # exactly as a Ctrl-C from the terminal.
+    previous = signal.signal(signal.SIGALRM, lambda *_: _thread.interrupt_main())
+    interrupted = 0
+    try:
+        for _ in range(60):
+            try:
+                signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-5, span))
+                try:
+                    once()
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            except KeyboardInterrupt:
+                interrupted += 1
+            settle()
+            assert not nn_module._global_forward_pre_hooks and not nn_module._global_forward_hooks
+            assert not autograd_profiler._is_profiler_enabled and session._active is None
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            assert fd2() == before
+            once()  # profiles again, correctly
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert interrupted > 30  # the signals did land, mostly inside the runs
+    assert_clean(before, capfd)
+
+
+# -- the entry points ---------------------------------------------------------------------------------------------
+def test_cli_prints_the_partial_profile_and_exits_130_when_ctrl_c_lands_in_the_stop(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "import torch.autograd.profiler as ap\n"
+        "real = ap._disable_profiler\n"
+        "def interrupted():\n"
+        "    real()\n"
+        "    raise KeyboardInterrupt\n"
+        "net = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU())\n"
+        "net(torch.randn(4, 8)).sum().backward()\n"
+        "ap._disable_profiler = interrupted  # the stop that follows the script is interrupted\n"
+    )
+    real = autograd_profiler._disable_profiler
+    try:
+        with pytest.warns(torchprof.ProfilerWarning, match="3 module calls but the profile has none"):
+            code = _cli.main([str(script)])  # torch's result was lost with the interrupt: said
+    finally:
+        autograd_profiler._disable_profiler = real
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "(incomplete: the script did not finish)" in out
+    assert err.endswith("KeyboardInterrupt\n")
+    assert not autograd_profiler._is_profiler_enabled and session._active is None
+    assert torch_profiler_is_off()
+
+
+def test_magic_shows_the_partial_profile_when_ctrl_c_lands_in_the_stop(monkeypatch, capsys):
+    from IPython.testing.globalipapp import get_ipython
+
+    ip = get_ipython()
+    ip.run_line_magic("load_ext", "torchprof")
+    try:
+        ip.user_ns["model"] = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU())
+        ip.user_ns["x"] = X
+        ip.user_ns["arm"] = lambda: Inject(monkeypatch, autograd_profiler, "_run_on_profiler_stop")
+        with pytest.raises(KeyboardInterrupt, match="injected"):
+            ip.run_cell_magic("torchprof", "--text", "model(x).sum().backward()\narm()")
+        monkeypatch.undo()
+        out = capsys.readouterr().out
+        prof = ip.user_ns["_torchprof"]
+        assert prof.df.loc["model.0", "calls"] == 1 and "model" in out
+        assert not autograd_profiler._is_profiler_enabled and session._active is None
+        ip.run_cell_magic("torchprof", "--text", "model(x)")  # the next profile starts cleanly
+        assert ip.user_ns["_torchprof"].df.loc["model.0", "calls"] == 1
+    finally:
+        for name in ("model", "x", "arm", "_torchprof"):
+            ip.user_ns.pop(name, None)
+        ip.run_line_magic("unload_ext", "torchprof")
+        capsys.readouterr()
