@@ -225,13 +225,26 @@ def _compiling_module_call() -> bool:
     return False
 
 
+_registered = False  # our callbacks went into Dynamo's handler once
+
+
 def _watch_compiles(handler: Any) -> None:
-    """Register our compile start/end callbacks with Dynamo, again after ``torch._dynamo.reset()``
-    (which drops every callback); called with the lock held."""
+    """Register our compile start/end callbacks with Dynamo (called with the lock held)."""
+    global _registered
+    _forget_if_reset(handler)
     if _on_compile_start not in handler.start_callbacks:
         handler.register_start_callback(_on_compile_start)
     if _on_compile_end not in handler.end_callbacks:
         handler.register_end_callback(_on_compile_end)
+    _registered = True
+
+
+def _forget_if_reset(handler: Any) -> None:
+    """``torch._dynamo.reset()`` drops every compile callback and starts compile ids again: when
+    ours are gone, the graphs known by those ids are someone else's now (called with the lock held)."""
+    if _registered and _on_compile_start not in handler.start_callbacks:
+        _graphs.clear()
+        _pending.clear()
 
 
 @contextlib.contextmanager
@@ -346,13 +359,10 @@ def _extern_event_name(kernel: str) -> str:
 def graphs() -> dict[str, CompiledGraph]:
     """Every graph captured so far in this process (those Dynamo still knows)."""
     with _lock:
+        callback = sys.modules.get("torch._dynamo.callback")
+        if callback is not None:
+            _forget_if_reset(callback.callback_handler)
         _collect()
-        if _graphs and "torch._dynamo" in sys.modules:
-            import torch._dynamo
-
-            # After torch._dynamo.reset() compile ids start again: forget the old graphs.
-            if not torch._dynamo.utils.counters["stats"].get("unique_graphs", 0):
-                _graphs.clear()
         return dict(_graphs)
 
 
