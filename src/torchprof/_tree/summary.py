@@ -18,7 +18,14 @@ def outermost_modules(tree: Tree) -> list[int]:
 
 
 def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
-    """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory."""
+    """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory.
+
+    ``cuda_us`` is the kernel-time sum over every stream (it can exceed the wall time when
+    streams overlap); ``gpu_busy_us`` is the time any stream of any device was running work
+    (their union); ``gpu_window_us`` runs from the first device start to the last device end
+    within the profiled span (summed over a schedule's cycles), and ``gpu_idle_us`` is the
+    window minus the busy time. All NaN without device events.
+    """
     c = tree.columns
     nan = float("nan")
     cpu, bwd = c["cpu_us"][0], c["bwd_cpu_us"][0]
@@ -43,6 +50,9 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "wall_us": wall,
         "cpu_us": cpu,
         "cuda_us": c["cuda_us"][0],
+        "gpu_busy_us": tree.gpu_busy_us,
+        "gpu_idle_us": tree.gpu_window_us - tree.gpu_busy_us,
+        "gpu_window_us": tree.gpu_window_us,
         "forward_cpu_us": module_fwd,
         "backward_cpu_us": bwd,
         "other_cpu_us": cpu - module_fwd - bwd,
