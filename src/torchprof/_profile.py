@@ -188,8 +188,9 @@ class Profile:
         """Write the run as a chrome trace (Perfetto, chrome://tracing, ``load_trace``)."""
         from ._views.exports import write_chrome_trace
 
+        tree = self.tree  # first: building it reads the run, which keeps the trace with real names
         source = self._trace_file() if self._trace_file is not None else None
-        return write_chrome_trace(source, self.tree, self.recording, path)
+        return write_chrome_trace(source, tree, self.recording, path)
 
     def save(self, path: str) -> str:
         """Save the profile (tree and summary) to reopen later with ``torchprof.load``."""

@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._files import TraceError
 from .._records import EventColumns, ModuleInfo
+from .._traces.rewrite import restore_names
 from .hooks import ModuleTracker
-from .kineto import result_columns
+from .kineto import event_names, names_kineto_mangles, result_columns
 from .quiet import quiet_native_stderr
 
 if TYPE_CHECKING:
@@ -178,10 +180,11 @@ class CaptureSession:
         """Hand the unscheduled run's one cycle to ``on_cycle`` (once; later calls do nothing)."""
         if self._pending is not None:
             result, self._pending = self._pending, None
-            self._keep_trace(result)
-            self._on_cycle(result_columns(result, device=self.options.cuda, python_frames=self.options.stack), self.modules)
+            cols = result_columns(result, device=self.options.cuda, python_frames=self.options.stack)
+            self._keep_trace(result, cols)
+            self._on_cycle(cols, self.modules)
 
-    def _keep_trace(self, result: Any) -> None:
+    def _keep_trace(self, result: Any, cols: EventColumns | None = None) -> None:
         # kineto writes a result's trace once ("Trace is already saved" after that): write it to a
         # temporary file now, which every later export reads, and which goes with this session.
         if self._trace_file is not None:
@@ -191,6 +194,11 @@ class CaptureSession:
         try:
             with quiet_native_stderr():
                 result.save(tmp)
+            # kineto's writer mangles names that are not plain printable ASCII: put them back.
+            # Best effort: a file kineto wrote as invalid JSON (unescaped quotes, in some
+            # versions) stays as it is, and the profile itself does not depend on it.
+            with contextlib.suppress(TraceError):
+                restore_names(tmp, names_kineto_mangles(cols if cols is not None else event_names(result)))
         except BaseException:
             os.unlink(tmp)
             raise
