@@ -250,11 +250,16 @@ def _with_weird_value(data: dict, rng: random.Random) -> str:
 
 
 @pytest.mark.parametrize("how", ["bytes", "values"])
-def test_random_damage_to_a_real_trace_only_ever_raises_trace_error(tmp_path, how):
-    path = shared_trace("a100-triton-kernel.json.gz")
-    with gzip.open(path) as f:
-        text = f.read().decode()
-    data = json.loads(text)
+@pytest.mark.parametrize("name, keep", [("a100-triton-kernel.json.gz", None), ("cpu-gloo-rank34.json.gz", None),
+                                        ("a100-alexnet-forward.json.gz", 150)])  # fmt: skip
+def test_random_damage_to_a_real_trace_only_ever_raises_trace_error(tmp_path, how, name, keep):
+    """Fixed seed, 300 damaged copies per trace: kernels and launches (triton, the first 150
+    events of alexnet), gloo regions; each loads and renders, or is a TraceError."""
+    with gzip.open(shared_trace(name)) as f:
+        data = json.load(f)
+    if keep is not None:
+        data["traceEvents"] = data["traceEvents"][:keep]
+    text = json.dumps(data)
     rng = random.Random(7)
     outcomes = {"loaded": 0, "TraceError": 0}
     target = tmp_path / "damaged.json"
@@ -267,4 +272,4 @@ def test_random_damage_to_a_real_trace_only_ever_raises_trace_error(tmp_path, ho
         except TraceError:
             outcomes["TraceError"] += 1
     # both outcomes happen: the damage is neither always fatal nor always harmless
-    assert outcomes["loaded"] > 10 and outcomes["TraceError"] > 10, outcomes
+    assert outcomes["loaded"] > 5 and outcomes["TraceError"] > 5, outcomes

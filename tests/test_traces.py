@@ -133,6 +133,18 @@ def test_torch_nn_module_events_give_module_nodes(tmp_path):
     assert not math.isnan(df.loc["Sequential_0", "cpu_us"])
 
 
+def test_torch_module_events_on_threads_named_by_numbers_and_strings_nest_per_thread(tmp_path):
+    events = [
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Net_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_1", "pid": 1, "tid": "worker", "ts": 20, "dur": 30},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": "worker", "ts": 25, "dur": 5},
+    ]
+    df = torchprof.load_trace(write_trace(tmp_path / "t.json", events)).df
+    assert df.loc["Net_0.Linear_0", "cpu_us"] == 50
+    assert df.loc["Linear_1/aten::mm", "cpu_us"] == 5  # its own thread: not inside Net_0
+
+
 def test_stack_option_names_the_user_source_line_and_survives_export(mlp, tmp_path):
     def train_step(x):
         return mlp(x).sum()
@@ -350,6 +362,8 @@ def test_device_work_launched_before_profiling_and_without_a_launching_op_get_la
         kernel("older_launch", 1300, 40, correlation=3),  # its correlation id predates every launch
         kernel("Memcpy HtoD", 1210, 8, correlation=11),
         kernel("lost_launch", 1400, 2, correlation=50),  # a launch id newer than the window's, not recorded
+        op("cudaLaunchKernel", 1500, 5, cat="cuda_runtime", correlation=12),  # outside every op, but...
+        kernel("relu", 1510, 6, correlation=12, **{"External id": 1}),  # ...kineto names the op
     ]
     df = torchprof.load_trace(write_trace(tmp_path / "t.json", events), name="profile").df
     before, no_op = "(launched before profiling)", "(device, no launching op)"
@@ -359,7 +373,8 @@ def test_device_work_launched_before_profiling_and_without_a_launching_op_get_la
     assert (df.loc[no_op, "kind"], df.loc[no_op, "cuda_us"]) == ("region", 10)
     assert sorted(df[df.parent == no_op].name) == ["Memcpy HtoD", "lost_launch"]
     assert df[(df.parent == "profile") & (df.kind == "kernel")].empty
-    assert df.iloc[0]["cuda_us"] == 170
+    assert df.loc["aten::mm/relu", "cuda_us"] == 6
+    assert df.iloc[0]["cuda_us"] == 176
 
 
 def test_on_the_real_traces_no_device_work_sits_loose_under_the_root():
@@ -448,3 +463,15 @@ def test_loading_memory_grows_linearly_with_the_file_size(tmp_path):
         tracemalloc.stop()
     (small, small_size), (big, big_size) = peaks
     assert 0.7 < (big / big_size) / (small / small_size) < 1.3, peaks  # bytes per file byte stay put
+
+
+def test_the_trace_kept_before_the_tree_is_built_has_the_real_names_too():
+    model = torch.nn.Sequential()
+    model.add_module("données", torch.nn.Linear(2, 2))
+    with torchprof.Profiler() as prof:
+        model(torch.randn(1, 2))
+    kept = prof.result._trace_file()  # asked before the tree is built: the names come from torch's events
+    with open(kept, encoding="utf-8") as f:
+        names = {e.get("name") for e in json.load(f)["traceEvents"]}
+    assert "nn.Module: Sequential.données [Linear]" in names and "unknown" not in names
+    assert prof.result.df.loc["Sequential.données", "kind"] == "module"

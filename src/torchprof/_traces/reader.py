@@ -86,26 +86,29 @@ def time_ns(value: Any) -> int:
 
 
 def _double_ns(x: float) -> int:
+    # The literal was n/1000 µs for the n whose correctly rounded quotient is x (int / int is
+    # correctly rounded, as the JSON parser is); below 2**43 at most one n qualifies.
+    if -_DOUBLE_EXACT_US < x < _DOUBLE_EXACT_US:  # False for NaN
+        n = round(x * 1000)
+        if n / 1000 == x:
+            return n
+        for m in (n - 1, n + 1):
+            if m / 1000 == x:
+                return m
+        raise NeedsDigits  # digits below the nanosecond: floor the literal itself
     if math.isnan(x):
         raise ValueError("is NaN")
     if math.isinf(x):
         raise ValueError("is infinite")
-    if not -_DOUBLE_EXACT_US < x < _DOUBLE_EXACT_US:
-        raise NeedsDigits
-    # The literal was n/1000 µs for the n whose correctly rounded quotient is x (int / int is
-    # correctly rounded, as the JSON parser is); below 2**43 at most one n qualifies.
-    n = round(x * 1000)
-    for m in (n, n - 1, n + 1):
-        if m / 1000 == x:
-            return m
-    raise NeedsDigits  # digits below the nanosecond: floor the literal itself
+    raise NeedsDigits
 
 
-def span_ns(ts: Any, dur: Any) -> tuple[int, int]:
-    """``(start, end)`` of an event in integer nanoseconds. The end is the floor of the exact
-    ``ts + dur``, so events that touch in the file touch here, and a child never outgrows its
-    parent."""
-    start = time_ns(ts)
+def span_ns(ts: Any, dur: Any, start: int | None = None) -> tuple[int, int]:
+    """``(start, end)`` of an event in integer nanoseconds (``start``: ``time_ns(ts)`` when known).
+    The end is the floor of the exact ``ts + dur``, so events that touch in the file touch here,
+    and a child never outgrows its parent."""
+    if start is None:
+        start = time_ns(ts)
     d = time_ns(dur)
     if d < 0:
         raise ValueError("is negative: a negative duration is not a real event")
@@ -182,10 +185,19 @@ class _EventReader:
                 kind = self._kind(e, cat, kind)
                 if kind == IGNORED:
                     return
+            # The two common cases inline: integer µs (kineto before 2024), and three-decimal
+            # µs since baseTimeNanoseconds that a double pins exactly (since); else _span.
             ts, dur = e.get("ts"), e.get("dur", 0)
             if type(ts) is int and type(dur) is int and dur >= 0 and -_MAX_US <= ts <= _MAX_US - dur:
-                start = ts * 1000  # the common case (kineto before 2024), kept fast
+                start = ts * 1000
                 end = start + dur * 1000
+            elif type(ts) is float and type(dur) is float and -_DOUBLE_EXACT_US < ts < _DOUBLE_EXACT_US and 0.0 <= dur < _DOUBLE_EXACT_US:
+                start = round(ts * 1000)
+                end = round(dur * 1000)
+                if start / 1000 == ts and end / 1000 == dur:
+                    end += start
+                else:
+                    start, end = self._span(e)
             else:
                 start, end = self._span(e)
         elif ph == "i" and cat == INSTANT_CATEGORY and e.get("name") == MEMORY_EVENT:
@@ -243,11 +255,11 @@ class _EventReader:
         if ts is None:
             raise ValueError("has no 'ts'" if "ts" not in e else "'ts' must be a number, not null")
         try:
-            time_ns(ts)
+            start = time_ns(ts)
         except ValueError as exc:
             raise ValueError(f"'ts' {exc}") from None
         try:
-            return span_ns(ts, e.get("dur", 0))
+            return span_ns(ts, e.get("dur", 0), start)
         except ValueError as exc:
             raise ValueError(f"'dur' {exc}") from None
 
@@ -330,7 +342,7 @@ def columns_from_events(events: list[Any]) -> tuple[EventColumns, dict[str, Any]
 def _name_torch_modules(cols: EventColumns, idx: list[int]) -> None:
     """torch's python tracer names module calls ``nn.Module: Conv2d_3`` (class and an id) with no
     path: give them paths from how they nest (``ResNet.Conv2d_3``), in torchprof's range format."""
-    idx = sorted(idx, key=lambda i: (cols.tid[i], cols.start[i], -cols.end[i]))
+    idx = sorted(idx, key=lambda i: (cols.start[i], -cols.end[i]))  # threads may be named by str or int
     stacks: dict[Any, list[tuple[int, str]]] = {}
     for i in idx:
         stack = stacks.setdefault(cols.tid[i], [])
@@ -387,9 +399,12 @@ def read_trace(path: str | os.PathLike[str]) -> Recording:
     """A trace file as a :class:`Recording` (one cycle of events plus torchprof's metadata)."""
     where = os.fspath(path)
     raw = read_bytes(path)
+    exact = _epoch_decimals(raw)  # then orjson's doubles would only be thrown away
     try:
-        data, exact = parse_json(raw, where), False
+        data = parse_json(raw, where, exact=exact)
     except TraceError:
+        if exact:
+            raise
         # orjson rejects NaN, Infinity and numbers beyond a double; the standard parser reads
         # them, so the event and field can be named (and truly broken JSON still fails here).
         data, exact = parse_json(raw, where, exact=True), True
@@ -399,6 +414,17 @@ def read_trace(path: str | os.PathLike[str]) -> Recording:
         pass
     del data  # the doubles: parse again keeping every literal's digits
     return _checked(parse_json(raw, where, exact=True), where, True)
+
+
+_FIRST_TS = re.compile(rb'"ts"\s*:\s*-?(\d+)\.\d')
+
+
+def _epoch_decimals(raw: bytes) -> bool:
+    """Does the file's first ``ts`` have decimals beyond a double's nanoseconds (epoch µs with
+    decimals, as kineto wrote in spring 2024)? A guess that only saves time: a wrong one is
+    caught by :class:`NeedsDigits`."""
+    m = _FIRST_TS.search(raw, 0, 1 << 20)
+    return m is not None and int(m.group(1)) >= _DOUBLE_EXACT_US
 
 
 def _checked(data: Any, where: str, exact: bool) -> Recording:

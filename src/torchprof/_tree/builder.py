@@ -303,7 +303,9 @@ class TreeBuilder:
         """Stage 4b: kernels, memcpys and memsets go under the op that launched them: the op
         around the runtime call with the same correlation id, else the op whose id the kernel
         carries (External id). Work no op of the window launched goes to a labelled row under
-        the root (:meth:`_unlaunched_row`). Also adds the cycle's device busy time."""
+        the root (:meth:`_unlaunched_row`): launched before the window when its correlation id
+        is older than every launch recorded or it ran before the first host event, else "no
+        launching op". Also adds the cycle's device busy time."""
         device = [i for i, k in enumerate(ev.kind) if k == DEVICE]
         if not device:
             return
@@ -318,14 +320,14 @@ class TreeBuilder:
             launcher = runtime_by_corr.get(c, -2) if c else -2
             if launcher >= 0:
                 pnode = node_of[launcher]
-            elif launcher == -1:  # a runtime call outside every range
-                pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
             else:
                 if op_by_ext is None:
                     op_by_ext = {x: j for j, x in enumerate(ev.ext_id) if x and ev.kind[j] in (OP, REGION, MODULE) and node_of[j] >= 0}
                 j = op_by_ext.get(links[i], -1) if links[i] else -1
                 if j >= 0:
                     pnode = node_of[j]
+                elif launcher == -1:  # a runtime call outside every range
+                    pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
                 elif (host_start is not None and ev.start[i] < host_start) or (
                         c and first_launch is not None and c < first_launch):  # fmt: skip
                     # Correlation ids grow with every launch: one older than every launch seen
