@@ -89,7 +89,9 @@ class Profile:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs."""
+        """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs, and
+        with a device ``gpu_busy_us``/``gpu_idle_us``/``gpu_window_us`` (``cuda_us`` sums streams,
+        so it can exceed wall time; busy is their union). See :func:`~torchprof._tree.summary.summarize`."""
         if self._summary is None:
             self._summary = summarize(self.tree, self.recording)
         return dict(self._summary)
