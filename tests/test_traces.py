@@ -12,6 +12,8 @@ import torch
 
 import torchprof
 from conftest import shared_trace
+from synthetic import ev
+from torchprof._tree.builder import TreeBuilder
 
 
 def raw_events(path):
@@ -131,6 +133,18 @@ def test_torch_nn_module_events_give_module_nodes(tmp_path):
     assert not math.isnan(df.loc["Sequential_0", "cpu_us"])
 
 
+def test_torch_module_events_on_threads_named_by_numbers_and_strings_nest_per_thread(tmp_path):
+    events = [
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Net_0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+        {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_1", "pid": 1, "tid": "worker", "ts": 20, "dur": 30},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": "worker", "ts": 25, "dur": 5},
+    ]
+    df = torchprof.load_trace(write_trace(tmp_path / "t.json", events)).df
+    assert df.loc["Net_0.Linear_0", "cpu_us"] == 50
+    assert df.loc["Linear_1/aten::mm", "cpu_us"] == 5  # its own thread: not inside Net_0
+
+
 def test_stack_option_names_the_user_source_line_and_survives_export(mlp, tmp_path):
     def train_step(x):
         return mlp(x).sum()
@@ -143,3 +157,321 @@ def test_stack_option_names_the_user_source_line_and_survives_export(mlp, tmp_pa
     assert df.loc["Sequential.0/aten::linear", "source"] == layer.source
     again = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json")))
     pd.testing.assert_frame_equal(df, again.df, check_exact=False, rtol=1e-9)
+
+
+# -- exact times ------------------------------------------------------------------------------------
+def write_trace(path, events, **top):
+    path.write_text(json.dumps({"traceEvents": events, **top}))
+    return path
+
+
+def op(name, ts, dur, *, cat="cpu_op", tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def test_events_that_touch_end_to_start_at_epoch_times_are_siblings(tmp_path):
+    # Epoch µs (~1.66e15) times 1000.0 is a double spaced 256 ns apart: rounding it nested some of
+    # these touching ops into each other, and every ancestor then counted the child twice.
+    t = 1661203462598738
+    events, durations = [], [19, 7, 33, 1, 12, 5, 41, 3, 17, 9, 2, 29, 11, 6, 23, 13, 4, 37, 8, 15]
+    for k, d in enumerate(durations):
+        events.append(op(f"op{k}", t, d))
+        t += d
+    df = torchprof.load_trace(write_trace(tmp_path / "t.json", events)).df
+    assert list(df.parent[1:]) == [df.index[0]] * len(durations)  # all children of the root
+    assert [df.loc[f"op{k}", "cpu_us"] for k in range(len(durations))] == durations
+    assert df.iloc[0]["cpu_us"] == sum(durations)
+
+
+def _shifted_copy(path, dest, shift_us: int, fraction: str = ""):
+    """The trace with every ``ts`` moved by ``shift_us`` µs and written with the decimal
+    ``fraction`` appended to its literal (exact digits, no double in between)."""
+    with gzip.open(path) as f:
+        data = json.load(f)
+    events = data.pop("traceEvents")
+    parts = []
+    for e in events:
+        if "ts" not in e:
+            parts.append(json.dumps(e))
+            continue
+        ts = e.pop("ts") + shift_us
+        body = json.dumps(e)
+        parts.append(body[:-1] + f', "ts": {ts}{fraction}}}')
+    dest.write_text('{"traceEvents": [' + ",\n".join(parts) + "], " + json.dumps(data)[1:])
+    return dest
+
+
+@pytest.mark.slow
+def test_the_tree_does_not_depend_on_the_epoch_of_the_timestamps(tmp_path):
+    path = shared_trace("a100-ddp-training.json.gz")
+    original = torchprof.load_trace(path, name="ddp")
+    first = min(e["ts"] for e in raw_events(path) if "ts" in e)
+    variants = {
+        "integers, 1e15 µs later": _shifted_copy(path, tmp_path / "int.json", 10**15),
+        "decimals, 1e15 µs later (beyond a double's ns)": _shifted_copy(path, tmp_path / "dec.json", 10**15, ".250"),
+        "decimals from zero (as kineto writes since 2024)": _shifted_copy(path, tmp_path / "rel.json", -first, ".125"),
+    }
+    for what, copy in variants.items():
+        again = torchprof.load_trace(copy, name="ddp")
+        pd.testing.assert_frame_equal(original.df, again.df, check_exact=True, obj=what)
+        assert again.summary["gpu_busy_us"] == original.summary["gpu_busy_us"], what
+
+
+def test_a_loaded_trace_with_epoch_decimals_exports_and_reloads_with_every_digit(tmp_path):
+    text = ('{"traceEvents": ['
+            '{"ph": "X", "cat": "cpu_op", "name": "outer", "pid": 1, "tid": 1, "ts": 1711234567890123.456, "dur": 10.5},'
+            '{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1711234567890124.001, "dur": 0.999},'
+            '{"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "ts": 1711234567890125.000, "dur": 0.001}]}')  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    prof = torchprof.load_trace(path, name="t")
+    df = prof.df
+    assert df.loc["outer/a", "cpu_us"] == 0.999 and df.loc["outer/b", "cpu_us"] == 0.001
+    assert df.loc["outer", "self_cpu_us"] == pytest.approx(10.5 - 1.0, abs=1e-9)
+    exported = prof.export_chrome_trace(str(tmp_path / "again.json"))
+    assert "1711234567890123.456" in open(exported).read()
+    pd.testing.assert_frame_equal(df, torchprof.load_trace(exported).df, check_exact=True)
+    # exported twice: one torchprof block, not two
+    twice = torchprof.load_trace(exported).export_chrome_trace(str(tmp_path / "twice.json"))
+    assert open(twice).read().count('"torchprof":') == 1
+
+
+# -- device time from every accelerator ---------------------------------------------------------------
+#: Every category name kineto writes (libkineto/include/ActivityType.h, 2026) and those of
+#: kineto before 2022 (libkineto/src/output_json.cpp then).
+KINETO_CATEGORIES = (
+    "cpu_op", "user_annotation", "gpu_user_annotation", "gpu_memcpy", "gpu_memset", "kernel",
+    "external_correlation", "cuda_runtime", "cuda_driver", "cpu_instant_event", "python_function",
+    "overhead", "mtia_runtime", "mtia_ccp_events", "mtia_insight", "cuda_sync", "cuda_event",
+    "mtia_counters", "glow_runtime", "cuda_profiler_range", "hpu_op", "xpu_runtime", "xpu_driver",
+    "collective_comm", "privateuse1_runtime", "privateuse1_driver", "xpu_scope_profiler", "xpu_sync",
+    "hardware_counters",
+    "Operator", "Runtime", "Kernel", "Memcpy", "Memset", "User",
+)  # fmt: skip
+
+
+def test_every_category_kineto_writes_has_a_decided_kind():
+    from torchprof._vocab import CATEGORY_KIND, PYTHON_CATEGORY
+
+    assert [c for c in KINETO_CATEGORIES if c not in CATEGORY_KIND and c != PYTHON_CATEGORY] == []
+
+
+@pytest.mark.parametrize(
+    "runtime, device",
+    [
+        ("cuda_runtime", "kernel"),
+        ("cuda_runtime", "gpu_memcpy"),
+        ("cuda_driver", "gpu_memset"),
+        ("cuda_runtime", "cuda_profiler_range"),
+        ("mtia_runtime", "mtia_ccp_events"),
+        ("xpu_runtime", "kernel"),
+        ("xpu_driver", "gpu_memcpy"),
+        ("privateuse1_runtime", "kernel"),
+        ("privateuse1_driver", "gpu_memset"),
+        ("hpu_op", "kernel"),
+        ("Runtime", "Kernel"),
+        ("Runtime", "Memcpy"),
+        ("Runtime", "Memset"),
+    ],
+)
+def test_device_time_is_read_from_every_accelerator_category(tmp_path, runtime, device):
+    old = runtime == "Runtime"  # kineto before 2022: "Operator" ops, lowercase "external id"
+    ext = "external id" if old else "External id"
+    events = [
+        op("aten::mm", 0, 100, cat="Operator" if old else "cpu_op", **{"External id": 7}),
+        op("launch", 10, 5, cat=runtime, correlation=100, **{ext: 7}),
+        {"ph": "X", "cat": device, "name": "work", "pid": 0, "tid": "stream 7", "ts": 50, "dur": 30,
+         "args": {"correlation": 100, ext: 7}},
+        # a second one found through the launching op's id alone (no runtime call recorded)
+        {"ph": "X", "cat": device, "name": "more", "pid": 0, "tid": "stream 7", "ts": 90, "dur": 4, "args": {ext: 7}},
+    ]  # fmt: skip
+    df = torchprof.load_trace(write_trace(tmp_path / "t.json", events)).df
+    assert df.loc["aten::mm/work", "kind"] == "kernel"
+    assert df.loc["aten::mm/work", "cuda_us"] == 30
+    assert df.loc["aten::mm/more", "cuda_us"] == 4
+    assert df.iloc[0]["cuda_us"] == 34
+
+
+# -- GPU busy and idle ------------------------------------------------------------------------------
+def test_gpu_busy_is_the_union_over_streams_and_devices_and_idle_the_gaps_of_the_window(tmp_path):
+    def kernel(name, ts, dur, pid, stream):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": pid, "tid": stream, "ts": ts, "dur": dur, "args": {"External id": 1}}
+
+    events = [
+        op("aten::mm", 0, 200, **{"External id": 1}),
+        kernel("a", 10, 10, 0, 7), kernel("b", 30, 10, 0, 7),   # stream 7: [10,20] [30,40]
+        kernel("c", 15, 10, 0, 8), kernel("d", 50, 10, 0, 8),   # stream 8: [15,25] [50,60]
+        kernel("e", 55, 15, 1, 7),                              # device 1: [55,70]
+    ]  # fmt: skip
+    s = torchprof.load_trace(write_trace(tmp_path / "t.json", events)).summary
+    assert s["cuda_us"] == 55  # the sum over streams
+    assert s["gpu_busy_us"] == 15 + 10 + 20  # [10,25] [30,40] [50,70]
+    assert s["gpu_window_us"] == 60  # 10 -> 70
+    assert s["gpu_idle_us"] == 15
+    # clipped to the profiled span (kineto's "Trace" event) where the trace has one
+    span = {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "x", "ts": 0, "dur": 60}
+    s = torchprof.load_trace(write_trace(tmp_path / "span.json", [*events, span])).summary
+    assert (s["gpu_busy_us"], s["gpu_window_us"], s["gpu_idle_us"]) == (15 + 10 + 10, 50, 15)
+
+
+def test_gpu_idle_leaves_out_the_time_between_the_cycles_of_a_schedule():
+    from synthetic import build
+
+    cycle = [ev("op", "aten::mm", 0, 100, ext=1), ev("kernel", "k", 10, 30, tid="s", link=1)]
+    later = [dict(e, start=e["start"] + 10**9, end=e["end"] + 10**9) for e in cycle]
+    builder = TreeBuilder(cuda=True)
+    from synthetic import columns as cols_of
+
+    builder.add(cols_of(cycle))
+    builder.add(cols_of(later))
+    tree = builder.finish()
+    assert (tree.gpu_busy_us, tree.gpu_window_us) == (40.0, 40.0)
+    assert math.isnan(build([ev("op", "aten::mm", 0, 100)]).gpu_busy_us)
+
+
+def test_gpu_busy_and_idle_match_holistic_trace_analysis_on_the_ddp_trace():
+    path = shared_trace("a100-ddp-training.json.gz")
+    device = sorted((e["ts"], e["ts"] + e["dur"]) for e in raw_events(path) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    busy, (cur_s, cur_e) = 0, device[0]
+    for s, e in device:
+        if s > cur_e:
+            busy, cur_s, cur_e = busy + cur_e - cur_s, s, e
+        cur_e = max(cur_e, e)
+    busy += cur_e - cur_s
+    window = max(e for _, e in device) - device[0][0]
+    total = sum(e - s for s, e in device)
+    # recomputed here from the raw JSON, and as a colleague computed them with HTA 0.5.0
+    assert (len(device), busy, window, total) == (9450, 388_587, 464_594, 501_567)
+    s = torchprof.load_trace(path).summary
+    assert (s["gpu_busy_us"], s["gpu_window_us"], s["cuda_us"]) == (busy, window, total)
+    assert s["gpu_idle_us"] == window - busy
+    assert s["cuda_us"] > s["gpu_busy_us"]  # streams overlap: the kernel sum is not busy time
+
+
+# -- device work no op of the window launched ----------------------------------------------------------
+def test_device_work_launched_before_profiling_and_without_a_launching_op_get_labelled_rows(tmp_path):
+    def kernel(name, ts, dur, **args):
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+    events = [
+        op("aten::mm", 1000, 100, **{"External id": 1}),
+        op("cudaLaunchKernel", 1010, 5, cat="cuda_runtime", correlation=10, **{"External id": 1}),
+        op("cudaMemcpyAsync", 1200, 5, cat="cuda_runtime", correlation=11),  # outside every op
+        kernel("gemm", 1050, 20, correlation=10, **{"External id": 1}),
+        kernel("queued_before", 500, 100, correlation=5),  # ran before the first host event
+        kernel("older_launch", 1300, 40, correlation=3),  # its correlation id predates every launch
+        kernel("Memcpy HtoD", 1210, 8, correlation=11),
+        kernel("lost_launch", 1400, 2, correlation=50),  # a launch id newer than the window's, not recorded
+        op("cudaLaunchKernel", 1500, 5, cat="cuda_runtime", correlation=12),  # outside every op, but...
+        kernel("relu", 1510, 6, correlation=12, **{"External id": 1}),  # ...kineto names the op
+    ]
+    df = torchprof.load_trace(write_trace(tmp_path / "t.json", events), name="profile").df
+    before, no_op = "(launched before profiling)", "(device, no launching op)"
+    assert df.loc["aten::mm/gemm", "cuda_us"] == 20
+    assert (df.loc[before, "kind"], df.loc[before, "parent"], df.loc[before, "cuda_us"]) == ("region", "profile", 140)
+    assert sorted(df[df.parent == before].name) == ["older_launch", "queued_before"]
+    assert (df.loc[no_op, "kind"], df.loc[no_op, "cuda_us"]) == ("region", 10)
+    assert sorted(df[df.parent == no_op].name) == ["Memcpy HtoD", "lost_launch"]
+    assert df[(df.parent == "profile") & (df.kind == "kernel")].empty
+    assert df.loc["aten::mm/relu", "cuda_us"] == 6
+    assert df.iloc[0]["cuda_us"] == 176
+
+
+def test_on_the_real_traces_no_device_work_sits_loose_under_the_root():
+    for name in ("a100-alexnet-forward.json.gz", "a100-ddp-training.json.gz", "a100-triton-kernel.json.gz"):
+        df = torchprof.load_trace(shared_trace(name)).df
+        assert df[(df.parent == df.index[0]) & (df.kind == "kernel")].empty, name
+        assert "(launched before profiling)" not in df.index, name  # none in these three
+
+
+# -- names ---------------------------------------------------------------------------------------
+def test_export_then_load_keeps_unicode_quotes_newlines_and_backslashes_in_names(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    model.add_module("données", torch.nn.Linear(4, 4))
+    model.add_module('q"uote', torch.nn.ReLU())
+    model.add_module("new\nline", torch.nn.Linear(4, 4))
+    model.add_module("back\\slash", torch.nn.ReLU())
+    model.add_module("tab\there", torch.nn.ReLU())
+    model.add_module("日本", torch.nn.Identity())
+    model.add_module("a [b]", torch.nn.Identity())  # the range format's own brackets in a path
+
+    def étape(x):
+        return model(x)
+
+    with torchprof.Profiler(stack=True, name="run") as prof:
+        with torch.profiler.record_function('région "q"\nsuite'):
+            étape(torch.randn(2, 4))
+    df = prof.df
+    assert 'région "q"\nsuite/Sequential.new\nline' in df.index and "région \"q\"\nsuite/Sequential.日本" in df.index
+    again = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json.gz")))
+    assert list(again.df.index) == list(df.index)
+    pd.testing.assert_frame_equal(df, again.df, check_exact=False, rtol=1e-9)
+    assert df.loc['région "q"\nsuite/Sequential.données', "source"].endswith("): étape")
+
+
+def test_a_region_named_like_a_module_range_stays_a_region_in_a_trace(tmp_path):
+    events = [
+        op("nn.Module: Net [Net]", 0, 100),
+        op("nn.Module: Net.fc [Linear]", 5, 30),
+        op("aten::linear", 6, 20),
+        op("nn.Module: x [Linear]", 50, 40, cat="user_annotation"),
+        op("aten::relu", 55, 10),
+    ]
+    df = torchprof.load_trace(write_trace(tmp_path / "t.json", events)).df
+    assert df.loc["Net.fc", "kind"] == "module"
+    forged = df[df.name == "nn.Module: x [Linear]"]
+    assert list(forged.kind) == ["region"] and list(forged.index) == ["Net/nn.Module: x [Linear]"]
+    # and alone in a trace with no module ranges of ours
+    df = torchprof.load_trace(write_trace(tmp_path / "alone.json", events[3:])).df
+    assert list(df.kind[1:]) == ["region", "op"]
+
+
+def test_a_region_named_like_a_module_range_stays_a_region_live_and_after_export(mlp, tmp_path):
+    with torchprof.Profiler() as prof:
+        with torch.profiler.record_function("nn.Module: fake [Linear]"):
+            mlp(torch.randn(2, 8))
+    df = prof.df
+    assert df.loc["nn.Module: fake [Linear]", "kind"] == "region"
+    assert df.loc["nn.Module: fake [Linear]/Sequential.0", "kind"] == "module"
+    again = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json"))).df
+    assert again.loc["nn.Module: fake [Linear]", "kind"] == "region"
+    assert list(again.index) == list(df.index)
+
+
+def test_loading_memory_grows_linearly_with_the_file_size(tmp_path):
+    import tracemalloc
+
+    def trace(steps):
+        events = []
+        for k in range(steps):
+            t = k * 100
+            events += [op(f"step{k % 7}", t, 90, **{"External id": 3 * k + 1}),
+                       op("aten::mm", t + 1, 50, **{"External id": 3 * k + 2, "Sequence number": k, "Input Dims": [[4, 4], [4, 4]]}),
+                       op("cudaLaunchKernel", t + 2, 5, cat="cuda_runtime", correlation=k + 1, **{"External id": 3 * k + 2}),
+                       {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 10, "dur": 20,
+                        "args": {"correlation": k + 1, "External id": 3 * k + 2}}]  # fmt: skip
+        path = write_trace(tmp_path / f"t{steps}.json", events)
+        return path, path.stat().st_size
+
+    peaks = []
+    for steps in (1000, 4000):
+        path, size = trace(steps)
+        tracemalloc.start()
+        torchprof.load_trace(path).df
+        peaks.append((tracemalloc.get_traced_memory()[1], size))
+        tracemalloc.stop()
+    (small, small_size), (big, big_size) = peaks
+    assert 0.7 < (big / big_size) / (small / small_size) < 1.3, peaks  # bytes per file byte stay put
+
+
+def test_the_trace_kept_before_the_tree_is_built_has_the_real_names_too():
+    model = torch.nn.Sequential()
+    model.add_module("données", torch.nn.Linear(2, 2))
+    with torchprof.Profiler() as prof:
+        model(torch.randn(1, 2))
+    kept = prof.result._trace_file()  # asked before the tree is built: the names come from torch's events
+    with open(kept, encoding="utf-8") as f:
+        names = {e.get("name") for e in json.load(f)["traceEvents"]}
+    assert "nn.Module: Sequential.données [Linear]" in names and "unknown" not in names
+    assert prof.result.df.loc["Sequential.données", "kind"] == "module"

@@ -6,6 +6,8 @@ import gzip
 import json
 import os
 import tempfile
+import zlib
+from decimal import Decimal
 from typing import Any
 
 
@@ -13,9 +15,9 @@ class TraceError(ValueError):
     """A trace or saved-profile file that cannot be read: what is wrong, and where."""
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
-    """The JSON value in a ``.json`` or gzipped ``.json.gz`` file; :class:`TraceError` when it is
-    unreadable, truncated or not JSON."""
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a ``.json`` file, or of a gzipped ``.json.gz`` file once decompressed;
+    :class:`TraceError` when it is unreadable or a truncated gzip."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such trace file: {path}")
@@ -26,27 +28,85 @@ def read_json(path: str | os.PathLike[str]) -> Any:
             raw = f.read()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
+    return raw
+
+
+def parse_json(raw: bytes, where: str, *, exact: bool = False) -> Any:
+    """The JSON value in ``raw``; :class:`TraceError` naming ``where`` when it is not JSON.
+
+    By default numbers with a fraction or an exponent become floats (orjson when installed, which
+    rejects NaN and Infinity). With ``exact`` they become :class:`~decimal.Decimal` with the
+    literal's digits (the standard library's parser, about twice as slow as orjson), and NaN and
+    Infinity are read as floats, for the caller to reject by name.
+    """
     try:
+        if exact:
+            return json.loads(raw, parse_float=Decimal)
         try:
             import orjson
-
-            return orjson.loads(raw)
         except ImportError:
             return json.loads(raw)
-    except ValueError as exc:
-        raise TraceError(f"{path} is not valid JSON ({exc}); expected a torch.profiler chrome trace") from exc
+        return orjson.loads(raw)
+    except RecursionError as exc:
+        raise TraceError(f"{where} is nested too deeply to be a chrome trace") from exc
+    except ValueError as exc:  # json and orjson decode errors, invalid UTF-8, over-long integers
+        raise TraceError(f"{where} is not valid JSON ({exc}); expected a torch.profiler chrome trace") from exc
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON value in a ``.json`` or gzipped ``.json.gz`` file; :class:`TraceError` when it is
+    unreadable, truncated or not JSON."""
+    return parse_json(read_bytes(path), os.fspath(path))
+
+
+def plain_numbers(value: Any) -> Any:
+    """``value`` with every :class:`~decimal.Decimal` (from an ``exact`` parse) turned into a float,
+    for metadata handed to users. An explicit stack: nested JSON can be deep."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    out: Any = {} if isinstance(value, dict) else []
+    stack = [(value, out)]
+    while stack:
+        src, dst = stack.pop()
+        for key, v in src.items() if isinstance(src, dict) else enumerate(src):
+            if isinstance(v, (dict, list)):
+                child: Any = {} if isinstance(v, dict) else []
+                stack.append((v, child))
+            else:
+                child = float(v) if isinstance(v, Decimal) else v
+            if isinstance(dst, dict):
+                dst[key] = child
+            else:
+                dst.append(child)
+    return out
 
 
 def dumps(data: Any) -> bytes:
-    """Compact JSON bytes (orjson when installed)."""
+    """Compact JSON bytes (orjson when installed). A :class:`~decimal.Decimal` from an ``exact``
+    parse is written with its own digits where orjson can (a float otherwise)."""
     try:
         import orjson
-
-        return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY)
     except ImportError:
-        return json.dumps(data).encode("utf-8")
+        return json.dumps(data, default=_json_number).encode("utf-8")
+    return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY, default=_orjson_number)
+
+
+def _orjson_number(value: Any) -> Any:
+    import orjson
+
+    if isinstance(value, Decimal) and hasattr(orjson, "Fragment"):
+        return orjson.Fragment(str(value).encode("ascii"))
+    return _json_number(value)
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 def write_atomic(path: str | os.PathLike[str], payload: bytes) -> str:

@@ -89,7 +89,9 @@ class Profile:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs."""
+        """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs, and
+        with a device ``gpu_busy_us``/``gpu_idle_us``/``gpu_window_us`` (``cuda_us`` sums streams,
+        so it can exceed wall time; busy is their union). See :func:`~torchprof._tree.summary.summarize`."""
         if self._summary is None:
             self._summary = summarize(self.tree, self.recording)
         return dict(self._summary)
@@ -188,8 +190,9 @@ class Profile:
         """Write the run as a chrome trace (Perfetto, chrome://tracing, ``load_trace``)."""
         from ._views.exports import write_chrome_trace
 
+        tree = self.tree  # first: building it reads the run, which keeps the trace with real names
         source = self._trace_file() if self._trace_file is not None else None
-        return write_chrome_trace(source, self.tree, self.recording, path)
+        return write_chrome_trace(source, tree, self.recording, path)
 
     def save(self, path: str) -> str:
         """Save the profile (tree and summary) to reopen later with ``torchprof.load``."""

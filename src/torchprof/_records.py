@@ -183,6 +183,9 @@ class EventColumns:
     parent: list[int] | None = None
     """Index of each event's enclosing range, when the source already knows the nesting. Then
     the events are in pre-order with roots by start time and need no sorting."""
+    span: tuple[int, int] | None = None
+    """The profiled window ``(start, end)`` in ns where the source records one (kineto's span
+    event in a trace file): device work outside it is not counted in the GPU busy time."""
     frame: list[str | None] | None = None
     """With Python stacks recorded: the innermost user-code frame (``file.py(12): fn``) each
     event ran under; None without stacks."""

@@ -61,21 +61,75 @@ HOST_RANGE_KINDS = frozenset({EventKind.OP, EventKind.REGION, EventKind.MODULE, 
 #: Events that carry a correlation to the device (runtime calls and device activities).
 DEVICE_LINKED_KINDS = frozenset({EventKind.RUNTIME, EventKind.DEVICE})
 
-#: Chrome-trace categories (``cat``) by the event kind they hold.
+#: Chrome-trace categories (``cat``) by the event kind they hold: every category kineto writes
+#: (``libkineto/include/ActivityType.h``), for every accelerator, and the capitalised names of
+#: kineto before 2022. Device time from any accelerator (CUDA, ROCm, XPU, MTIA, PrivateUse1
+#: backends) is DEVICE, so the ``cuda_*`` columns hold device time whatever the device.
+#: Categories not listed are ignored.
 CATEGORY_KIND: dict[str, EventKind] = {
+    # host ranges
     "cpu_op": EventKind.OP,
     "operator": EventKind.OP,
+    "Operator": EventKind.OP,  # kineto before 2022
     "user_annotation": EventKind.REGION,
-    "gpu_user_annotation": EventKind.IGNORED,
+    # runtime and driver calls that launch device work, on the host thread
     "cuda_runtime": EventKind.RUNTIME,
     "cuda_driver": EventKind.RUNTIME,
+    "Runtime": EventKind.RUNTIME,  # kineto before 2022
     "xpu_runtime": EventKind.RUNTIME,
+    "xpu_driver": EventKind.RUNTIME,
+    "mtia_runtime": EventKind.RUNTIME,
     "privateuse1_runtime": EventKind.RUNTIME,
+    "privateuse1_driver": EventKind.RUNTIME,
+    "hpu_op": EventKind.RUNTIME,  # "HPU host side runtime event"
+    "glow_runtime": EventKind.RUNTIME,
+    # work on the device (kernels of every backend are written as "kernel")
     "kernel": EventKind.DEVICE,
     "gpu_memcpy": EventKind.DEVICE,
     "gpu_memset": EventKind.DEVICE,
+    "Kernel": EventKind.DEVICE,  # kineto before 2022
+    "Memcpy": EventKind.DEVICE,
+    "Memset": EventKind.DEVICE,
+    "mtia_ccp_events": EventKind.DEVICE,  # MTIA's on-device kernels and collectives
+    "cuda_profiler_range": EventKind.DEVICE,  # kernels timed by CUPTI's range profiler (since removed)
+    # not work of their own: device-side copies of host ranges, waits, counters, host-side
+    # collective markers that wrap ops already read
+    "gpu_user_annotation": EventKind.IGNORED,
+    "User": EventKind.IGNORED,  # kineto before 2022: a user annotation on a device stream
+    "cuda_sync": EventKind.IGNORED,
+    "cuda_event": EventKind.IGNORED,
+    "xpu_sync": EventKind.IGNORED,
+    "overhead": EventKind.IGNORED,
+    "external_correlation": EventKind.IGNORED,
+    "mtia_insight": EventKind.IGNORED,
+    "mtia_counters": EventKind.IGNORED,
+    "hardware_counters": EventKind.IGNORED,
+    "xpu_scope_profiler": EventKind.IGNORED,
+    "collective_comm": EventKind.IGNORED,
     "cpu_instant_event": EventKind.MEMORY,
 }
+#: Category of the Python calls ``with_stack`` records (and of torch's ``nn.Module:`` events).
+PYTHON_CATEGORY = "python_function"
+#: Category of kineto's span event: the profiled window (``ts``, ``dur``).
+SPAN_CATEGORY = "Trace"
+#: Category of instant events (memory allocations and frees are named :data:`MEMORY_EVENT`).
+INSTANT_CATEGORY = "cpu_instant_event"
+
+
+class TraceArg:
+    """Names of the chrome-trace event arguments torchprof reads, as kineto spells them."""
+
+    SEQUENCE = "Sequence number"  #: autograd sequence number of an op
+    FWD_THREAD = "Fwd thread id"  #: on backward ops: the thread that ran forward
+    EXTERNAL_ID = "External id"  #: an op's correlation id; on device work, the launching op's
+    EXTERNAL_ID_OLD = "external id"  #: the same on device and runtime events of kineto before 2022
+    CORRELATION = "correlation"  #: joins a runtime call and the device work it launched
+    BYTES = "Bytes"  #: memory events: bytes allocated (negative: freed)
+    DEVICE_TYPE = "Device Type"  #: memory events: a c10::DeviceType
+    TOTAL_ALLOCATED = "Total Allocated"  #: memory events: bytes allocated after the event
+    INPUT_DIMS = "Input Dims"
+    CONCRETE_INPUTS = "Concrete Inputs"
+
 
 #: Where memory events come from (chrome trace "Device Type"; c10::DeviceType values).
 CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
@@ -113,6 +167,13 @@ UNATTRIBUTED_BACKWARD = "(backward, no module)"
 #: The row under a module that holds its recomputation inside backward (activation checkpointing),
 #: counted as that module's backward work.
 RECOMPUTE = "(recompute)"
+#: The row of device work launched before the profiled window opened: no launch call or op of
+#: the window issued it (its correlation id is older than every launch recorded, or it started
+#: before the first host event).
+LAUNCHED_BEFORE = "(launched before profiling)"
+#: The row of device work inside the window whose launch names no op: a runtime call outside
+#: every range, or a correlation id that matches nothing recorded.
+DEVICE_WITHOUT_OP = "(device, no launching op)"
 
 
 # -- columns -----------------------------------------------------------------------------------------
@@ -181,8 +242,8 @@ COLUMNS: tuple[Column, ...] = (
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
     _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total: work inside a module's forward (recomputation by activation checkpointing is backward).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
     _time("other_cpu_us", "CPU other", "The part of CPU total that is neither forward nor backward: the optimizer, a loss computed outside modules, data loading, collectives outside modules. `fwd + bwd + other == total` on every row.", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
-    _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us"),
-    _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it; NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
+    _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets, on any accelerator) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us"),
+    _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it: CUDA, ROCm, XPU, MTIA or any other accelerator torch.profiler records (the `cuda_` names follow torch's). Summed over streams, so it can exceed the wall time (`prof.summary` has the busy time); NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
     _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us"),
     _time("bwd_cpu_us", "CPU bwd", "The backward part of CPU total: autograd work attributed to the layer whose forward op created it (linked by sequence number).", family="bwd", percent_of="cpu_us"),
     _time("bwd_self_cuda_us", "Bwd self CUDA", "The backward part of Self CUDA.", family="bwd", percent_of="cuda_us", rollup="self", layer_alt="layer_bwd_self_cuda_us"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._records import EventColumns
+from .._traces.rewrite import mangled_by_kineto
 from .._vocab import ATEN_PREFIX, CATEGORY_KIND, COMPILED_REGION_PREFIX, MEMORY_EVENT, MODULE_PREFIX, OOM_EVENT, EventKind
 
 # Plain ints in the hot loops (an IntEnum member compares more slowly than an int).
@@ -220,3 +221,26 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
         cols.mem_total.append(0)
         if cols.parent is not None:
             cols.parent.append(index_of_op.get(link, -1) if kind == RUNTIME else -1)
+
+
+def names_kineto_mangles(cols: EventColumns) -> dict[tuple[int, int], str]:
+    """``(start, end) -> name`` of the events whose names kineto's JSON writer would change
+    (non-ASCII, control characters, quotes, backslashes), for the exported trace to get them back.
+    Checks each distinct name once; empty (and cheap) in the usual all-ASCII case."""
+    bad = {name for name in set(cols.name) if mangled_by_kineto(name)}
+    if not bad:
+        return {}
+    return {(s, e): name for name, s, e in zip(cols.name, cols.start, cols.end) if name in bad}
+
+
+def event_names(result: Any) -> EventColumns:
+    """Only the names and times of a result's host events (Python calls included), for
+    :func:`names_kineto_mangles` when the full columns were not read."""
+    flat, _ = _flatten(sorted(result.experimental_event_tree(), key=lambda e: e.start_time_ns), None)
+    cols = EventColumns()
+    if flat:
+        pe = type(flat[0])
+        cols.name = list(map(pe.name.fget, flat))
+        cols.start = list(map(pe.start_time_ns.fget, flat))
+        cols.end = list(map(pe.end_time_ns.fget, flat))
+    return cols

@@ -14,11 +14,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._files import TraceError
 from .._records import CompiledGraph, EventColumns, ModuleInfo
+from .._traces.rewrite import restore_names
 from . import compiled
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
-from .kineto import result_columns
+from .kineto import event_names, names_kineto_mangles, result_columns
 from .quiet import quiet_native_stderr
 
 if TYPE_CHECKING:
@@ -329,8 +331,9 @@ class CaptureSession:
         result = self._result
         if result is None:
             return None
-        self._keep_trace(result)
-        return result_columns(result, device=self.options.cuda, python_frames=self.options.stack)
+        cols = result_columns(result, device=self.options.cuda, python_frames=self.options.stack)
+        self._keep_trace(result, cols)
+        return cols
 
     # -- what the profile misses --------------------------------------------------------------------
     def _note(self, text: str) -> None:
@@ -366,7 +369,7 @@ class CaptureSession:
             )
         return list(self._notes)
 
-    def _keep_trace(self, result: Any) -> None:
+    def _keep_trace(self, result: Any, cols: EventColumns | None = None) -> None:
         # kineto writes a result's trace once ("Trace is already saved" after that): write it to a
         # temporary file now, which every later export reads, and which goes with this session.
         if self._trace_file is not None:
@@ -378,6 +381,11 @@ class CaptureSession:
         try:
             with quiet_native_stderr():
                 result.save(tmp)
+            # kineto's writer mangles names that are not plain printable ASCII: put them back.
+            # Best effort: a file kineto wrote as invalid JSON (unescaped quotes, in some
+            # versions) stays as it is, and the profile itself does not depend on it.
+            with contextlib.suppress(TraceError):
+                restore_names(tmp, names_kineto_mangles(cols if cols is not None else event_names(result)))
         except BaseException:
             # Interrupted after kineto wrote the file (it cannot be written twice): keep it.
             if os.path.getsize(tmp) == 0:

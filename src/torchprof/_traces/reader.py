@@ -1,131 +1,354 @@
-"""Reading chrome-trace JSON written by ``torch.profiler`` (or by torchprof) into plain records."""
+"""Reading chrome-trace JSON written by ``torch.profiler`` (or by torchprof) into plain records.
+
+Times become exact integer nanoseconds whatever the epoch of the file. Chrome traces give them in
+µs: kineto writes integers (before 2024), epoch µs with three decimals (spring 2024), or µs since
+``baseTimeNanoseconds`` with three decimals (since). An integer times 1000 is exact. A double
+holds a three-decimal value exactly enough to recover its nanoseconds only below 2**43 µs (102
+days); above that (epoch µs are about 1.7e15) its spacing is 0.25 µs, so
+``round(ts * 1000.0)`` moves events by up to 128 ns and nests events that touch. So the file is
+parsed fast (orjson) and each fractional time checked; if one cannot be pinned to the nanosecond,
+the file is parsed again keeping every literal's digits (:class:`~decimal.Decimal`).
+
+Anything malformed in an event torchprof reads is a :class:`~torchprof.TraceError` naming the
+event's index in ``traceEvents`` and the field.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from collections.abc import Callable
+from decimal import ROUND_FLOOR, Context, Decimal
 from typing import Any
 
-from .._files import TraceError, read_json
+from .._files import TraceError, parse_json, plain_numbers, read_bytes
 from .._records import CompiledGraph, EventColumns, ModuleInfo, Recording, module_range_name, parse_module_range
 from .._vocab import (
     CATEGORY_KIND,
     COMPILED_REGION_PREFIX,
     CPU_DEVICE_TYPES,
     DEVICE_LINKED_KINDS,
+    INSTANT_CATEGORY,
     MEMORY_EVENT,
     MODULE_PREFIX,
+    PYTHON_CATEGORY,
+    SPAN_CATEGORY,
     TRACE_META_KEY,
     EventKind,
+    TraceArg,
 )
 
 OP, REGION, MODULE, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.DEVICE, EventKind.MEMORY, EventKind.IGNORED,
     EventKind.PYFRAME))  # fmt: skip
 _LINKED = frozenset(int(k) for k in DEVICE_LINKED_KINDS)
-
-
 _TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
+#: Name prefixes of events whose kind depends on more than their category.
+_LOOK_CLOSER = (MODULE_PREFIX, COMPILED_REGION_PREFIX)
+
+#: Times are int64 nanoseconds in kineto; anything beyond is not a time.
+MAX_NS = 2**63 - 1
+_MAX_US = MAX_NS // 1000
+#: Event kinds by category, as plain ints (faster to compare than the enum).
+_KIND_OF = {cat: int(kind) for cat, kind in CATEGORY_KIND.items()}
+#: Ids (sequence numbers, correlation ids, byte counts) are int64 or uint64 in kineto.
+_ID_MIN, _ID_MAX = -(2**63), 2**64 - 1
+#: Below this many µs a double is spaced finer than 1/1024 µs, so it pins a three-decimal
+#: literal to one nanosecond.
+_DOUBLE_EXACT_US = 2.0**43
+#: Floors exactly: an integer of up to 60 digits is representable, so rounding a product or sum
+#: down never crosses it.
+_EXACT = Context(prec=60, rounding=ROUND_FLOOR, Emax=10**6, Emin=-(10**6))
+
+
+class NeedsDigits(Exception):
+    """A fractional time a double cannot pin to the nanosecond: read the file keeping digits."""
+
+
+# -- numbers ----------------------------------------------------------------------------------------
+def time_ns(value: Any) -> int:
+    """A chrome-trace time (µs: ``ts``, ``dur``) as integer nanoseconds, floored where a literal
+    has digits below the nanosecond; ValueError saying what is wrong; :class:`NeedsDigits` for a
+    double that cannot say."""
+    t = type(value)
+    if t is int:
+        ns = value * 1000
+    elif t is float:
+        ns = _double_ns(value)
+    elif t is Decimal:
+        if not value.is_finite():
+            raise ValueError(f"is {value}")
+        if value.copy_abs() > _MAX_US + 1:  # before scaling: "1e999999999" must not be expanded
+            raise ValueError("is out of range")
+        ns = math.floor(value.scaleb(3, _EXACT))
+    else:
+        raise ValueError(f"must be a number, not {_type_name(value)}")
+    if not -MAX_NS <= ns <= MAX_NS:
+        raise ValueError("is out of range")
+    return ns
+
+
+def _double_ns(x: float) -> int:
+    # The literal was n/1000 µs for the n whose correctly rounded quotient is x (int / int is
+    # correctly rounded, as the JSON parser is); below 2**43 at most one n qualifies.
+    if -_DOUBLE_EXACT_US < x < _DOUBLE_EXACT_US:  # False for NaN
+        n = round(x * 1000)
+        if n / 1000 == x:
+            return n
+        for m in (n - 1, n + 1):
+            if m / 1000 == x:
+                return m
+        raise NeedsDigits  # digits below the nanosecond: floor the literal itself
+    if math.isnan(x):
+        raise ValueError("is NaN")
+    if math.isinf(x):
+        raise ValueError("is infinite")
+    raise NeedsDigits
+
+
+def span_ns(ts: Any, dur: Any, start: int | None = None) -> tuple[int, int]:
+    """``(start, end)`` of an event in integer nanoseconds (``start``: ``time_ns(ts)`` when known).
+    The end is the floor of the exact ``ts + dur``, so events that touch in the file touch here,
+    and a child never outgrows its parent."""
+    if start is None:
+        start = time_ns(ts)
+    d = time_ns(dur)
+    if d < 0:
+        raise ValueError("is negative: a negative duration is not a real event")
+    if type(ts) is Decimal or type(dur) is Decimal:
+        return start, time_ns(_EXACT.add(Decimal(ts), Decimal(dur)))
+    return start, start + d
+
+
+def _id(args: dict[str, Any], key: str, default: int) -> int:
+    value = args.get(key)
+    if value is None:
+        return default
+    if type(value) is int and _ID_MIN <= value <= _ID_MAX:
+        return value
+    t = type(value)
+    whole = (t is float and math.isfinite(value) and value.is_integer()) or (
+        t is Decimal and value.is_finite() and value == value.to_integral_value())  # fmt: skip
+    if t is not int and not whole:
+        raise ValueError(f"{key!r} must be an integer, not {_describe(value)}")
+    if not _ID_MIN <= value <= _ID_MAX:  # compared before int(): 1e999999999 must not be expanded
+        raise ValueError(f"{key!r} is out of range ({_clip(value)})")
+    return int(value)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", Decimal: "a number", float: "a number"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _describe(value: Any) -> str:
+    """``a string '12'``, ``the number 2.5``: a wrong value, as an error names it."""
+    if type(value) in (float, Decimal):
+        return f"the number {value}"
+    return f"{_type_name(value)} {_clip(value)}"
+
+
+def _clip(value: Any) -> str:
+    if type(value) is int and not -(10**40) < value < 10**40:
+        return "an integer of more than 40 digits"
+    text = str(value) if type(value) in (int, Decimal) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# -- events -----------------------------------------------------------------------------------------
+class _EventReader:
+    """Events of a chrome trace, column-wise, one event at a time: what each is (its kind), when
+    (exact ns), on which thread, and the ids that join backward ops, launches and device work."""
+
+    def __init__(self) -> None:
+        self.cols = EventColumns()
+        self.args_of: list[dict[str, Any]] = []
+        self.facts: dict[str, Any] = {}
+        self.torch_modules: list[int] = []  # torch's own "nn.Module: Linear_0" events
+        self.has_our_modules = False
+        c = self.cols
+        assert c.seq is not None
+        columns = (c.name, c.kind, c.tid, c.start, c.end, c.seq, c.fwd_tid, c.ext_id, c.link, c.corr, c.nbytes,
+                   c.on_cuda, c.mem_total, self.args_of)  # fmt: skip
+        self._appends: tuple[Callable[[Any], None], ...] = tuple(column.append for column in columns)
+
+    def add(self, e: Any) -> None:
+        if type(e) is not dict:
+            raise ValueError(f"is {_type_name(e)}, not an object")
+        cat = e.get("cat")
+        if cat is not None and type(cat) is not str:
+            raise ValueError(f"'cat' must be a string, not {_type_name(cat)}")
+        ph = e.get("ph")
+        if ph == "X":
+            kind = _KIND_OF.get(cat, IGNORED) if cat is not None else IGNORED
+            name: Any = e.get("name")
+            if kind == IGNORED or type(name) is not str or name.startswith(_LOOK_CLOSER):
+                kind = self._kind(e, cat, kind)
+                if kind == IGNORED:
+                    return
+            # The two common cases inline: integer µs (kineto before 2024), and three-decimal
+            # µs since baseTimeNanoseconds that a double pins exactly (since); else _span.
+            ts, dur = e.get("ts"), e.get("dur", 0)
+            if type(ts) is int and type(dur) is int and dur >= 0 and -_MAX_US <= ts <= _MAX_US - dur:
+                start = ts * 1000
+                end = start + dur * 1000
+            elif type(ts) is float and type(dur) is float and -_DOUBLE_EXACT_US < ts < _DOUBLE_EXACT_US and 0.0 <= dur < _DOUBLE_EXACT_US:
+                start = round(ts * 1000)
+                end = round(dur * 1000)
+                if start / 1000 == ts and end / 1000 == dur:
+                    end += start
+                else:
+                    start, end = self._span(e)
+            else:
+                start, end = self._span(e)
+        elif ph == "i" and cat == INSTANT_CATEGORY and e.get("name") == MEMORY_EVENT:
+            kind, name = MEMORY, MEMORY_EVENT
+            start = end = self._time(e, "ts")
+        else:
+            if ph is not None and type(ph) is not str:
+                raise ValueError(f"'ph' must be a string, not {_type_name(ph)}")
+            return
+        args = e.get("args")
+        if args is None:
+            args = {}
+        elif type(args) is not dict:
+            raise ValueError(f"'args' must be an object, not {_type_name(args)}")
+        self._append(e, kind, name, start, end, args)
+
+    def _kind(self, e: dict[str, Any], cat: str | None, kind: int) -> int:
+        """What a complete ("X") event of category kind ``kind`` is, where its name or category
+        needs a closer look; IGNORED for events not read (their other fields unchecked)."""
+        if kind == IGNORED:
+            if cat == SPAN_CATEGORY:
+                self.facts["span"] = self._span(e)
+            elif cat == PYTHON_CATEGORY:
+                kind = MODULE if self._name(e).startswith(MODULE_PREFIX) else PYFRAME
+                if kind == MODULE:
+                    self.torch_modules.append(len(self.cols.name))
+            return kind
+        name = self._name(e)
+        # Only an op can be one of our module ranges (the hooks open function-scope ranges, written
+        # as cpu_op): a user_annotation with the same name is a user's region, not a module.
+        if kind == OP and name.startswith(MODULE_PREFIX) and parse_module_range(name) is not None:
+            self.has_our_modules = True
+            return MODULE
+        if kind == OP and name.startswith(COMPILED_REGION_PREFIX):
+            return REGION  # a compiled frame, as the live capture sees it
+        return kind
+
+    @staticmethod
+    def _name(e: dict[str, Any]) -> str:
+        name = e.get("name")
+        if type(name) is not str:
+            raise ValueError(f"'name' must be a string, not {_type_name(name)}")
+        return name
+
+    @staticmethod
+    def _time(e: dict[str, Any], field: str) -> int:
+        if field not in e:
+            raise ValueError(f"has no {field!r}")
+        try:
+            return time_ns(e[field])
+        except ValueError as exc:
+            raise ValueError(f"{field!r} {exc}") from None
+
+    @staticmethod
+    def _span(e: dict[str, Any]) -> tuple[int, int]:
+        ts = e.get("ts")
+        if ts is None:
+            raise ValueError("has no 'ts'" if "ts" not in e else "'ts' must be a number, not null")
+        try:
+            start = time_ns(ts)
+        except ValueError as exc:
+            raise ValueError(f"'ts' {exc}") from None
+        try:
+            return span_ns(ts, e.get("dur", 0), start)
+        except ValueError as exc:
+            raise ValueError(f"'dur' {exc}") from None
+
+    def _append(self, e: dict[str, Any], kind: int, name: str, start: int, end: int, args: dict[str, Any]) -> None:
+        (add_name, add_kind, add_tid, add_start, add_end, add_seq, add_fwd, add_ext, add_link, add_corr,
+         add_nbytes, add_on_cuda, add_mem_total, add_args) = self._appends  # fmt: skip
+        add_name(name)
+        add_kind(kind)
+        pid, tid = e.get("pid", 0), e.get("tid", 0)
+        if not (type(pid) is int or type(pid) is str) or not (type(tid) is int or type(tid) is str):
+            pid, tid = _thread(e, "pid"), _thread(e, "tid")
+        add_tid((pid, tid))
+        add_start(start)
+        add_end(end)
+        add_seq(_id(args, TraceArg.SEQUENCE, -1))
+        add_fwd(_id(args, TraceArg.FWD_THREAD, 0))
+        ext = _id(args, TraceArg.EXTERNAL_ID, 0) or _id(args, TraceArg.EXTERNAL_ID_OLD, 0)
+        add_ext(ext)
+        if kind in _LINKED:
+            add_link(ext)
+            add_corr(_id(args, TraceArg.CORRELATION, 0))
+        else:
+            add_link(0)
+            add_corr(0)
+        if kind == MEMORY:
+            add_nbytes(_id(args, TraceArg.BYTES, 0))
+            add_on_cuda(_id(args, TraceArg.DEVICE_TYPE, 0) not in CPU_DEVICE_TYPES)
+            add_mem_total(_id(args, TraceArg.TOTAL_ALLOCATED, 0))
+        else:
+            add_nbytes(0)
+            add_on_cuda(False)
+            add_mem_total(0)
+        add_args(args)
+
+    def finish(self) -> tuple[EventColumns, dict[str, Any]]:
+        cols = self.cols
+        if self.torch_modules:
+            if self.has_our_modules:  # torchprof's ranges name the same calls better
+                for i in self.torch_modules:
+                    cols.kind[i] = IGNORED
+            else:
+                _name_torch_modules(cols, self.torch_modules)
+        args_of = self.args_of
+
+        def inputs(i: int) -> tuple[list, list] | None:
+            args = args_of[i]
+            dims = args.get(TraceArg.INPUT_DIMS)
+            if type(dims) is not list:  # absent, or not shapes: unknown
+                return None
+            return dims, _concrete(args.get(TraceArg.CONCRETE_INPUTS), len(dims))
+
+        cols.inputs = inputs
+        if "span" in self.facts:
+            cols.span = self.facts["span"]
+        return cols, self.facts
+
+
+def _thread(e: dict[str, Any], field: str) -> Any:
+    value = e.get(field, 0)
+    if type(value) is int or type(value) is str:
+        return value
+    if value is None:
+        return 0
+    raise ValueError(f"{field!r} must be an integer or a string, not {_type_name(value)}")
 
 
 def columns_from_events(events: list[Any]) -> tuple[EventColumns, dict[str, Any]]:
-    """Events of a chrome trace, column-wise; also the facts found on the way (trace span)."""
-    cols = EventColumns()
-    assert cols.seq is not None
-    names, kinds, tids, starts, ends = cols.name, cols.kind, cols.tid, cols.start, cols.end
-    seqs, fwds, exts, links, corrs, nbytes, on_cuda, mem_total = (
-        cols.seq, cols.fwd_tid, cols.ext_id, cols.link, cols.corr, cols.nbytes, cols.on_cuda, cols.mem_total)  # fmt: skip
-    args_of: list[dict[str, Any]] = []
-    facts: dict[str, Any] = {}
-    torch_modules: list[int] = []
-    has_our_modules = False
-    get_kind = CATEGORY_KIND.get
-    for e in events:
-        if not isinstance(e, dict):
-            continue
-        ph = e.get("ph")
-        cat = e.get("cat")
-        if ph == "X":
-            kind = get_kind(cat, IGNORED) if isinstance(cat, str) else IGNORED
-            name = e.get("name", "")
-            if kind == IGNORED:
-                if cat == "python_function" and isinstance(name, str):
-                    if name.startswith(MODULE_PREFIX):
-                        kind = MODULE
-                        torch_modules.append(len(names))
-                    else:
-                        kind = PYFRAME
-                elif cat == "Trace":
-                    facts["span"] = (e.get("ts"), e.get("dur"))
-                    continue
-                else:
-                    continue
-            elif kind == OP and name.startswith(MODULE_PREFIX) and parse_module_range(name) is not None:
-                kind = MODULE
-                has_our_modules = True
-            elif kind == OP and name.startswith(COMPILED_REGION_PREFIX):
-                kind = REGION  # a compiled frame, as the live capture sees it
-            try:
-                ts = float(e["ts"])
-                dur = float(e.get("dur", 0.0))
-            except (KeyError, TypeError, ValueError):
-                continue
-            args = e.get("args") or {}
-        elif ph == "i" and cat == "cpu_instant_event" and e.get("name") == MEMORY_EVENT:
-            kind = MEMORY
-            name = MEMORY_EVENT
-            try:
-                ts = float(e["ts"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            dur = 0.0
-            args = e.get("args") or {}
-        else:
-            continue
-        start = round(ts * 1000.0)
-        names.append(name)
-        kinds.append(kind)
-        tids.append((e.get("pid", 0), e.get("tid", 0)))
-        starts.append(start)
-        ends.append(start + round(dur * 1000.0))
-        seqs.append(_int(args.get("Sequence number"), -1))
-        fwds.append(_int(args.get("Fwd thread id"), 0))
-        ext = _int(args.get("External id"), 0)
-        exts.append(ext)
-        links.append(ext if kind in _LINKED else 0)
-        corrs.append(_int(args.get("correlation"), 0) if kind in _LINKED else 0)
-        if kind == MEMORY:
-            nbytes.append(_int(args.get("Bytes"), 0))
-            on_cuda.append(_int(args.get("Device Type"), 0) not in CPU_DEVICE_TYPES)
-            mem_total.append(_int(args.get("Total Allocated"), 0))
-        else:
-            nbytes.append(0)
-            on_cuda.append(False)
-            mem_total.append(0)
-        args_of.append(args)
-
-    if torch_modules:
-        if has_our_modules:
-            for i in torch_modules:
-                kinds[i] = IGNORED
-        else:
-            _name_torch_modules(cols, torch_modules)
-
-    def inputs(i: int) -> tuple[list, list] | None:
-        args = args_of[i]
-        dims = args.get("Input Dims")
-        if dims is None:
-            return None
-        return dims, _concrete(args.get("Concrete Inputs")) or [None] * len(dims)
-
-    cols.inputs = inputs
-    return cols, facts
+    """Events of a chrome trace, column-wise; also the facts found on the way (the trace span).
+    :class:`TraceError` naming the event and field that is malformed."""
+    reader = _EventReader()
+    add = reader.add
+    for i, e in enumerate(events):
+        try:
+            add(e)
+        except ValueError as exc:
+            raise TraceError(f"event {i} of traceEvents: {exc}") from None
+    return reader.finish()
 
 
 def _name_torch_modules(cols: EventColumns, idx: list[int]) -> None:
     """torch's python tracer names module calls ``nn.Module: Conv2d_3`` (class and an id) with no
     path: give them paths from how they nest (``ResNet.Conv2d_3``), in torchprof's range format."""
-    idx = sorted(idx, key=lambda i: (cols.tid[i], cols.start[i], -cols.end[i]))
+    idx = sorted(idx, key=lambda i: (cols.start[i], -cols.end[i]))  # threads may be named by str or int
     stacks: dict[Any, list[tuple[int, str]]] = {}
     for i in idx:
         stack = stacks.setdefault(cols.tid[i], [])
@@ -139,23 +362,15 @@ def _name_torch_modules(cols: EventColumns, idx: list[int]) -> None:
         stack.append((i, path))
 
 
-def _int(value: Any, default: int) -> int:
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def _concrete(values: Any) -> list[Any] | None:
-    """Concrete Inputs are strings in a trace (``"[1, 1]"``, ``"False"``, ``""``): parse them."""
-    if not isinstance(values, list):
-        return None
+def _concrete(values: Any, n: int) -> list[Any]:
+    """Concrete Inputs are strings in a trace (``"[1, 1]"``, ``"False"``, ``""``): parse them;
+    ``n`` unknowns when absent."""
+    if not isinstance(values, list) or not values:
+        return [None] * n
     out: list[Any] = []
     for v in values:
         if not isinstance(v, str):
-            out.append(v)
+            out.append(float(v) if isinstance(v, Decimal) else v)
             continue
         s = v.strip()
         if s == "":
@@ -185,51 +400,128 @@ def _scalar(s: str) -> Any:
         return float(s)
 
 
+# -- the file ---------------------------------------------------------------------------------------
 def read_trace(path: str | os.PathLike[str]) -> Recording:
     """A trace file as a :class:`Recording` (one cycle of events plus torchprof's metadata)."""
-    data = read_json(path)
+    where = os.fspath(path)
+    raw = read_bytes(path)
+    exact = _epoch_decimals(raw)  # then orjson's doubles would only be thrown away
+    try:
+        data = parse_json(raw, where, exact=exact)
+    except TraceError:
+        if exact:
+            raise
+        # orjson rejects NaN, Infinity and numbers beyond a double; the standard parser reads
+        # them, so the event and field can be named (and truly broken JSON still fails here).
+        data, exact = parse_json(raw, where, exact=True), True
+    try:
+        return _checked(data, where, exact)
+    except NeedsDigits:
+        pass
+    del data  # the doubles: parse again keeping every literal's digits
+    return _checked(parse_json(raw, where, exact=True), where, True)
+
+
+_FIRST_TS = re.compile(rb'"ts"\s*:\s*-?(\d+)\.\d')
+
+
+def _epoch_decimals(raw: bytes) -> bool:
+    """Does the file's first ``ts`` have decimals beyond a double's nanoseconds (epoch µs with
+    decimals, as kineto wrote in spring 2024)? A guess that only saves time: a wrong one is
+    caught by :class:`NeedsDigits`."""
+    m = _FIRST_TS.search(raw, 0, 1 << 20)
+    return m is not None and int(m.group(1)) >= _DOUBLE_EXACT_US
+
+
+def _checked(data: Any, where: str, exact: bool) -> Recording:
+    try:
+        return _recording(data, where, exact)
+    except TraceError as exc:
+        raise TraceError(f"{where}: {exc}") from None
+
+
+def _recording(data: Any, where: str, exact: bool) -> Recording:
     if isinstance(data, list):
         events, top = data, {}
     elif isinstance(data, dict) and isinstance(data.get("traceEvents"), list):
         events, top = data["traceEvents"], data
     else:
-        raise TraceError(f"{os.fspath(path)} has no 'traceEvents' list: not a torch.profiler chrome trace")
+        found = "a 'traceEvents' that is not a list" if isinstance(data, dict) and "traceEvents" in data else f"{_type_name(data)} at the top"
+        raise TraceError(f"has no 'traceEvents' list ({found}): not a torch.profiler chrome trace")
     cols, facts = columns_from_events(events)
     if len(cols) == 0:
-        raise TraceError(f"{os.fspath(path)} holds no profiler events (no operators, ranges or kernels)")
-    block = top.get(TRACE_META_KEY)
-    meta_block: dict[str, Any] = block if isinstance(block, dict) else {}
-    modules: dict[str, ModuleInfo] = {}
-    for mpath, info in (meta_block.get("modules") or {}).items():
-        try:
-            modules[mpath] = ModuleInfo.from_json(info)
-        except (TypeError, ValueError, IndexError):
-            continue
-    compiled: dict[str, CompiledGraph] = {}
-    for key, graph in (meta_block.get("compiled") or {}).items():
-        try:
-            compiled[str(key)] = CompiledGraph.from_json(graph)
-        except (TypeError, ValueError, KeyError, IndexError):
-            continue
-    wall = meta_block.get("wall_us")
+        raise TraceError("holds no profiler events (no operators, ranges or kernels)")
+    block = _meta_block(top.get(TRACE_META_KEY))
+    host = [i for i, k in enumerate(cols.kind) if k != IGNORED]
+    wall = block.get("wall_us")
     if wall is None:
         span = facts.get("span")
-        if span and span[1]:
-            wall = float(span[1])
-        else:
-            host = [i for i, k in enumerate(cols.kind) if k != IGNORED]
-            wall = (max(cols.end[i] for i in host) - min(cols.start[i] for i in host)) / 1000.0 if host else None
-    label = meta_block.get("label") or _stem(os.fspath(path))
-    meta: dict[str, Any] = {"source": os.fspath(path)}
-    if isinstance(meta_block.get("recorded"), dict):
-        meta["recorded"] = meta_block["recorded"]
+        if span and span[1] > span[0]:
+            wall = (span[1] - span[0]) / 1000.0
+        elif host:
+            wall = (max(cols.end[i] for i in host) - min(cols.start[i] for i in host)) / 1000.0
+    meta: dict[str, Any] = {"source": where}
+    if "recorded" in block:
+        meta["recorded"] = block["recorded"]
     for key in ("deviceProperties", "distributedInfo", "traceName"):
         if key in top:
-            meta[key] = top[key]
-    cap = Recording(cycles=[cols], modules=modules, wall_us=wall, label=str(label), meta=meta, compiled=compiled)
+            meta[key] = plain_numbers(top[key]) if exact else top[key]
+    label = block.get("label") or _stem(where)
+    cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
+                    compiled=block.get("compiled", {}))
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap
+
+
+def _meta_block(block: Any) -> dict[str, Any]:
+    """torchprof's block in a trace it exported, checked: ``modules`` as ModuleInfo, ``wall_us`` a
+    float, ``label`` a string, ``recorded`` a dict of flags. TraceError naming a wrong field."""
+    if block is None:
+        return {}
+    key = TRACE_META_KEY
+    if not isinstance(block, dict):
+        raise TraceError(f"{key!r} must be an object, not {_type_name(block)}")
+    out: dict[str, Any] = {}
+    modules = block.get("modules")
+    if modules is not None:
+        if not isinstance(modules, dict):
+            raise TraceError(f"'{key}.modules' must be an object, not {_type_name(modules)}")
+        out["modules"] = {}
+        for path, info in modules.items():
+            if not (isinstance(info, list) and 3 <= len(info) <= 5 and isinstance(info[0], str)
+                    and all(type(v) is int and v >= 0 for v in info[1:3])
+                    and (len(info) < 4 or info[3] is None or type(info[3]) is bool)
+                    and (len(info) < 5 or type(info[4]) is bool)):  # fmt: skip
+                raise TraceError(f"'{key}.modules' entry {path!r} must be [type, params, param_bytes, root, replica], "
+                                 f"not {_clip(info)}")
+            out["modules"][path] = ModuleInfo.from_json(info)
+    compiled = block.get("compiled")
+    if compiled is not None:
+        if not isinstance(compiled, dict):
+            raise TraceError(f"'{key}.compiled' must be an object, not {_type_name(compiled)}")
+        out["compiled"] = {}
+        for graph_id, graph in compiled.items():
+            try:
+                out["compiled"][graph_id] = CompiledGraph.from_json(plain_numbers(graph))
+            except (TypeError, ValueError, KeyError, IndexError) as exc:
+                raise TraceError(f"'{key}.compiled' entry {graph_id!r} is not a compiled graph torchprof wrote ({exc})") from None
+    wall = block.get("wall_us")
+    if wall is not None:
+        if type(wall) not in (int, float, Decimal) or not math.isfinite(wall) or wall < 0:
+            raise TraceError(f"'{key}.wall_us' must be a time in µs, not {_describe(wall)}")
+        out["wall_us"] = float(wall)
+    label = block.get("label")
+    if label is not None:
+        if not isinstance(label, str):
+            raise TraceError(f"'{key}.label' must be a string, not {_type_name(label)}")
+        out["label"] = label
+    recorded = block.get("recorded")
+    if recorded is not None:
+        if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):
+            raise TraceError(f"'{key}.recorded' must be an object of true/false flags, not {_clip(recorded)}")
+        out["recorded"] = recorded
+    return out
 
 
 def _stem(path: str) -> str:

@@ -13,6 +13,9 @@ from .._vocab import (
     BACKWARD_PREFIX,
     COMPILED_BACKWARD,
     COMPILED_REGION_PREFIX,
+    DEVICE_WITHOUT_OP,
+    HOST_RANGE_KINDS,
+    LAUNCHED_BEFORE,
     RECOMPUTE,
     STEP_PREFIX,
     UNATTRIBUTED_BACKWARD,
@@ -23,11 +26,23 @@ from .backward import ForwardIndex
 from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .finish import finish_tree
 from .nesting import nest
-from .nodes import KEY_COMPILED_BACKWARD, KEY_RECOMPUTE, KEY_UNATTRIBUTED, TAG_KERNEL, TAG_MODULE, TAG_REGION, Nodes
+from .nodes import (
+    KEY_COMPILED_BACKWARD,
+    KEY_DEVICE_WITHOUT_OP,
+    KEY_LAUNCHED_BEFORE,
+    KEY_RECOMPUTE,
+    KEY_UNATTRIBUTED,
+    TAG_KERNEL,
+    TAG_MODULE,
+    TAG_REGION,
+    Nodes,
+)
 from .tree import Tree
 
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY))  # fmt: skip
+_HOST = frozenset(int(k) for k in HOST_RANGE_KINDS)
+_UNLAUNCHED_KEYS = {LAUNCHED_BEFORE: KEY_LAUNCHED_BEFORE, DEVICE_WITHOUT_OP: KEY_DEVICE_WITHOUT_OP}
 
 
 class TreeBuilder:
@@ -60,6 +75,8 @@ class TreeBuilder:
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
         self._live = [0, 0]
         self.event_count = 0
+        self.device_busy_ns = 0  # union of device intervals, summed over cycles
+        self.device_window_ns = 0  # first device start to last device end, summed over cycles
         # Per distinct event name: (node key, module path or None, module type, starts backward).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool, int]] = {}
         # The latest forward node of each module path, and the module node each "(recompute)"
@@ -477,24 +494,39 @@ class TreeBuilder:
     def _add_device(self, ev: EventColumns, node_of: list[int], runtime_by_corr: dict[int, int]) -> None:
         """Stage 4b: kernels, memcpys and memsets go under the op that launched them: the op
         around the runtime call with the same correlation id, else the op whose id the kernel
-        carries (External id), else the root."""
+        carries (External id). Work no op of the window launched goes to a labelled row under
+        the root (:meth:`_unlaunched_row`): launched before the window when its correlation id
+        is older than every launch recorded or it ran before the first host event, else "no
+        launching op". Also adds the cycle's device busy time."""
         device = [i for i, k in enumerate(ev.kind) if k == DEVICE]
         if not device:
             return
         self.cuda = True
         nodes = self.nodes
+        corrs, links = ev.corr, ev.link
         op_by_ext: dict[int, int] | None = None
+        first_launch = min(runtime_by_corr) if runtime_by_corr else None
+        host_start = min((s for s, k in zip(ev.start, ev.kind) if k in _HOST), default=None)
         for i in device:
-            launcher = runtime_by_corr.get(ev.corr[i], -2) if ev.corr[i] else -2
+            c = corrs[i]
+            launcher = runtime_by_corr.get(c, -2) if c else -2
             if launcher >= 0:
                 pnode = node_of[launcher]
-            elif launcher == -1:  # a runtime call outside any range
-                pnode = self.root
             else:
                 if op_by_ext is None:
                     op_by_ext = {x: j for j, x in enumerate(ev.ext_id) if x and ev.kind[j] in (OP, REGION, MODULE) and node_of[j] >= 0}
-                j = op_by_ext.get(ev.link[i], -1) if ev.link[i] else -1
-                pnode = node_of[j] if j >= 0 else self.root
+                j = op_by_ext.get(links[i], -1) if links[i] else -1
+                if j >= 0:
+                    pnode = node_of[j]
+                elif launcher == -1:  # a runtime call outside every range
+                    pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
+                elif (host_start is not None and ev.start[i] < host_start) or (
+                        c and first_launch is not None and c < first_launch):  # fmt: skip
+                    # Correlation ids grow with every launch: one older than every launch seen
+                    # was issued before the window opened.
+                    pnode = self._unlaunched_row(LAUNCHED_BEFORE)
+                else:
+                    pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
             name = ev.name[i]
             key = TAG_KERNEL + name
             node = nodes.children[pnode].get(key, -1)
@@ -502,6 +534,45 @@ class TreeBuilder:
                 node = nodes.add(pnode, DEVICE, name, None, nodes.bwd[pnode], key)
             nodes.calls[node] += 1
             nodes.cuda_ns[node] += ev.end[i] - ev.start[i]
+        self._add_busy(ev, device)
+
+    def _unlaunched_row(self, label: str) -> int:
+        """The region row under the root that holds device work of no op (one per label)."""
+        nodes = self.nodes
+        key = _UNLAUNCHED_KEYS[label]
+        node = nodes.children[self.root].get(key, -1)
+        if node < 0:
+            node = nodes.add(self.root, REGION, label, None, False, key)
+        nodes.calls[node] += 1
+        return node
+
+    def _add_busy(self, ev: EventColumns, device: list[int]) -> None:
+        """The cycle's device busy time (the union of its device intervals over every stream and
+        device) and its window (first device start to last device end), both clipped to the
+        profiled span where the source records one. Sorting the cycle's intervals costs
+        O(k log k) for k device events; nothing is kept but two sums, so the gaps between the
+        cycles of a schedule are not counted as idle."""
+        starts, ends = ev.start, ev.end
+        spans = sorted((starts[i], ends[i]) for i in device)
+        if ev.span is not None:
+            lo, hi = ev.span
+            spans = [(max(s, lo), min(e, hi)) for s, e in spans if min(e, hi) > max(s, lo)]
+        if not spans:
+            return
+        busy = 0
+        cur_s, cur_e = spans[0]
+        last = cur_e
+        for s, e in spans:
+            if s > cur_e:  # a gap: every stream was idle
+                busy += cur_e - cur_s
+                cur_s, cur_e = s, e
+            elif e > cur_e:
+                cur_e = e
+            if e > last:
+                last = e
+        busy += cur_e - cur_s
+        self.device_busy_ns += busy
+        self.device_window_ns += last - spans[0][0]
 
     # -- the finished tree ----------------------------------------------------------------------
     def finish(self) -> Tree:

@@ -201,6 +201,8 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         has_memory=builder.memory,
         has_flops=has_flops,
         event_count=builder.event_count,
+        gpu_busy_us=builder.device_busy_ns / US if builder.device_window_ns else NAN,
+        gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
     )
 
 

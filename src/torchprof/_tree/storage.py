@@ -30,6 +30,8 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "has_memory": tree.has_memory,
         "has_flops": tree.has_flops,
         "event_count": tree.event_count,
+        "gpu_busy_us": _jsonable(tree.gpu_busy_us),
+        "gpu_window_us": _jsonable(tree.gpu_window_us),
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -71,6 +73,8 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             has_memory=bool(data.get("has_memory")),
             has_flops=bool(data.get("has_flops")),
             event_count=int(data.get("event_count", 0)),
+            gpu_busy_us=float(_from_json(data.get("gpu_busy_us"))),
+            gpu_window_us=float(_from_json(data.get("gpu_window_us"))),
         )
         c = data.get("capture", {})
         recording = Recording(

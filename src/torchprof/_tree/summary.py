@@ -11,7 +11,14 @@ from .tree import Tree
 
 
 def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
-    """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory."""
+    """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory.
+
+    ``cuda_us`` is the kernel-time sum over every stream (it can exceed the wall time when
+    streams overlap); ``gpu_busy_us`` is the time any stream of any device was running work
+    (their union); ``gpu_window_us`` runs from the first device start to the last device end
+    within the profiled span (summed over a schedule's cycles), and ``gpu_idle_us`` is the
+    window minus the busy time. All NaN without device events.
+    """
     c = tree.columns
     nan = float("nan")
     wall = recording.wall_us if recording.wall_us is not None else nan
@@ -24,6 +31,9 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "wall_us": wall,
         "cpu_us": c["cpu_us"][0],
         "cuda_us": c["cuda_us"][0],
+        "gpu_busy_us": tree.gpu_busy_us,
+        "gpu_idle_us": tree.gpu_window_us - tree.gpu_busy_us,
+        "gpu_window_us": tree.gpu_window_us,
         "forward_cpu_us": c["fwd_cpu_us"][0],
         "backward_cpu_us": c["bwd_cpu_us"][0],
         "other_cpu_us": c["other_cpu_us"][0],

@@ -25,6 +25,12 @@ class Tree:
     has_memory: bool
     has_flops: bool
     event_count: int
+    gpu_busy_us: float = float("nan")
+    """Time any device stream was running work: the union of device intervals over every stream
+    and device (NaN without device events)."""
+    gpu_window_us: float = float("nan")
+    """First device start to last device end (within the profiled span, summed over the cycles
+    of a schedule): busy plus idle."""
 
     def __len__(self) -> int:
         return len(self.parent_index)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .._files import dumps, read_json, write_atomic
+from .._files import write_atomic
 from .._records import Recording
+from .._traces.rewrite import write_with_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
 
@@ -40,11 +41,7 @@ def write_chrome_trace(source: str | None, tree: Tree, recording: Recording, pat
     around their ops in Perfetto, and ``torchprof.load_trace`` rebuilds the same DataFrame."""
     if source is None or not os.path.isfile(source):
         raise ValueError("this profile holds no trace events to export (it was reopened from prof.save())")
-    data = read_json(source)
-    if isinstance(data, list):
-        data = {"traceEvents": data}
-    data[TRACE_META_KEY] = meta_block(tree, recording)
-    return write_atomic(path, dumps(data))
+    return write_with_block(source, TRACE_META_KEY, meta_block(tree, recording), path)
 
 
 # -- folded stacks ----------------------------------------------------------------------------------

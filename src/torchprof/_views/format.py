@@ -102,7 +102,10 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
         add("backward", bwd, f"{time_us(bwd)} ({percent(bwd, cpu)})", "CPU time of backward work")
     if fwd > 0 and not is_missing(other) and cpu and abs(other) >= 0.0005 * cpu:
         add("other", other, f"{time_us(other)} ({percent(other, cpu)})", "CPU time outside modules and backward (optimizer, loss, data)")
-    add("CUDA", get("cuda_us"), time_us(get("cuda_us")), "Device time: kernels, memcpys and memsets")
+    add("CUDA", get("cuda_us"), time_us(get("cuda_us")), "Device time: kernels, memcpys and memsets, summed over streams (can exceed wall)")
+    busy, window = get("gpu_busy_us"), get("gpu_window_us")
+    add("GPU busy", busy, f"{time_us(busy)} ({percent(busy, window)} of {time_us(window)})",
+        "Time any device stream was running work, of the window from the first device start to the last device end; the rest is idle")  # fmt: skip
     add("params", get("params"), count(get("params")), "Parameters of the profiled modules")
     add("FLOPs", get("flops"), count(get("flops")), f"{count(get('macs'))} MACs")
     add("achieved", get("flops_per_s"), rate(get("flops_per_s")), "FLOPs divided by wall time")
