@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._records import EventColumns, ModuleInfo
 from .hooks import ModuleTracker
-from .kineto import result_columns
+from .kineto import result_columns, save_trace
 from .quiet import quiet_native_stderr
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ class CaptureSession:
         self._started = False
         self._t0 = 0.0
         self.wall_us: float | None = None
-        self._trace_file: str | None = None
+        self._trace_files: list[str] = []  # one chrome trace per recorded cycle, in order
+        self._trace_problems: list[str] = []  # why a cycle's trace could not be kept
 
     @property
     def running(self) -> bool:
@@ -164,47 +165,57 @@ class CaptureSession:
         """torch finished a cycle (a schedule's active phase, or the run without a schedule).
 
         The user's ``on_trace_ready`` runs afterwards, while ``torch_prof`` still holds this cycle
-        (``key_averages()``, ``export_chrome_trace()`` work as with torch alone).
+        (``key_averages()``, ``export_chrome_trace()`` work as with torch alone). With a schedule
+        the cycle's chrome trace is kept after that (torch drops the cycle when the next starts),
+        so :meth:`trace_files` can give the whole run.
         """
         opts = self.options
+        result = None
         if opts.schedule is not None:
             result = torch_prof.profiler.kineto_results if torch_prof.profiler is not None else None
             if result is not None:
                 self._on_cycle(result_columns(result, device=opts.cuda, python_frames=opts.stack), self.modules)
         if opts.on_trace_ready is not None:
             opts.on_trace_ready(torch_prof)
+        if result is not None:
+            self._keep_trace(result)
 
     def take_cycle(self) -> None:
         """Hand the unscheduled run's one cycle to ``on_cycle`` (once; later calls do nothing)."""
         if self._pending is not None:
             result, self._pending = self._pending, None
-            self._keep_trace(result)
             self._on_cycle(result_columns(result, device=self.options.cuda, python_frames=self.options.stack), self.modules)
 
     def _keep_trace(self, result: Any) -> None:
-        # kineto writes a result's trace once ("Trace is already saved" after that): write it to a
-        # temporary file now, which every later export reads, and which goes with this session.
-        if self._trace_file is not None:
-            return
+        """Write ``result``'s chrome trace to a temporary file that goes with this session. A
+        failure is remembered for :meth:`trace_files` to report, never raised into the run."""
         fd, tmp = tempfile.mkstemp(prefix="torchprof-", suffix=".json")
         os.close(fd)
+        weakref.finalize(self, _remove, tmp)
         try:
             with quiet_native_stderr():
-                result.save(tmp)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        self._trace_file = tmp
-        weakref.finalize(self, _remove, tmp)
+                save_trace(result, tmp)
+        except Exception as exc:  # noqa: BLE001 - reported when a trace is asked for
+            _remove(tmp)
+            self._trace_problems.append(f"{type(exc).__name__}: {exc}")
+            return
+        self._trace_files.append(tmp)
 
-    def trace_file(self) -> str | None:
-        """A chrome trace of the last cycle, written by kineto (None with a schedule, whose cycles
-        torch hands to ``on_trace_ready`` instead)."""
-        if self._trace_file is None and self._torch_profile is not None and self._torch_profile.profiler is not None:
-            result = getattr(self._torch_profile.profiler, "kineto_results", None)
+    def trace_files(self) -> list[str]:
+        """Chrome traces of the recorded cycles, in order, as kineto writes them (each written
+        once, on first need for a run without a schedule, and read by every later export).
+        ValueError when there is none, or a cycle's trace could not be written."""
+        prof = self._torch_profile
+        if self.options.schedule is None and not self._trace_files and not self._trace_problems:
+            result = getattr(prof.profiler, "kineto_results", None) if prof is not None and prof.profiler is not None else None
             if result is not None:
                 self._keep_trace(result)
-        return self._trace_file
+        if self._trace_problems:
+            raise ValueError(f"the trace of {len(self._trace_problems)} recorded cycle(s) could not be kept, so it cannot be "
+                             f"exported: {self._trace_problems[0]}")  # fmt: skip
+        if not self._trace_files:
+            raise ValueError("this run recorded no complete cycle: there are no trace events to export")
+        return list(self._trace_files)
 
 
 def _remove(path: str) -> None:

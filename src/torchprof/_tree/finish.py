@@ -213,8 +213,9 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, s
             context[nid] = ctx
             path = ctx + label
             parent_label = nodes.label[p]
-            if nodes.kind[p] == MODULE and label.startswith(parent_label + "."):
-                name = label[len(parent_label) + 1 :]
+            cut = len(parent_label)
+            if nodes.kind[p] == MODULE and label.startswith(parent_label) and label[cut : cut + 1] == ".":
+                name = label[cut + 1 :]
             else:
                 name = label
         else:
@@ -234,7 +235,8 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, s
 def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
     """Ops that have no formula, are not known to cost no FLOPs, are not inside an op that was
     counted and have no such op below them either (a leaf, or an op that only calls free ops,
-    like a custom op computing in numpy), and ops whose formula could not read their
+    like a custom op computing in numpy), ops whose arithmetic depends on the data
+    (``DATA_DEPENDENT``, whatever they call), and ops whose formula could not read their
     arguments: their FLOPs are unknown, not zero. Autograd nodes (``AddBackward0``) count as
     free, their arithmetic being in the aten ops below them, unless they launched GPU
     kernels themselves."""
@@ -258,7 +260,7 @@ def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
             work_below[parent[nid]] = True
     found: dict[str, int] = {}
     for nid, k in enumerate(kinds):
-        if k != OP or covered[nid] or work_below[nid]:
+        if k != OP or covered[nid] or (work_below[nid] and labels[nid] not in _flops.DATA_DEPENDENT):
             continue
         name = labels[nid]
         if nodes.bwd[nid] and name.startswith(BACKWARD_PREFIX):
