@@ -179,7 +179,10 @@ class Profile:
 
     # -- exports ----------------------------------------------------------------------------------
     def export_stacks(self, path: str, metric: str = "self_cpu_us") -> str:
-        """Folded stacks (flamegraph.pl / speedscope) with module paths as frames."""
+        """Folded stacks (flamegraph.pl / speedscope): one line per node with a non-zero
+        ``metric`` (``self_cpu_us``, ``self_cuda_us``, ``self_cpu_mem``, ``self_cuda_mem``), its
+        frames the names of the nodes from the root down, a module's being its own name
+        (``conv1``; the frames above it spell its path). Gzipped when ``path`` ends in ``.gz``."""
         from ._views.exports import write_stacks
 
         return write_stacks(self.tree, path, metric)
