@@ -69,6 +69,7 @@ def deep():
     return prof
 
 
+@pytest.mark.slow
 def test_a_3000_deep_chain_profiles_with_the_right_deepest_path_and_no_recursion_in_torchprof(deep, tmp_path):
     deepest = "Link" + ".inner" * 2999
     with recursion_limit(tight_limit()):
@@ -137,6 +138,7 @@ class Fan(nn.Module):
         return x
 
 
+@pytest.mark.slow
 def test_10000_children_called_through_a_module_list_are_each_named_under_it():
     with torch.no_grad(), torchprof.Profiler() as prof:
         Fan(10_000)(torch.ones(2))
@@ -251,11 +253,19 @@ def test_parameter_sizes_count_each_tensor_once_as_parameters_does():
         assert sizes[id(m)] == (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params)), m
 
 
-def test_parameter_sizes_of_a_3000_deep_chain_need_no_recursion():
+def test_indexing_naming_and_counting_a_3000_deep_chain_need_no_recursion():
     model = chain(3000)
+    deepest = model
+    while "inner" in deepest._modules:
+        deepest = deepest.inner
     with recursion_limit(tight_limit()):
         sizes = parameter_sizes([model])
-    assert sizes[id(model)] == (3000, 3000 * 4)
+        graph = ModuleGraph()
+        graph.add(model)
+        name = graph.relative_name(model, deepest)
+        ancestors = graph.ancestors(deepest)
+    assert sizes[id(model)] == (3000, 3000 * 4) and sizes[id(deepest)] == (1, 4)
+    assert name == ".".join(["inner"] * 2999) and len(ancestors) == 2999
 
 
 # -- the table's guides ---------------------------------------------------------------------------------

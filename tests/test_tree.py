@@ -165,3 +165,26 @@ def test_unordered_events_with_equal_start_nest_longest_first():
     events = [ev("op", "aten::_to_copy", 5, 9), ev("op", "aten::to", 5, 10)]
     df = frame(events)
     assert df.loc["aten::to/aten::_to_copy", "parent"] == "aten::to"
+
+
+def test_paths_that_meet_again_get_a_number_whatever_builds_them():
+    df = frame([
+        ev("region", "x", 0, 10),  # a region and a module of one name under the root
+        ev("module", "x", 20, 25, type_="X"),
+        ev("op", "x #2", 30, 32),  # a label that looks like a renamed path
+        ev("module", "Net", 40, 60, type_="Net"),
+        ev("region", "step", 70, 100),
+        ev("module", "Net", 71, 80, type_="Net"),  # the same module below a region: its own scope
+        ev("region", "Net", 81, 90),  # a region named like the module, in that scope
+    ])  # fmt: skip
+    assert list(df.index) == ["profile", "step", "step/Net", "step/Net #2", "Net", "x", "x #2", "x #2 #2"]
+
+
+def test_a_label_holding_a_slash_cannot_pass_for_a_nested_path():
+    df = frame([
+        ev("region", "a/b", 0, 10),
+        ev("region", "a", 20, 40),
+        ev("region", "b", 21, 30),
+    ])  # fmt: skip
+    assert list(df.index) == ["profile", "a", "a/b", "a/b #2"]
+    assert df.loc["a/b #2", "parent"] == "profile" and df.loc["a/b", "parent"] == "a"

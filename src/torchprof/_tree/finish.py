@@ -197,36 +197,45 @@ def preorder(nodes: Nodes, root: int, tot_cpu: list[int], tot_cuda: list[int]) -
 
 def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, str], dict[int, str]]:
     """Unique row keys. Modules keep their dotted ``named_modules`` path (``ResNet.layer1.0``);
-    anything else is ``<parent path>/<name>``; children of the root drop the root's label."""
+    anything else is ``<parent path>/<name>``; children of the root drop the root's label. A path
+    met again gets `` #2``, `` #3``, ...
+
+    A path is ``<scope's path>/<label>`` (or the bare label at the top), its scope the parent, or
+    for a module the region or op above its run of modules. When no label holds a "/", two paths
+    are equal exactly when scope and label are, so uniqueness is checked on (scope, label): a
+    deep path (18 KB at depth 3000) is then built once and never hashed. O(nodes) plus building
+    the path strings themselves.
+    """
     paths: dict[int, str] = {}
     names: dict[int, str] = {}
-    context: dict[int, str] = {}  # prefix before a module path (non-empty below a region/op)
-    taken: set[str] = set()
+    scope_of: dict[int, int] = {}  # the node whose path comes before a module's label (-1: none)
+    by_text = any("/" in label for label in nodes.label)  # then only whole paths can tell
+    taken: set[Any] = set()
     for nid in order:
         p = nodes.parent[nid]
         label = nodes.label[nid]
+        name = label
         if p < 0:
-            path, name = label, label
-            context[nid] = ""
+            scope = -1
         elif nodes.kind[nid] == MODULE:
-            ctx = context[p] if nodes.kind[p] == MODULE else ("" if p == root else paths[p] + "/")
-            context[nid] = ctx
-            path = ctx + label
+            scope = scope_of[p] if nodes.kind[p] == MODULE else (-1 if p == root else p)
             parent_label = nodes.label[p]
             cut = len(parent_label)
             if nodes.kind[p] == MODULE and label.startswith(parent_label) and label[cut : cut + 1] == ".":
                 name = label[cut + 1 :]
-            else:
-                name = label
         else:
-            path = label if p == root else paths[p] + "/" + label
-            name = label
-        if path in taken:
-            base, n = path, 2
-            while f"{base} #{n}" in taken:
+            scope = -1 if p == root else p
+        scope_of[nid] = scope
+        prefix = paths[scope] if scope >= 0 else None
+        path = label if prefix is None else f"{prefix}/{label}"
+        key: Any = path if by_text else (scope, label)
+        if key in taken:
+            n = 2
+            while (f"{path} #{n}" if by_text else (scope, f"{label} #{n}")) in taken:
                 n += 1
-            path = f"{base} #{n}"
-        taken.add(path)
+            path = f"{path} #{n}"
+            key = path if by_text else (scope, f"{label} #{n}")
+        taken.add(key)
         paths[nid] = path
         names[nid] = name
     return paths, names
