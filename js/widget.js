@@ -42,6 +42,7 @@
  * @property {Record<string, string>} sort_aliases
  * @property {{name: string, default: any}[]} state
  * @property {{kind: number, backward: number, absolute_path: number, name_in_tail: number}} flags
+ * @property {string} csv_formula_start first characters that make a spreadsheet run a cell
  */
 
 /**
@@ -696,6 +697,16 @@ export function csvField(text) {
   return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
 }
 
+/**
+ * A text cell as a spreadsheet cannot run it: behind a `'` when it starts like a formula (the
+ * vocabulary's csv_formula_start: = + - @ tab CR, OWASP's advice), exactly _views/frame.py
+ * csv_text. Numbers are never passed here: -1.5 stays a number.
+ * @param {Vocab} vocab @param {string} text
+ */
+export function csvText(vocab, text) {
+  return text.length > 0 && vocab.csv_formula_start.includes(text[0]) ? "'" + text : text;
+}
+
 /** @param {Data} data @param {string} col @param {number} i @returns {string} */
 function csvValue(data, col, i) {
   switch (col) {
@@ -719,8 +730,13 @@ function csvValue(data, col, i) {
  */
 export function toCSV(data, rows) {
   const cols = data.vocab.columns.map((c) => c.name);
+  const text = new Set(data.vocab.columns.filter((c) => c.dtype === "str").map((c) => c.name));
+  const cell = (/** @type {string} */ c, /** @type {number} */ i) => {
+    const v = csvValue(data, c, i);
+    return csvField(text.has(c) ? csvText(data.vocab, v) : v);
+  };
   const lines = [cols.map(csvField).join(",")];
-  for (const i of rows) lines.push(cols.map((c) => csvField(csvValue(data, c, i))).join(","));
+  for (const i of rows) lines.push(cols.map((c) => cell(c, i)).join(","));
   return lines.join("\n") + "\n";
 }
 

@@ -119,6 +119,19 @@ def test_files_are_written_and_the_csv_is_the_dataframe(tmp_path):
     assert set(torchprof.load_trace(trace).df.index) >= {"Net", "Net.fc1", "Net.fc2"}
 
 
+def test_names_the_cli_prints_have_their_control_characters_escaped(tmp_path):
+    # The script's name becomes the title and the root label: an ESC or BEL in it must not reach
+    # the terminal raw (a window title, a cleared screen), nor in the "wrote" lines.
+    script = write_script(tmp_path, name="run\x1b]0;pwned\x07.py")
+    csv = tmp_path / "out\x1b[2J.csv"
+    done = run_here("--csv", str(csv), str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "torchprof: run\\x1b]0;pwned\\x07.py\n" in done.stdout
+    assert "| run\\x1b]0;pwned\\x07.py " in done.stdout  # the root row
+    assert done.stdout.endswith("out\\x1b[2J.csv\n") and csv.exists()
+
+
 def test_script_that_raises_prints_the_partial_profile_then_only_its_own_traceback(tmp_path):
     script = write_script(tmp_path, tail="raise ValueError('bad data')")
     done = run_here(str(script), cwd=tmp_path)
@@ -219,7 +232,8 @@ def test_demo_options_before_and_after_the_model_name_both_apply(tmp_path, capsy
         ("lraspp_mobilenet_v3_large", ["--batch", "2", "--size", "64"], "LRASPP.classifier"),  # dict output
         ("r3d_18", ["--batch", "1", "--size", "32"], "VideoResNet.layer1"),  # 5-d video input
         ("googlenet", ["--batch", "2", "--size", "64"], "GoogLeNet.inception3a"),  # auxiliary logits in train mode
-        ("fasterrcnn_mobilenet_v3_large_320_fpn", ["--batch", "1", "--size", "128"], "FasterRCNN.roi_heads"),  # images + targets
+        # images + targets; with shapes, whose ImageList argument must not be recorded as an object
+        ("fasterrcnn_mobilenet_v3_large_320_fpn", ["--batch", "1", "--size", "128", "--shapes"], "FasterRCNN.roi_heads"),
     ],
 )
 def test_demo_drives_every_model_family(model, options, layer, tmp_path, capsys):
@@ -229,6 +243,7 @@ def test_demo_drives_every_model_family(model, options, layer, tmp_path, capsys)
     df = pd.read_csv(csv, index_col=0)
     assert layer in df.index
     assert df.loc[layer, "bwd_cpu_us"] > 0  # a training step: backward reached the layer
+    assert "defaults" not in set(df["name"])  # no op of torchprof's own making
 
 
 def test_unknown_model_lists_close_matches(capsys):

@@ -12,10 +12,12 @@ import pytest
 import torch
 
 import torchprof
-from synthetic import columns, ev, training_step
+from synthetic import build, columns, ev, training_step
 from torchprof import TraceError
+from torchprof._options import write_outputs
 from torchprof._records import Recording
 from torchprof._tree.builder import TreeBuilder
+from torchprof._views.frame import csv_text
 
 
 def synthetic_profile() -> torchprof.Profile:
@@ -83,6 +85,58 @@ def test_a_loaded_trace_exports_again_unchanged(trained, tmp_path):
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_chrome_trace_exports_any_number_of_times_in_both_formats(trained, tmp_path):
+    paths = [trained.export_chrome_trace(str(tmp_path / name)) for name in ("a.json", "b.json.gz", "c.json", "d.json.gz")]
+    assert [open(p, "rb").read(2) == b"\x1f\x8b" for p in paths] == [False, True, False, True]
+    first = x_events(paths[0])
+    for p in paths[1:]:
+        assert x_events(p) == first
+    pd.testing.assert_frame_equal(torchprof.load_trace(paths[3]).df, torchprof.load_trace(paths[0]).df)
+
+
+def test_torch_s_own_export_before_or_after_ours_breaks_neither_the_tree_nor_our_export(mlp, tmp_path):
+    # kineto writes a cycle's trace once ("Trace is already saved"): reading the tree must not
+    # spend that write, and our export must still work after torch's own.
+    x = torch.randn(2, 8)
+    with torchprof.Profiler() as prof:
+        mlp(x)
+    prof.torch_profile.export_chrome_trace(str(tmp_path / "torch.json"))
+    assert "Sequential.0" in prof.df.index
+    ours = prof.export_chrome_trace(str(tmp_path / "ours.json"))
+    assert set(torchprof.load_trace(ours).df.index) == set(prof.df.index)
+    with torchprof.Profiler() as again:
+        mlp(x)
+    assert "Sequential.0" in again.df.index
+    again.torch_profile.export_chrome_trace(str(tmp_path / "torch2.json"))  # the tree did not spend kineto's write
+    assert {e["name"] for e in x_events(tmp_path / "torch2.json")} >= {"nn.Module: Sequential.0 [Linear]"}
+
+
+def test_a_schedule_run_exports_every_recorded_cycle(mlp, tmp_path):
+    x = torch.randn(2, 8)
+    schedule = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2)
+    with torchprof.Profiler(schedule=schedule) as prof:
+        for _ in range(9):
+            mlp(x).sum().backward()
+            prof.step()
+    steps = list(prof.steps["step"])
+    assert len(steps) == 4
+    for name in ("s.json", "s.json.gz", "again.json"):
+        path = prof.export_chrome_trace(str(tmp_path / name))
+        names = {e["name"] for e in x_events(path)}
+        assert {f"ProfilerStep#{n}" for n in steps} <= names
+        back = torchprof.load_trace(path)
+        assert list(back.steps["step"]) == steps
+        assert back.df.loc["ProfilerStep#3/Sequential", "calls"] == prof.df.loc["ProfilerStep#3/Sequential", "calls"]
+
+
+def test_a_loaded_trace_exports_any_number_of_times_in_both_formats(trained, tmp_path):
+    loaded = torchprof.load_trace(trained.export_chrome_trace(str(tmp_path / "run.json.gz")))
+    first = loaded.export_chrome_trace(str(tmp_path / "a.json"))
+    second = loaded.export_chrome_trace(str(tmp_path / "b.json.gz"))
+    pd.testing.assert_frame_equal(torchprof.load_trace(first).df, torchprof.load_trace(second).df)
+    pd.testing.assert_frame_equal(torchprof.load_trace(second).df, loaded.df)
+
+
 def test_chrome_trace_of_a_reopened_profile_is_a_clear_error(trained, tmp_path):
     trained.save(str(tmp_path / "p.json"))
     with pytest.raises(ValueError, match="no trace events to export"):
@@ -95,19 +149,21 @@ def test_export_into_a_missing_folder_fails_before_writing(trained, tmp_path):
 
 
 # -- folded stacks -------------------------------------------------------------------------------------------------
-def test_folded_stacks_have_module_paths_as_frames_forward_and_backward(tmp_path):
+def test_folded_stacks_have_each_node_s_own_name_as_its_frame_forward_and_backward(tmp_path):
+    # A module's frame is its attribute name (fc2), not its full path: the stack above it already
+    # spells the path, and a full path per frame made a line at depth d cost O(d²).
     path = synthetic_profile().export_stacks(str(tmp_path / "stacks.txt"))
     assert open(path, encoding="utf-8").read() == (
         "profile;Net 30\n"
-        "profile;Net;Net.fc2 10\n"
-        "profile;Net;Net.fc2;aten::addmm 30\n"
-        "profile;Net;Net.fc2;autograd::engine::evaluate_function: AddmmBackward0 2\n"
-        "profile;Net;Net.fc2;autograd::engine::evaluate_function: AddmmBackward0;AddmmBackward0 13\n"
-        "profile;Net;Net.fc2;autograd::engine::evaluate_function: AddmmBackward0;AddmmBackward0;aten::mm 15\n"
-        "profile;Net;Net.fc1 4\n"
-        "profile;Net;Net.fc1;aten::linear 6\n"
-        "profile;Net;Net.fc1;aten::linear;aten::addmm 20\n"
-        "profile;Net;Net.fc1;autograd::engine::evaluate_function: AddmmBackward0 20\n"
+        "profile;Net;fc2 10\n"
+        "profile;Net;fc2;aten::addmm 30\n"
+        "profile;Net;fc2;autograd::engine::evaluate_function: AddmmBackward0 2\n"
+        "profile;Net;fc2;autograd::engine::evaluate_function: AddmmBackward0;AddmmBackward0 13\n"
+        "profile;Net;fc2;autograd::engine::evaluate_function: AddmmBackward0;AddmmBackward0;aten::mm 15\n"
+        "profile;Net;fc1 4\n"
+        "profile;Net;fc1;aten::linear 6\n"
+        "profile;Net;fc1;aten::linear;aten::addmm 20\n"
+        "profile;Net;fc1;autograd::engine::evaluate_function: AddmmBackward0 20\n"
         "profile;Optimizer.step#SGD.step 10\n"
         "profile;Optimizer.step#SGD.step;aten::add_ 10\n"
         "profile;(backward, no module);autograd::engine::evaluate_function: SumBackward0 10\n"
@@ -122,7 +178,7 @@ def test_folded_stack_counts_add_up_to_the_total(trained, tmp_path):
     counts = [int(line.rsplit(" ", 1)[1]) for line in lines]
     assert sum(counts) == pytest.approx(trained.df.loc["profile", "cpu_us"], abs=len(lines))  # rounding per line
     assert all(line.startswith("profile;") for line in lines)
-    assert any(line.startswith("profile;Sequential;Sequential.0;autograd::engine::evaluate_function: AddmmBackward0") for line in lines)
+    assert any(line.startswith("profile;Sequential;0;autograd::engine::evaluate_function: AddmmBackward0") for line in lines)
     assert all(";;" not in line for line in lines)
 
 
@@ -210,3 +266,32 @@ def test_loading_something_else_is_a_clear_error(trained, tmp_path):
         torchprof.load(broken)
     with pytest.raises(FileNotFoundError):
         torchprof.load(tmp_path / "missing.json")
+
+
+# -- CSV ---------------------------------------------------------------------------------------------------------------
+def test_csv_text_cells_that_start_like_a_formula_are_written_behind_a_quote(tmp_path):
+    # Names from an untrusted trace that a spreadsheet would run as formulas (OWASP's CSV injection).
+    link = '=HYPERLINK("http://evil.example","open")'
+    tree = build([
+        ev("region", link, 0, 10),
+        ev("op", "@SUM(A1)", 1, 3),
+        ev("memory", "[memory]", 5, 5, nbytes=-512),  # a negative number: stays a number
+        ev("region", "-2+3", 20, 25),
+        ev("region", "\tx", 30, 31),
+        ev("region", "plain", 40, 41),
+    ], label="+root")  # fmt: skip
+    prof = torchprof.Profile(tree, Recording(label="+root"))
+    path = str(tmp_path / "p.csv")
+    assert write_outputs(prof, csv=path) == [path]
+    back = pd.read_csv(path, index_col=0, keep_default_na=False)
+    assert list(back.index) == ["'+root", f"'{link}", f"'{link}/@SUM(A1)", "'-2+3", "'\tx", "plain"]
+    assert back.loc[f"'{link}", "name"] == f"'{link}" and back.loc[f"'{link}/@SUM(A1)", "name"] == "'@SUM(A1)"
+    assert back.loc[f"'{link}/@SUM(A1)", "parent"] == f"'{link}"
+    assert back.loc[f"'{link}", "self_cpu_mem"] == -512.0 and back["cpu_us"].dtype == float
+    # prof.df is data, not a file: unchanged
+    assert list(prof.df.index) == ["+root", link, f"{link}/@SUM(A1)", "-2+3", "\tx", "plain"]
+
+
+def test_csv_text_leaves_numbers_and_ordinary_text_alone():
+    assert csv_text("=1+1") == "'=1+1" and csv_text("\rx") == "'\rx" and csv_text("+") == "'+"
+    assert csv_text("a=b") == "a=b" and csv_text("") == "" and csv_text(-1.5) == -1.5 and csv_text(None) is None

@@ -351,6 +351,8 @@ FORWARD_FLOPS = {
     "upsample_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear"), (1, 2, 4, 4), 2 * 4 * 2 * 8 * 8),
     "upsample_bicubic_size": (lambda: nn.Upsample(size=(6, 5), mode="bicubic"), (1, 2, 4, 4), 2 * 16 * 2 * 6 * 5),
     "upsample_nearest_plus_one": (lambda: Lambda(lambda m, x: F.interpolate(x, scale_factor=2) + 1), (1, 2, 4, 4), 2 * 64),
+    # col2im sums overlapping patches into the image: one addition per patch element (input)
+    "fold_col2im": (lambda: nn.Fold((4, 4), 2), (1, 2 * 4, 3 * 3), 2 * 4 * 9),
 }  # fmt: skip
 
 
@@ -380,6 +382,10 @@ BACKWARD_FLOPS = {
     "avg_pool2d": (lambda: nn.AvgPool2d(2), (2, 3, 8, 8), 2 * 3 * 4 * 4 * 4, 2 * 3 * 8 * 8),
     "adaptive_avg_pool2d": (lambda: nn.AdaptiveAvgPool2d(1), X, N, N),
     "upsample_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear"), (1, 2, 4, 4), 2 * 4 * 128, 2 * 4 * 128),
+    # im2col only copies; its gradient (col2im) and Tensor.unfold's (unfold_backward) add every
+    # gradient element of the patches into the overlapping places they came from
+    "unfold_im2col": (lambda: nn.Unfold(2), (1, 2, 4, 4), 0, 2 * 4 * 9),
+    "tensor_unfold": (lambda: Lambda(lambda m, x: x.unfold(-1, 4, 2)), (3, 10), 0, 3 * 4 * 4),
 }  # fmt: skip
 
 
@@ -530,6 +536,20 @@ def test_a_custom_op_without_a_formula_is_listed_by_name_with_its_calls():
     assert prof.unsupported_ops == {"torchprof_test::numpy_scale": 3}
     # the op that computes through aten ops is counted through them
     assert flops(prof) == 3 * 16
+
+
+def test_non_maximum_suppression_is_listed_its_comparisons_depend_on_the_boxes():
+    # NMS compares each kept box with the boxes left: between n - 1 and n(n - 1)/2 IoUs, as the
+    # boxes overlap, so no formula from shapes holds. Its sort below it must not hide it.
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    boxes = torch.rand(50, 4) * 10
+    boxes[:, 2:] += boxes[:, :2]
+    prof = profiled(lambda: [torchvision.ops.nms(boxes, torch.rand(50), 0.5) for _ in range(2)])
+    assert prof.unsupported_ops.get("torchvision::nms") == 2
+    tree = build([ev("op", "torchvision::nms", 0, 10, shapes=[[50, 4], [50], []]),
+                  ev("op", "aten::sort", 1, 3, shapes=[[50], [], []])])  # fmt: skip
+    assert tree.unsupported_ops == {"aten::sort": 1, "torchvision::nms": 1}
 
 
 def test_views_and_gradient_plumbing_are_free_not_unsupported():

@@ -249,7 +249,10 @@ def test_ctrl_c_while_the_profile_is_read_can_be_retried_and_counts_nothing_twic
     injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
     with pytest.raises(KeyboardInterrupt, match="injected"):
         prof.df  # the first read is interrupted
+        # kineto's trace is written only when an export asks for it
+        prof.export_chrome_trace(str(tmp_path / "interrupted.json"))
     assert injected.fired
+    assert not (tmp_path / "interrupted.json").exists()
     monkeypatch.undo()
     df = prof.df
     assert list(df.loc[["Sequential", "Sequential.0", "Sequential.1", "Sequential.2"], "calls"]) == [1, 1, 1, 1]

@@ -115,6 +115,26 @@ def test_shared_module_appears_where_it_was_called():
     assert {"Pair.left.0", "Pair.right.0"} <= set(df.index)
 
 
+def test_shapes_of_a_module_called_with_an_object_record_no_torchscript_side_effects():
+    # torchvision's detection models pass an ImageList. Recorded as a profiler input, it made
+    # torch compile the class with TorchScript inside the profile, which ran a stray "defaults"
+    # op (and where a class cannot compile, the argument was dropped, shifting the others' shapes).
+    image_list = pytest.importorskip("torchvision.models.detection.image_list")
+
+    class Head(torch.nn.Module):
+        def forward(self, images, x, scale):
+            return images.tensors * x * scale
+
+    images = image_list.ImageList(torch.ones(2, 4), [(1, 2)])
+    with torchprof.Profiler(shapes=True) as prof:
+        Head()(images, torch.ones(2, 4), 2.0)
+    df = prof.df
+    assert "defaults" not in set(df.name)
+    assert torch.jit._state._get_script_class(image_list.ImageList) is None  # the class was not compiled
+    assert df.loc["Head", "input_shapes"] == "[[], [2, 4], []]"  # the object's place kept, without a shape
+    assert set(df[df.kind == "op"].name) >= {"aten::mul"}
+
+
 def test_labels_name_root_modules(mlp):
     with torchprof.Profiler(labels={mlp: "model"}, name="cell") as prof:
         mlp(torch.randn(1, 8))

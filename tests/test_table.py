@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from synthetic import build, training_step
+from synthetic import build, ev, training_step
+from torchprof._views.format import printable, summary_line
 from torchprof._views.rows import visible_rows
 from torchprof._views.table import render_table
 
@@ -74,3 +75,30 @@ def test_colour_only_when_asked():
 def test_torch_style_sort_names_are_accepted():
     tree = build(training_step())
     assert visible_rows(tree, sort_by=["self_cpu_time_total"]) == visible_rows(tree, sort_by="self_cpu_us")
+
+
+# -- untrusted names ---------------------------------------------------------------------------------------------
+def test_control_characters_in_names_are_printed_as_visible_escapes():
+    # A trace from elsewhere can name a region anything: ESC sequences that recolour or clear the
+    # terminal, retitle the window (OSC ... BEL), a CR that overwrites the row, a C1 CSI, DEL.
+    evil = "load\x1b[2J\x1b]0;pwned\x07\rdata\x9b31m\x7f"
+    tree = build([ev("region", evil, 0, 10), ev("op", "aten::add\n", 2, 6)])
+    text = render_table(tree, min_pct=0, show_ops=True)
+    assert text == """\
++-------------------------------------------------+--------------+---------------+-------+
+| Node                                            |     Self CPU |     CPU total | Calls |
+|-------------------------------------------------+--------------+---------------+-------|
+| profile                                         |              | 10.0µs (100%) |     1 |
+| └──load\\x1b[2J\\x1b]0;pwned\\x07\\rdata\\x9b31m\\x7f | 6.00µs (60%) | 10.0µs (100%) |     1 |
+|   └──aten::add\\n                                | 4.00µs (40%) |  4.00µs (40%) |     1 |
++-------------------------------------------------+--------------+---------------+-------+"""
+
+
+def test_the_summary_line_escapes_control_characters_too():
+    line = summary_line({"cpu_us": 10.0, "interrupted": "KeyboardInterrupt: \x1b[31mstop\x07"})
+    assert line == "CPU 10.0µs · stopped by KeyboardInterrupt: \\x1b[31mstop\\x07"
+
+
+def test_printable_escapes_c0_del_and_c1_and_keeps_other_text():
+    assert printable("a\tb\x00c\x1fd\x7fe\x80f\x9fg") == "a\\tb\\x00c\\x1fd\\x7fe\\x80f\\x9fg"
+    assert printable("conv1 · ResNet.layer1 é 日本 …") == "conv1 · ResNet.layer1 é 日本 …"

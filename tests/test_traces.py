@@ -470,7 +470,7 @@ def test_the_trace_kept_before_the_tree_is_built_has_the_real_names_too():
     model.add_module("données", torch.nn.Linear(2, 2))
     with torchprof.Profiler() as prof:
         model(torch.randn(1, 2))
-    kept = prof.result._trace_file()  # asked before the tree is built: the names come from torch's events
+    kept = prof.result._trace_files()[0]  # asked before the tree is built: the names come from torch's events
     with open(kept, encoding="utf-8") as f:
         names = {e.get("name") for e in json.load(f)["traceEvents"]}
     assert "nn.Module: Sequential.données [Linear]" in names and "unknown" not in names

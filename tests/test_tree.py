@@ -235,3 +235,26 @@ def test_colliding_sequence_numbers_of_two_forward_threads_are_told_apart_by_the
     assert df.loc["A/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(20.0)
     assert df.loc["B/autograd::engine::evaluate_function: AddmmBackward0", "bwd_cpu_us"] == pytest.approx(10.0)
     assert asked == [4, 5]
+
+
+def test_paths_that_meet_again_get_a_number_whatever_builds_them():
+    df = frame([
+        ev("region", "x", 0, 10),  # a region and a module of one name under the root
+        ev("module", "x", 20, 25, type_="X"),
+        ev("op", "x #2", 30, 32),  # a label that looks like a renamed path
+        ev("module", "Net", 40, 60, type_="Net"),
+        ev("region", "step", 70, 100),
+        ev("module", "Net", 71, 80, type_="Net"),  # the same module below a region: its own scope
+        ev("region", "Net", 81, 90),  # a region named like the module, in that scope
+    ])  # fmt: skip
+    assert list(df.index) == ["profile", "step", "step/Net", "step/Net #2", "Net", "x", "x #2", "x #2 #2"]
+
+
+def test_a_label_holding_a_slash_cannot_pass_for_a_nested_path():
+    df = frame([
+        ev("region", "a/b", 0, 10),
+        ev("region", "a", 20, 40),
+        ev("region", "b", 21, 30),
+    ])  # fmt: skip
+    assert list(df.index) == ["profile", "a", "a/b", "a/b #2"]
+    assert df.loc["a/b #2", "parent"] == "profile" and df.loc["a/b", "parent"] == "a"

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
+from ._views.format import printable
 
 if TYPE_CHECKING:
     from ._profile import Profile
@@ -127,7 +128,7 @@ def _main(argv: list[str]) -> int:
     problem = _check_view_options(args)
     if problem:
         parser.print_usage(sys.stderr)
-        print(f"torchprof: error: {problem}", file=sys.stderr)
+        print(printable(f"torchprof: error: {problem}"), file=sys.stderr)
         return EXIT_USAGE
     if target == DEMO:
         return run_demo(args)
@@ -174,16 +175,16 @@ def _profiler(args: argparse.Namespace, name: str) -> Profiler:
 
 def _report(prof: Profile, args: argparse.Namespace, *, title: str) -> int:
     """Print the summary line and the tree; write the requested files. 0, or 1 if a file failed."""
-    print(title)
+    print(printable(title))
     print(prof.summary_line())
     print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
                      colour=_wants_colour()))  # fmt: skip
     state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
     try:
         for path in write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state):
-            print(f"torchprof: wrote {path}")
+            print(printable(f"torchprof: wrote {path}"))
     except OutputError as exc:
-        print(f"torchprof: error: {exc}", file=sys.stderr)
+        print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
         return 1
     return 0
 
@@ -226,7 +227,7 @@ def run_script(args: argparse.Namespace) -> int:
     try:
         prof = _profiler(args, label)
     except (ProfilerError, TypeError) as exc:
-        print(f"torchprof: error: {exc}", file=sys.stderr)
+        print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     code = 0
     failure: BaseException | None = None
@@ -283,7 +284,7 @@ def run_demo(args: argparse.Namespace) -> int:
     problem = _check_view_options(args)
     if problem:
         demo.print_usage(sys.stderr)
-        print(f"torchprof demo: error: {problem}", file=sys.stderr)
+        print(printable(f"torchprof demo: error: {problem}"), file=sys.stderr)
         return EXIT_USAGE
     try:
         import torchvision  # noqa: F401
@@ -307,7 +308,7 @@ def run_demo(args: argparse.Namespace) -> int:
     try:
         prof = _profiler(args, args.model)
     except Exception as exc:  # noqa: BLE001 - ProfilerError (--cuda without a GPU) and friends
-        print(f"torchprof demo: error: {exc}", file=sys.stderr)
+        print(printable(f"torchprof demo: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
 
     t0 = time.perf_counter()
@@ -323,7 +324,7 @@ def run_demo(args: argparse.Namespace) -> int:
         _report(prof.result, args, title=f"torchprof demo: {args.model} (interrupted)")
         return EXIT_INTERRUPTED
     except Exception as exc:  # noqa: BLE001 - a model this demo cannot drive: say so, briefly
-        print(f"torchprof demo: error: could not run a training step of {args.model}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(printable(f"torchprof demo: error: could not run a training step of {args.model}: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return 1
     title = (f"torchprof demo: {args.model}, one training step (forward, backward, SGD step) on {shape}, "
              f"random weights; {time.perf_counter() - t0:.1f}s with the warm-up step")  # fmt: skip

@@ -7,6 +7,7 @@ import json
 import os
 import tempfile
 import zlib
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -112,16 +113,26 @@ def _json_number(value: Any) -> Any:
 def write_atomic(path: str | os.PathLike[str], payload: bytes) -> str:
     """Write ``payload`` to ``path`` (gzipped for ``.gz``) through a temporary file in the same
     folder and a rename, so a failure never leaves half a file behind. Returns the path."""
+    return write_atomic_chunks(path, (payload,))
+
+
+def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> str:
+    """:func:`write_atomic` of the concatenated ``chunks``, written as they come (a large
+    output is never held whole in memory)."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path}: directory {directory} does not exist")
-    if path.endswith(".gz"):
-        payload = gzip.compress(payload, compresslevel=6)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".torchprof-", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+        with os.fdopen(fd, "wb") as raw:
+            out: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if path.endswith(".gz") else raw
+            try:
+                for chunk in chunks:
+                    out.write(chunk)
+            finally:
+                if out is not raw:
+                    out.close()
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

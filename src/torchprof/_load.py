@@ -37,7 +37,7 @@ def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: 
         if name:
             recording.label = name
         source = os.fspath(path)
-        return Profile(builder.finish(), recording, trace_file=lambda: source)
+        return Profile(builder.finish(), recording, trace_files=lambda: [source])
 
 
 def load(path: str | os.PathLike[str]) -> Profile:

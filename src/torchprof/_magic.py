@@ -18,6 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
+from ._views.format import printable
 
 if TYPE_CHECKING:
     from ._profiler import Profiler
@@ -295,7 +296,7 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc} (the profile is in {LAST})") from None
     for path in written:
-        print(f"torchprof: wrote {path}")
+        print(printable(f"torchprof: wrote {path}"))
     if args.text or not _has_widget_frontend(shell):
         result.display(min_pct=1 if args.min_pct is None else args.min_pct, sort_by=args.sort or "cpu_us",
                        show_ops=args.ops, max_depth=args.depth)  # fmt: skip
@@ -315,7 +316,7 @@ def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> 
             print(f"torchprof: the cell raised {type(exc).__name__}; the profile until then is in {LAST}")
             show(shell, prof, args)
     except BaseException as problem:  # noqa: BLE001 - the cell's own exception matters more
-        print(f"torchprof: could not show the partial profile ({type(problem).__name__}: {problem})", file=sys.stderr)
+        print(printable(f"torchprof: could not show the partial profile ({type(problem).__name__}: {problem})"), file=sys.stderr)
 
 
 def _has_widget_frontend(shell: Any) -> bool:

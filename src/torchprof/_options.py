@@ -71,11 +71,13 @@ def write_outputs(prof: Profile, *, html: str | None = None, csv: str | None = N
                   state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
     """Write the requested files; the paths written. Every file is attempted; failures are
     collected into one :class:`OutputError`."""
+    from ._views.frame import write_csv
+
     written: list[str] = []
     problems: list[str] = []
     jobs: tuple[tuple[str, str | None, Callable[[str], Any]], ...] = (
         ("html", html, lambda path: prof.to_html(path, **(state or {}))),
-        ("csv", csv, lambda path: prof.df.to_csv(path)),
+        ("csv", csv, lambda path: write_csv(prof.df, path)),
         ("trace", trace, lambda path: prof.export_chrome_trace(path)),
     )
     for option, path, write in jobs:

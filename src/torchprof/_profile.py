@@ -27,13 +27,13 @@ class Profile:
         self,
         tree: Tree | Callable[[], Tree],
         recording: Recording,
-        trace_file: Callable[[], str | None] | None = None,
+        trace_files: Callable[[], list[str]] | None = None,
     ) -> None:
         self._tree = tree if isinstance(tree, Tree) else None
         self._build = None if isinstance(tree, Tree) else tree
         self.recording = recording
         """Label, wall time, module facts and metadata (rank, device, options) of the source."""
-        self._trace_file = trace_file
+        self._trace_files = trace_files
         self._df: pd.DataFrame | None = None
         self._summary: dict[str, Any] | None = None
 
@@ -181,18 +181,24 @@ class Profile:
 
     # -- exports ----------------------------------------------------------------------------------
     def export_stacks(self, path: str, metric: str = "self_cpu_us") -> str:
-        """Folded stacks (flamegraph.pl / speedscope) with module paths as frames."""
+        """Folded stacks (flamegraph.pl / speedscope): one line per node with a non-zero
+        ``metric`` (``self_cpu_us``, ``self_cuda_us``, ``self_cpu_mem``, ``self_cuda_mem``), its
+        frames the names of the nodes from the root down, a module's being its own name
+        (``conv1``; the frames above it spell its path). Gzipped when ``path`` ends in ``.gz``."""
         from ._views.exports import write_stacks
 
         return write_stacks(self.tree, path, metric)
 
     def export_chrome_trace(self, path: str) -> str:
-        """Write the run as a chrome trace (Perfetto, chrome://tracing, ``load_trace``)."""
+        """Write the run as a chrome trace (Perfetto, chrome://tracing, ``load_trace``); gzipped
+        when ``path`` ends in ``.gz``. Works any number of times; with a schedule the trace holds
+        every recorded cycle."""
         from ._views.exports import write_chrome_trace
 
-        tree = self.tree  # first: building it reads the run, which keeps the trace with real names
-        source = self._trace_file() if self._trace_file is not None else None
-        return write_chrome_trace(source, tree, self.recording, path)
+        if self._trace_files is None:
+            raise ValueError("this profile holds no trace events to export (it was reopened from prof.save())")
+        tree = self.tree  # first: building it reads the real names of the events the trace gets back
+        return write_chrome_trace(self._trace_files(), tree, self.recording, path)
 
     def save(self, path: str) -> str:
         """Save the profile (tree and summary) to reopen later with ``torchprof.load``."""

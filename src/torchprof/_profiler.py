@@ -161,7 +161,11 @@ class Profiler:
 
     @property
     def torch_profile(self) -> Any:
-        """The underlying ``torch.profiler.profile`` (``key_averages()`` and torch's own tools)."""
+        """The underlying ``torch.profiler.profile`` (``key_averages()`` and torch's own tools).
+
+        kineto writes a cycle's chrome trace once: after ``prof.export_chrome_trace()``, torch's
+        own ``export_chrome_trace(path)`` needs ``use_python_export=True`` (torchprof's export
+        works before and after torch's, any number of times)."""
         return self._session.torch_profile if self._session is not None else None
 
     def _make_result(self, session: CaptureSession) -> Profile:
@@ -201,7 +205,7 @@ class Profiler:
                 meta["warnings"] = notes
             return tree
 
-        return Profile(build, recording, trace_file=session.trace_file)
+        return Profile(build, recording, trace_files=session.trace_files)
 
     # -- the result -------------------------------------------------------------------------------
     @property

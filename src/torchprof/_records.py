@@ -38,11 +38,11 @@ def parse_module_range(name: str) -> tuple[str, str] | None:
     """
     if not name.startswith(MODULE_PREFIX) or not name.endswith("]"):
         return None
-    body = name[len(MODULE_PREFIX) : -1]
-    cut = body.rfind(" [")
-    if cut <= 0:
+    start = len(MODULE_PREFIX)
+    cut = name.rfind(" [", start, len(name) - 1)
+    if cut <= start:
         return None
-    return body[:cut], body[cut + 2 :]
+    return name[start:cut], name[cut + 2 : -1]  # one copy of the path, however deep it is
 
 
 @dataclass

@@ -176,6 +176,12 @@ LAUNCHED_BEFORE = "(launched before profiling)"
 DEVICE_WITHOUT_OP = "(device, no launching op)"
 
 
+#: First characters that make a spreadsheet read a CSV cell as a formula (OWASP's list for CSV
+#: injection: ``=``, ``+``, ``-``, ``@``, tab, carriage return). Every CSV writer, the widget's
+#: included, writes a text cell starting with one behind a ``'``.
+CSV_FORMULA_START = "=+-@\t\r"
+
+
 # -- columns -----------------------------------------------------------------------------------------
 def is_missing(value: object) -> bool:
     """A value that was not recorded: None (text) or NaN (numbers)."""

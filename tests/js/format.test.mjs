@@ -1,8 +1,8 @@
 // Number formatting (the same strings as _format.py) and CSV export.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { pyFixed, formatTime, formatBytes, formatCount, formatPercent, formatRate, csvField, toCSV } from "../../js/widget.js";
-import { small, VOCAB } from "./helpers.mjs";
+import { pyFixed, formatTime, formatBytes, formatCount, formatPercent, formatRate, csvField, csvText, toCSV } from "../../js/widget.js";
+import { decode, small, VOCAB } from "./helpers.mjs";
 
 test("fixed-point rounding matches Python's (ties to even on the exact binary value)", () => {
   assert.equal(pyFixed(0.125, 2), "0.12"); // exact tie: even; toFixed would say 0.13
@@ -70,4 +70,27 @@ test("the CSV export holds the given rows with the DataFrame's columns", () => {
       cpu_us: "50", cuda_us: "", params: "200", flops: "800", is_backward: "False" });
   const root = Object.fromEntries(lines[0].split(",").map((v, k) => [names[k], v]));
   assert.deepEqual([root.path, root.kind, root.type, root.module, root.parent, root.depth, root.calls], ["profile", "region", "", "", "", "0", "1"]);
+});
+
+test("CSV text cells that start like a formula are written behind a quote; numbers stay numbers", () => {
+  const data = decode([
+    { path: "profile", name: "profile", kind: "region", parent: -1, cpu_us: 10, calls: 1 },
+    { path: "=HYPERLINK(\"http://x\")", name: "=HYPERLINK(\"http://x\")", kind: "region", parent: 0, cpu_us: -1.5, calls: 1 },
+    { path: "=HYPERLINK(\"http://x\")/@SUM(A1)", name: "@SUM(A1)", kind: "op", parent: 1, cpu_us: 2, calls: 1, type: "+cmd" },
+    { path: "-2+3", name: "-2+3", kind: "region", parent: 0, cpu_us: 3, calls: 1, shapes: "\tx" },
+    { path: "\rr", name: "\rr", kind: "region", parent: 0, cpu_us: 1, calls: 1, type: "a=b" },
+  ]);
+  const [header, ...lines] = toCSV(data, [1, 2, 3]).trimEnd().split("\n");
+  const names = header.split(",");
+  const col = (line, c) => line.split(/,(?=(?:[^"]*"[^"]*")*[^"]*$)/)[names.indexOf(c)];
+  assert.equal(col(lines[0], "path"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  assert.equal(col(lines[0], "cpu_us"), "-1.5"); // a number, not a formula
+  assert.equal(col(lines[1], "name"), "'@SUM(A1)");
+  assert.equal(col(lines[1], "type"), "'+cmd");
+  assert.equal(col(lines[1], "parent"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  assert.equal(col(lines[2], "name"), "'-2+3");
+  assert.equal(col(lines[2], "input_shapes"), "'\tx");
+  assert.equal(csvText(VOCAB, "\rr"), "'\rr");
+  assert.equal(csvText(VOCAB, "a=b"), "a=b"); // only the first character matters
+  assert.equal(csvText(VOCAB, ""), "");
 });

@@ -68,6 +68,27 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     return cols
 
 
+def save_trace(result: Any, path: str) -> None:
+    """kineto's chrome trace of one profiling cycle, written to ``path``.
+
+    kineto writes a result once ("Trace is already saved" after that, e.g. when the user called
+    torch's own ``export_chrome_trace`` first): then torch's Python exporter, which reads the
+    same activities, writes it, where this torch has one.
+    """
+    try:
+        result.save(path)
+        return
+    except RuntimeError as exc:
+        if "already saved" not in str(exc):
+            raise
+        try:
+            from torch.profiler._chrome_trace_export import export_chrome_trace
+        except ImportError:
+            raise RuntimeError("torch's own export_chrome_trace() already wrote this trace, and this torch can write "
+                               "it only once: export with torchprof first") from exc  # fmt: skip
+    export_chrome_trace(result, path)
+
+
 def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list[int], list[int]]:
     """Each event's kind, and the indices of memory events. A module range is one torchprof's
     hooks opened (a function-scope range with our prefix): a user's ``record_function`` with the

@@ -20,7 +20,7 @@ from .._traces.rewrite import restore_names
 from . import compiled
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
-from .kineto import event_names, names_kineto_mangles, result_columns
+from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
 from .quiet import quiet_native_stderr
 
 if TYPE_CHECKING:
@@ -110,7 +110,9 @@ class CaptureSession:
         self._notes: list[str] = []
         self._t0 = 0.0
         self.wall_us: float | None = None
-        self._trace_file: str | None = None
+        self._trace_files: list[str] = []  # one chrome trace per recorded cycle, in order
+        self._trace_problems: list[str] = []  # why a cycle's trace could not be kept
+        self._mangled: dict[tuple[int, int], str] | None = None  # real names of the unscheduled cycle's events
         self._compile_capture: contextlib.ExitStack | None = None
 
     @property
@@ -312,15 +314,21 @@ class CaptureSession:
         """torch finished a cycle (a schedule's active phase, or the run without a schedule).
 
         The user's ``on_trace_ready`` runs afterwards, while ``torch_prof`` still holds this cycle
-        (``key_averages()``, ``export_chrome_trace()`` work as with torch alone).
+        (``key_averages()``, ``export_chrome_trace()`` work as with torch alone). With a schedule
+        the cycle's chrome trace is kept after that (torch drops the cycle when the next starts),
+        so :meth:`trace_files` can give the whole run.
         """
         opts = self.options
+        result = cols = None
         if opts.schedule is not None:
             result = torch_prof.profiler.kineto_results if torch_prof.profiler is not None else None
             if result is not None:
-                self._on_cycle(result_columns(result, device=opts.cuda, python_frames=opts.stack), self.modules)
+                cols = result_columns(result, device=opts.cuda, python_frames=opts.stack)
+                self._on_cycle(cols, self.modules)
         if opts.on_trace_ready is not None:
             opts.on_trace_ready(torch_prof)
+        if result is not None:
+            self._keep_trace(result, names_kineto_mangles(cols) if cols is not None else None)
 
     def cycle_columns(self) -> EventColumns | None:
         """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).
@@ -332,7 +340,9 @@ class CaptureSession:
         if result is None:
             return None
         cols = result_columns(result, device=self.options.cuda, python_frames=self.options.stack)
-        self._keep_trace(result, cols)
+        # The trace itself is written only when asked for (kineto writes a result once, and the
+        # user may want torch's own export_chrome_trace first); the real names are known now.
+        self._mangled = names_kineto_mangles(cols)
         return cols
 
     # -- what the profile misses --------------------------------------------------------------------
@@ -369,40 +379,49 @@ class CaptureSession:
             )
         return list(self._notes)
 
-    def _keep_trace(self, result: Any, cols: EventColumns | None = None) -> None:
-        # kineto writes a result's trace once ("Trace is already saved" after that): write it to a
-        # temporary file now, which every later export reads, and which goes with this session.
-        if self._trace_file is not None:
-            return
+    def _keep_trace(self, result: Any, mangled: dict[tuple[int, int], str] | None = None) -> None:
+        """Write ``result``'s chrome trace to a temporary file that goes with this session, with
+        the names kineto's writer mangles put back. A failure is remembered for
+        :meth:`trace_files` to report, never raised into the run."""
         fd, tmp = tempfile.mkstemp(prefix="torchprof-", suffix=".json")
         os.close(fd)
-        self._trace_file = tmp
         weakref.finalize(self, _remove, tmp)
         try:
             with quiet_native_stderr():
-                result.save(tmp)
-            # kineto's writer mangles names that are not plain printable ASCII: put them back.
+                save_trace(result, tmp)
             # Best effort: a file kineto wrote as invalid JSON (unescaped quotes, in some
             # versions) stays as it is, and the profile itself does not depend on it.
             with contextlib.suppress(TraceError):
-                restore_names(tmp, names_kineto_mangles(cols if cols is not None else event_names(result)))
+                restore_names(tmp, mangled if mangled is not None else names_kineto_mangles(event_names(result)))
+        except Exception as exc:  # noqa: BLE001 - reported when a trace is asked for
+            _remove(tmp)
+            self._trace_problems.append(f"{type(exc).__name__}: {exc}")
+            return
         except BaseException:
             # Interrupted after kineto wrote the file (it cannot be written twice): keep it.
-            if os.path.getsize(tmp) == 0:
-                self._trace_file = None
+            if os.path.getsize(tmp) > 0:
+                self._trace_files.append(tmp)
+            else:
                 _remove(tmp)
             raise
+        self._trace_files.append(tmp)
 
-    def trace_file(self) -> str | None:
-        """A chrome trace of the last cycle, written by kineto (None with a schedule, whose cycles
-        torch hands to ``on_trace_ready`` instead)."""
-        if self._trace_file is None:
+    def trace_files(self) -> list[str]:
+        """Chrome traces of the recorded cycles, in order, as kineto writes them (each written
+        once, on first need for a run without a schedule, and read by every later export).
+        ValueError when there is none, or a cycle's trace could not be written."""
+        if self.options.schedule is None and not self._trace_files and not self._trace_problems:
             result = self._result
             if result is None and self._torch_profile is not None and self._torch_profile.profiler is not None:
                 result = _recorded(getattr(self._torch_profile.profiler, "kineto_results", None))
             if result is not None:
-                self._keep_trace(result)
-        return self._trace_file
+                self._keep_trace(result, self._mangled)
+        if self._trace_problems:
+            raise ValueError(f"the trace of {len(self._trace_problems)} recorded cycle(s) could not be kept, so it cannot be "
+                             f"exported: {self._trace_problems[0]}")  # fmt: skip
+        if not self._trace_files:
+            raise ValueError("this run recorded no complete cycle: there are no trace events to export")
+        return list(self._trace_files)
 
 
 @contextlib.contextmanager

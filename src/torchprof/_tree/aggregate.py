@@ -28,6 +28,7 @@ def by_type(tree: Tree, depth: int | None = None) -> tuple[list[dict[str, Any]],
         if kinds[i] == MODULE:
             p = parent[i]
             module_depth[i] = module_depth[p] + 1 if p >= 0 and kinds[p] == MODULE else 0
+    nested = _inside_same_type(tree) if depth is None else [False] * n
     groups: dict[str, dict[str, Any]] = {}
     for i in range(n):
         if kinds[i] != MODULE or (depth is not None and module_depth[i] != depth):
@@ -35,9 +36,8 @@ def by_type(tree: Tree, depth: int | None = None) -> tuple[list[dict[str, Any]],
         t = cols["type"][i]
         g = groups.setdefault(t, {"type": t, "modules": 0, **dict.fromkeys(ADDITIVE, 0.0)})
         g["modules"] += 1
-        nested = depth is None and _inside_same_type(tree, i)
         for c in ADDITIVE:
-            if nested and COLUMN[c].rollup == "total":
+            if nested[i] and COLUMN[c].rollup == "total":
                 continue
             v = cols[c][i]
             g[c] = g[c] + (0.0 if is_missing(v) else v)
@@ -49,12 +49,30 @@ def by_type(tree: Tree, depth: int | None = None) -> tuple[list[dict[str, Any]],
     return rows, list(ADDITIVE)
 
 
-def _inside_same_type(tree: Tree, i: int) -> bool:
+def _inside_same_type(tree: Tree) -> list[bool]:
+    """For each row: a module inside a module of its own class, with only modules between them.
+
+    One pre-order pass with the path from the root as a stack; each run of modules on it (cut
+    by a region or an op) counts its classes, so a row asks in O(1) however deep it is.
+    """
     cols, parent = tree.columns, tree.parent_index
-    t = cols["type"][i]
-    p = parent[i]
-    while p >= 0 and cols["kind"][p] == MODULE:
-        if cols["type"][p] == t:
-            return True
-        p = parent[p]
-    return False
+    kinds, types = cols["kind"], cols["type"]
+    n = len(tree)
+    out = [False] * n
+    path: list[int] = []  # rows from the root down to the current row's parent
+    runs: list[dict[str, int]] = [{}]  # class counts of each run of modules on the path
+    for i in range(n):
+        while path and path[-1] != parent[i]:
+            top = path.pop()
+            if kinds[top] == MODULE:
+                runs[-1][types[top]] -= 1
+            else:
+                runs.pop()
+        if kinds[i] == MODULE:
+            counts = runs[-1]
+            out[i] = counts.get(types[i], 0) > 0
+            counts[types[i]] = counts.get(types[i], 0) + 1
+        else:
+            runs.append({})
+        path.append(i)
+    return out

@@ -232,39 +232,49 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, s
     ``DistributedDataParallel.forward``, a checkpoint function), and its name is the part after
     that module's path; below a region outside every module (``ProfilerStep#3``) the region's path
     is a prefix (``ProfilerStep#3/ResNet``). Anything else is ``<parent path>/<name>``; children of
-    the root drop the root's label. Clashes get `` #2``, `` #3``."""
+    the root drop the root's label. A path met again gets `` #2``, `` #3``, ...
+
+    A path is ``<scope's path>/<label>`` (or the bare label at the top), its scope the parent, or
+    for a module the region or op above its run of modules. When no label holds a "/", two paths
+    are equal exactly when scope and label are, so uniqueness is checked on (scope, label): a
+    deep path (18 KB at depth 3000) is then built once and never hashed. O(nodes) plus building
+    the path strings themselves.
+    """
     paths: dict[int, str] = {}
     names: dict[int, str] = {}
-    context: dict[int, str] = {}  # prefix before a module path (non-empty below a region/op)
+    scope_of: dict[int, int] = {}  # the node whose path comes before a module's label (-1: none)
     enclosing: dict[int, int] = {root: -1}  # nearest module at or above each node
-    taken: set[str] = set()
+    by_text = any("/" in label for label in nodes.label)  # then only whole paths can tell
+    taken: set[Any] = set()
     for nid in order:
         p = nodes.parent[nid]
         label = nodes.label[nid]
+        name = label
         if p < 0:
-            path, name = label, label
-            context[nid] = ""
+            scope = -1
         elif nodes.kind[nid] == MODULE:
             outer = enclosing[p]
-            if outer >= 0 and label.startswith(nodes.label[outer] + "."):
-                ctx = context[outer]
-                name = label[len(nodes.label[outer]) + 1 :]
+            cut = len(nodes.label[outer]) if outer >= 0 else 0
+            if outer >= 0 and label.startswith(nodes.label[outer]) and label[cut : cut + 1] == ".":
+                scope = scope_of[outer]
+                name = label[cut + 1 :]
             else:
-                ctx = context[p] if nodes.kind[p] == MODULE else ("" if p == root else paths[p] + "/")
-                name = label
-            context[nid] = ctx
-            path = ctx + label
+                scope = scope_of[p] if nodes.kind[p] == MODULE else (-1 if p == root else p)
         else:
-            path = label if p == root else paths[p] + "/" + label
-            name = label
+            scope = -1 if p == root else p
         if p >= 0:
             enclosing[nid] = nid if nodes.kind[nid] == MODULE else enclosing[p]
-        if path in taken:
-            base, n = path, 2
-            while f"{base} #{n}" in taken:
+        scope_of[nid] = scope
+        prefix = paths[scope] if scope >= 0 else None
+        path = label if prefix is None else f"{prefix}/{label}"
+        key: Any = path if by_text else (scope, label)
+        if key in taken:
+            n = 2
+            while (f"{path} #{n}" if by_text else (scope, f"{label} #{n}")) in taken:
                 n += 1
-            path = f"{base} #{n}"
-        taken.add(path)
+            path = f"{path} #{n}"
+            key = path if by_text else (scope, f"{label} #{n}")
+        taken.add(key)
         paths[nid] = path
         names[nid] = name
     return paths, names
@@ -273,7 +283,8 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, s
 def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
     """Ops that have no formula, are not known to cost no FLOPs, are not inside an op that was
     counted and have no such op below them either (a leaf, or an op that only calls free ops,
-    like a custom op computing in numpy), and ops whose formula could not read their
+    like a custom op computing in numpy), ops whose arithmetic depends on the data
+    (``DATA_DEPENDENT``, whatever they call), and ops whose formula could not read their
     arguments: their FLOPs are unknown, not zero. Autograd nodes (``AddBackward0``) count as
     free, their arithmetic being in the aten ops below them, unless they launched GPU
     kernels themselves."""
@@ -304,7 +315,7 @@ def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
             if nid in builder.unmapped_graph_nodes:
                 found[UNMAPPED_GRAPH] = found.get(UNMAPPED_GRAPH, 0) + nodes.calls[nid]
             continue
-        if k != OP or covered[nid] or work_below[nid]:
+        if k != OP or covered[nid] or (work_below[nid] and name not in _flops.DATA_DEPENDENT):
             continue
         if nodes.bwd[nid] and name.startswith(BACKWARD_PREFIX):
             continue

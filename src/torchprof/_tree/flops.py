@@ -512,8 +512,11 @@ adaptive_max_pool3d_backward
 scatter_add scatter_add_ index_add index_add_ scatter_reduce scatter_reduce_ index_reduce
 """
 # Gradients of gathers (pooling maxima, nearest upsampling, embeddings, padding): one addition
-# per incoming output gradient (argument 0), scattered back.
+# per incoming output gradient (argument 0), scattered back. col2im (``nn.Fold``, and im2col's
+# gradient) and unfold_backward (``Tensor.unfold``'s gradient) are the same: every element of
+# the patches (argument 0) is added into the place it came from, overlapping patches summing.
 _ONE_PER_OUTPUT_GRADIENT = """
+col2im unfold_backward
 max_pool1d_with_indices_backward max_pool2d_with_indices_backward max_pool3d_with_indices_backward
 upsample_nearest1d_backward upsample_nearest2d_backward upsample_nearest3d_backward
 _upsample_nearest_exact1d_backward _upsample_nearest_exact2d_backward _upsample_nearest_exact3d_backward
@@ -628,17 +631,22 @@ bernoulli_ bernoulli random_ exponential_ cauchy_ geometric_ log_normal_ multino
 repeat repeat_interleave tile roll flip fliplr flipud rot90 pad constant_pad_nd reflection_pad1d
 reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d
 pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle _pad_circular _pad_enum
-_nested_tensor_from_mask unfold im2col col2im diagonal triu triu_ tril tril_ _pin_memory pin_memory
+_nested_tensor_from_mask unfold im2col diagonal triu triu_ tril tril_ _pin_memory pin_memory
 _foreach_zero_ _foreach_copy_ record_stream _reshape_copy _unsafe_index isin
 upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact1d
 _upsample_nearest_exact2d _upsample_nearest_exact3d
 select_backward slice_backward index_select_backward as_strided_scatter slice_scatter select_scatter
-diagonal_scatter unfold_backward view_as_real view_as_complex _to_dense to_dense dropout
+diagonal_scatter view_as_real view_as_complex _to_dense to_dense dropout
 meshgrid atleast_1d atleast_2d atleast_3d cartesian_prod diag diag_embed block_diag fill_diagonal_
 _shape_as_tensor numpy_T matrix_H align_to rename refine_names _unsafe_split_with_sizes unsafe_chunk
 cudnn_is_acceptable _use_cudnn_rnn_flatten_weight _cudnn_rnn_flatten_weight is_contiguous
 """.split()
 ) | frozenset({"detach", "detach_", "aten::feature_dropout_"})
+
+#: Ops whose arithmetic depends on the data, not on the shapes, so no formula can count it:
+#: listed as unknown whatever ops they call (non-maximum suppression computes an IoU for each
+#: kept box against the boxes left: from n - 1 to n(n - 1)/2 of them, as the boxes overlap).
+DATA_DEPENDENT = frozenset({"torchvision::nms"})
 
 #: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
 #: between processes (the sums an all-reduce does are not the model's FLOPs).

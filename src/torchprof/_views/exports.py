@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
-from .._files import write_atomic
+from .._files import dumps, parse_json, read_bytes, write_atomic, write_atomic_chunks
 from .._records import Recording
-from .._traces.rewrite import write_with_block
+from .._traces.rewrite import BASE_TIME_KEY, write_with_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
 
@@ -35,13 +37,52 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
     }
 
 
-def write_chrome_trace(source: str | None, tree: Tree, recording: Recording, path: str) -> str:
-    """The run as a chrome trace: the events of ``source`` (a trace file torch or the user wrote)
-    with torchprof's block added, so module calls are named spans (``nn.Module: <path> [<Type>]``)
-    around their ops in Perfetto, and ``torchprof.load_trace`` rebuilds the same DataFrame."""
-    if source is None or not os.path.isfile(source):
-        raise ValueError("this profile holds no trace events to export (it was reopened from prof.save())")
-    return write_with_block(source, TRACE_META_KEY, meta_block(tree, recording), path)
+def write_chrome_trace(sources: list[str], tree: Tree, recording: Recording, path: str) -> str:
+    """The run as a chrome trace: the events of ``sources`` (trace files torch or the user wrote,
+    one per recorded cycle) with torchprof's block added, so module calls are named spans
+    (``nn.Module: <path> [<Type>]``) around their ops in Perfetto, and ``torchprof.load_trace``
+    rebuilds the same DataFrame. The sources are only read, so this works any number of times;
+    every number keeps its digits (an epoch time written as a double would lose some)."""
+    missing = [s for s in sources if not os.path.isfile(s)]
+    if missing or not sources:
+        raise ValueError(f"the trace events of this profile are gone ({missing[0] if missing else 'no trace file'}): nothing to export")
+    block = meta_block(tree, recording)
+    if len(sources) == 1:
+        return write_with_block(sources[0], TRACE_META_KEY, block, path)
+    data = _as_trace(parse_json(read_bytes(sources[0]), sources[0], exact=True))
+    for source in sources[1:]:
+        _append_cycle(data, _as_trace(parse_json(read_bytes(source), source, exact=True)))
+    data[TRACE_META_KEY] = block
+    return write_atomic(path, dumps(data))
+
+
+def _as_trace(data: Any) -> dict[str, Any]:
+    if isinstance(data, list):
+        return {"traceEvents": data}
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise ValueError("a recorded cycle's trace file holds no 'traceEvents' list")
+    return data
+
+
+def _append_cycle(data: dict[str, Any], cycle: dict[str, Any]) -> None:
+    """Add a later cycle's events to ``data``. Cycles of one run share kineto's clock and ids
+    (correlation and external ids keep counting); times are moved only where the two files count
+    from different base times. Metadata events (process and thread names) are kept once."""
+    shift_ns = int(cycle.get(BASE_TIME_KEY, 0)) - int(data.get(BASE_TIME_KEY, 0))
+    shift = Decimal(shift_ns).scaleb(-3)  # exact: µs with the ns as decimals
+    seen = {(e.get("name"), e.get("pid"), e.get("tid"), str(e.get("args"))) for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "M"}
+    events = data["traceEvents"]
+    for e in cycle["traceEvents"]:
+        if not isinstance(e, dict):
+            continue
+        if e.get("ph") == "M":
+            key = (e.get("name"), e.get("pid"), e.get("tid"), str(e.get("args")))
+            if key in seen:
+                continue
+            seen.add(key)
+        if shift_ns and isinstance(e.get("ts"), (int, Decimal)):
+            e["ts"] = Decimal(e["ts"]) + shift
+        events.append(e)
 
 
 # -- folded stacks ----------------------------------------------------------------------------------
@@ -57,9 +98,15 @@ _STACK_METRICS = {
 }
 
 
-def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> list[str]:
+def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> Iterator[str]:
     """``frame;frame;frame value`` lines (flamegraph.pl, speedscope, inferno): one per node with
-    a non-zero self value, frames from the root down, module frames as their full path."""
+    a non-zero self value, frames from the root down, each node's frame its own name (a module's
+    attribute name, ``conv1``; the stack above it spells out the rest of its path).
+
+    Lines are made one at a time from a stack of frames (rows are in pre-order). A line lists
+    every frame above its node, as the format requires, so a line at depth d has d frames and
+    the output grows with the sum of the depths; per line the work is O(d), nothing more.
+    """
     column = _STACK_METRICS.get(metric)
     if column is None:
         raise ValueError(f"unknown metric {metric!r}; choose one of: {', '.join(sorted(_STACK_METRICS))}")
@@ -68,22 +115,21 @@ def folded_stacks(tree: Tree, metric: str = "self_cpu_us") -> list[str]:
     if all(is_missing(v) for v in values):
         what = {"self_cpu_us": "CPU time", "self_cuda_us": "CUDA time"}.get(column, "memory (use memory=True)")
         raise ValueError(f"this profile has no {what} to export as stacks ({column} was not recorded)")
-    parent = tree.parent_index
+    return _stack_lines(cols["name"], cols["depth"], values)
+
+
+def _stack_lines(names: list[str], depths: list[int], values: list[float]) -> Iterator[str]:
     frames: list[str] = []
-    lines: list[str] = []
-    for i in range(len(tree)):
-        label = cols["path"][i] if cols["kind"][i] == "module" else cols["name"][i]
-        frame = label.replace(";", ":").replace("\n", " ")
-        frames.append(frame if parent[i] < 0 else frames[parent[i]] + ";" + frame)
-        v = values[i]
+    for name, depth, v in zip(names, depths, values):
+        del frames[depth:]
+        frames.append(name.replace(";", ":").replace("\n", " "))
         if is_missing(v):
             continue
         count = round(v)
         if count > 0:
-            lines.append(f"{frames[i]} {count}")
-    return lines
+            yield f"{';'.join(frames)} {count}"
 
 
 def write_stacks(tree: Tree, path: str, metric: str = "self_cpu_us") -> str:
-    lines = folded_stacks(tree, metric)
-    return write_atomic(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    lines = folded_stacks(tree, metric)  # raises here for a bad metric, before any file is made
+    return write_atomic_chunks(path, (line.encode("utf-8") + b"\n" for line in lines))

@@ -3,10 +3,28 @@ the number formats exactly; a cross-check test holds them together)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 from .._vocab import is_missing
+
+# C0 controls, DEL and C1 controls: ESC and CSI start terminal escape sequences (colours, cursor
+# moves, window titles, hyperlinks), BEL rings, CR and backspace overwrite what was printed.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _NAMED_ESCAPES.get(ch) or f"\\x{ord(ch):02x}"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: every control character (C0, DEL, C1) written as a
+    visible escape (``\\x1b``, ``\\n``), so names from an untrusted trace cannot colour, move,
+    retitle or clear the terminal, nor fake lines of the table."""
+    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
 def _sig(value: float) -> str:
@@ -120,4 +138,4 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def summary_line(s: dict[str, Any]) -> str:
     """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
-    return " · ".join(f"{label} {value}" for label, value, _ in summary_items(s))
+    return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .._tree.aggregate import by_type as aggregate_by_type
 from .._tree.tree import Tree
-from .._vocab import COLUMNS
+from .._vocab import COLUMNS, CSV_FORMULA_START
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,6 +33,36 @@ def to_dataframe(tree: Tree, rows: Sequence[int] | None = None) -> pd.DataFrame:
             df[c.name] = df[c.name].astype(_DTYPES[c.dtype])
     df.index = pd.Index(list(data["path"]))
     return df
+
+
+def csv_text(value: object) -> object:
+    """A text cell as a spreadsheet cannot run it: behind a ``'`` when it starts like a formula
+    (:data:`~torchprof._vocab.CSV_FORMULA_START`); anything else unchanged."""
+    if isinstance(value, str) and value[:1] and value[0] in CSV_FORMULA_START:
+        return "'" + value
+    return value
+
+
+def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` fit to write as CSV: :func:`csv_text` on every text column and the index
+    (a module or region name from an untrusted trace could read ``=HYPERLINK(...)``). Numeric
+    and boolean columns stay as they are: ``-1.5`` is a number, not a formula."""
+    import pandas as pd
+
+    out = df.copy()
+    for name in out.columns:
+        column = out[name]
+        if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
+            out[name] = column.map(csv_text)
+    if not pd.api.types.is_numeric_dtype(out.index):
+        out.index = out.index.map(csv_text)
+    return out
+
+
+def write_csv(df: pd.DataFrame, path: str) -> str:
+    """``df`` as CSV, guarded by :func:`csv_safe` (every CSV torchprof writes goes through here)."""
+    csv_safe(df).to_csv(path)
+    return path
 
 
 def by_type(tree: Tree, depth: int | None = None) -> pd.DataFrame:

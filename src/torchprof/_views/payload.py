@@ -20,6 +20,7 @@ from typing import Any
 from .._tree.tree import Tree
 from .._vocab import (
     COLUMNS,
+    CSV_FORMULA_START,
     LAYER_KINDS,
     NODE_KIND_LABELS,
     SORT_ALIASES,
@@ -45,7 +46,7 @@ TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not 
 def vocabulary() -> dict[str, Any]:
     """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
     table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
-    defaults, and the flag bits."""
+    defaults, the flag bits, and the characters a CSV text cell must not start with."""
     return {
         "columns": [c.spec() for c in COLUMNS],
         "view_columns": list(VIEW_COLUMNS),
@@ -55,6 +56,7 @@ def vocabulary() -> dict[str, Any]:
         "state": [{"name": k.name, "default": k.default} for k in STATE],
         "flags": {"kind": FLAG_KIND, "backward": FLAG_BACKWARD, "absolute_path": FLAG_ABSOLUTE_PATH,
                   "name_in_tail": FLAG_NAME_IN_TAIL},
+        "csv_formula_start": CSV_FORMULA_START,
     }  # fmt: skip
 
 

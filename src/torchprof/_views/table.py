@@ -9,10 +9,14 @@ from typing import Any
 
 from .._tree.tree import Tree
 from .cells import cell_text, view_columns
+from .format import printable
 from .rows import visible_rows
 
 _DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[31m")
 _RESET = "\x1b[0m"
+#: Levels of tree guides drawn before a row's name; deeper rows show the innermost ones.
+MAX_GUIDES = 24
+ELIDED = "… "
 
 
 def wants_colour(stream: Any = None) -> bool:
@@ -46,17 +50,21 @@ def render_table(
     parent = tree.parent_index
 
     # Tree guides: a row's prefix is built from whether each of its ancestors is a last child.
+    # Only the innermost MAX_GUIDES levels are drawn ("… " stands for the ones further out), so
+    # a row costs the same at depth 3000 as at depth 3 and the table stays readable.
     shown_children: dict[int, list[int]] = {}
     for r in rows[1:]:
         shown_children.setdefault(parent[r], []).append(r)
     last = {kids[-1] for kids in shown_children.values()}
     prefix_of: dict[int, str] = {rows[0]: ""}  # what a row's children put before their branch
-    labels: list[str] = [cols["name"][rows[0]]]
+    labels: list[str] = [printable(cols["name"][rows[0]])]
+    width = 2 * MAX_GUIDES
     for r in rows[1:]:
         base = prefix_of[parent[r]]
         is_last = r in last
-        prefix_of[r] = base + ("  " if is_last else "│ ")
-        labels.append(base + ("└──" if is_last else "├──") + _clip(cols["name"][r], max_name))
+        prefix = base + ("  " if is_last else "│ ")
+        prefix_of[r] = prefix if len(prefix) <= width else ELIDED + prefix[len(prefix) - width + len(ELIDED) :]
+        labels.append(base + ("└──" if is_last else "├──") + _clip(printable(cols["name"][r]), max_name))
 
     header = ["Node"] + [c.spec.label for c in spec]
     body = [[cell_text(tree, c, r) for c in spec] for r in rows]
@@ -77,5 +85,4 @@ def render_table(
 
 
 def _clip(text: str, limit: int) -> str:
-    text = text.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,290 @@
+"""Deep and wide models: naming stays exact and every stage works at depths where recursion or
+per-module string rebuilding used to fail (timings are in tests/bench/bench_depth.py, not here)."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import inspect
+import json
+import sys
+import zlib
+
+import pytest
+import torch
+from torch import nn
+
+import torchprof
+from synthetic import build, ev
+from torchprof._capture.hooks import ModuleGraph, parameter_sizes
+from torchprof._views import table as table_view
+from torchprof._views.payload import payload, payload_bytes
+
+
+class Link(nn.Module):
+    """One level of a chain: a scalar parameter, one op, then the next level."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(()))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x * self.w
+        inner = self._modules.get("inner")
+        return inner(x) if inner is not None else x
+
+
+def chain(depth: int) -> nn.Module:
+    top = link = Link()
+    for _ in range(depth - 1):
+        link.inner = Link()
+        link = link.inner
+    return top
+
+
+@contextlib.contextmanager
+def recursion_limit(limit: int):
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def tight_limit() -> int:
+    """A recursion limit 150 frames above the caller's depth: any recursion per tree level in
+    torchprof's code fails under it long before depth 3000."""
+    return len(inspect.stack(0)) + 150
+
+
+# -- a 3000-deep chain, end to end ------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def deep():
+    torch.manual_seed(0)
+    model = chain(3000)
+    # The model's own forward recurses (3 Python frames per level): that is the user's code.
+    with recursion_limit(20_000), torch.no_grad(), torchprof.Profiler() as prof:
+        model(torch.ones(2))
+    return prof
+
+
+@pytest.mark.slow
+def test_a_3000_deep_chain_profiles_with_the_right_deepest_path_and_no_recursion_in_torchprof(deep, tmp_path):
+    deepest = "Link" + ".inner" * 2999
+    with recursion_limit(tight_limit()):
+        df = deep.df
+        table = deep.table(min_pct=0)
+        stacks = deep.export_stacks(str(tmp_path / "stacks.txt.gz"))
+        by_type = deep.by_type()
+        html = deep.to_html()
+        blob = payload_bytes(payload(deep.tree, deep.summary))
+        table_view.render_table(deep.tree, min_pct=0, show_ops=True)
+        deep.save(str(tmp_path / "p.json"))
+        reopened = torchprof.load(str(tmp_path / "p.json")).df
+        trace = deep.export_chrome_trace(str(tmp_path / "t.json"))
+        loaded = torchprof.load_trace(trace).df
+    modules = df[df.kind == "module"]
+    assert len(modules) == 3000
+    assert modules.index[-1] == deepest and modules.loc[deepest, "depth"] == 3000
+    assert modules.loc[deepest, "parent"] == "Link" + ".inner" * 2998
+    assert modules.loc[deepest, "name"] == "inner"
+    # parameters of each level and all below it: one scalar per level
+    assert modules.loc["Link", "params"] == 3000 and modules.loc[deepest, "params"] == 1
+    assert deep.summary["params"] == 3000
+    assert by_type.loc["Link", "modules"] == 3000 and by_type.loc["Link", "params"] == 3000
+    # every module row is in the table; rows past MAX_GUIDES levels show only the innermost guides
+    assert table.count("inner") == 2999
+    deepest_line = next(line for line in reversed(table.splitlines()) if "inner" in line)
+    assert deepest_line.startswith("| " + table_view.ELIDED)
+    assert len(deepest_line.split("inner")[0]) == len("| ") + 2 * table_view.MAX_GUIDES + len("└──")
+    # folded stacks: the deepest module's line names every level once
+    lines = gzip.decompress(open(stacks, "rb").read()).decode().splitlines()
+    frames = max((line.rsplit(" ", 1)[0].split(";") for line in lines), key=len)
+    assert frames[:2] == ["profile", "Link"] and frames[2:3001] == ["inner"] * 2999
+    data = payload(deep.tree, deep.summary)
+    assert data["tail"][list(df.index).index(deepest)] == ".inner"  # sent as the tail of its parent's path
+    assert zlib.decompress(blob)[:4] == b"TPF1"
+    assert html.startswith("<!DOCTYPE html>")
+    assert reopened.loc[deepest, "depth"] == 3000
+    assert loaded.loc[deepest, "depth"] == 3000 and loaded.loc[deepest, "params"] == 1
+
+
+def test_a_trace_nested_3000_deep_loads_and_renders_within_the_recursion_limit(tmp_path):
+    depth = 3000
+    events = [{"ph": "X", "cat": "user_annotation", "name": "r", "ts": i, "dur": 2 * (depth - i) + 1, "pid": 1, "tid": 1}
+              for i in range(depth)]  # fmt: skip
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with recursion_limit(tight_limit()):
+        prof = torchprof.load_trace(str(path))
+        df = prof.df
+        prof.table(min_pct=0)
+        prof.export_stacks(str(tmp_path / "s.txt"))
+        prof.to_html()
+    assert df["depth"].max() == depth
+    assert df.index[-1] == "/".join(["r"] * depth)
+
+
+# -- a module with 10,000 children ------------------------------------------------------------------
+class Fan(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Identity() for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+@pytest.mark.slow
+def test_10000_children_called_through_a_module_list_are_each_named_under_it():
+    with torch.no_grad(), torchprof.Profiler() as prof:
+        Fan(10_000)(torch.ones(2))
+    df = prof.df
+    modules = df[df.kind == "module"]
+    assert len(modules) == 10_001
+    assert {"Fan.blocks.0", "Fan.blocks.9999"} <= set(modules.index)
+    assert (modules[modules.index != "Fan"].parent == "Fan").all()  # the ModuleList never ran
+    assert modules.loc["Fan.blocks.5000", "name"] == "blocks.5000"
+
+
+# -- naming rules --------------------------------------------------------------------------------------
+def paths_of(run) -> list[str]:
+    with torch.no_grad(), torchprof.Profiler() as prof:
+        run()
+    df = prof.df
+    return sorted(df[df.kind == "module"].index)
+
+
+def test_a_module_registered_under_two_names_takes_the_first_as_named_modules_does():
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = nn.ReLU()
+            self.second = self.first
+
+        def forward(self, x):
+            return self.second(x)
+
+    model = Twice()
+    assert [n for n, _ in model.named_modules()] == ["", "first"]
+    assert paths_of(lambda: model(torch.ones(1))) == ["Twice", "Twice.first"]
+
+
+def test_a_module_held_by_two_parents_is_named_under_the_one_running_it():
+    class Holder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = nn.ReLU()
+            self.block = nn.Sequential(nn.Identity(), self.act)
+
+        def forward(self, x):
+            return self.act(self.block(x))
+
+    assert paths_of(lambda: Holder()(torch.ones(1))) == ["Holder", "Holder.act", "Holder.block", "Holder.block.0",
+                                                         "Holder.block.1"]  # fmt: skip
+
+
+def test_a_child_created_during_the_forward_is_named_under_its_parent():
+    class Lazy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = nn.Identity()
+
+        def forward(self, x):
+            x = self.first(x)  # its parent's children were read here, before `late` existed
+            if not hasattr(self, "late"):
+                self.late = nn.ReLU()
+            return self.late(x)
+
+    assert paths_of(lambda: Lazy()(torch.ones(1))) == ["Lazy", "Lazy.first", "Lazy.late"]
+
+
+def test_a_module_of_no_model_called_at_every_level_of_a_chain_is_one_root():
+    act = nn.ReLU()
+
+    class Level(nn.Module):
+        def forward(self, x):
+            x = act(x)
+            inner = self._modules.get("inner")
+            return inner(x) if inner is not None else x
+
+    top = level = Level()
+    for _ in range(49):
+        level.inner = Level()
+        level = level.inner
+    with torch.no_grad(), torchprof.Profiler() as prof:
+        top(torch.ones(1))
+    df = prof.df
+    relu = df[(df.kind == "module") & (df.type == "ReLU")]
+    assert len(relu) == 50 and set(relu.name) == {"ReLU"}
+    assert "ReLU" in prof.recording.modules and "Level.inner.ReLU" not in prof.recording.modules
+
+
+def test_module_graph_names_through_the_only_route_and_named_modules_elsewhere():
+    shared = nn.Linear(1, 1)
+    model = nn.Sequential(nn.Sequential(nn.Identity(), shared), nn.ModuleDict({"x": shared}))
+    graph = ModuleGraph()
+    graph.add(model)
+    expected = {id(m): name for name, m in model.named_modules() if name}
+    for m in model.modules():
+        if m is not model:
+            assert graph.relative_name(model, m) == expected[id(m)]
+    assert graph.path_between(model[0], model[0][0]) == "0"
+    assert graph.path_between(model, shared) is None  # two routes: not the fast path
+    assert graph.ancestors(shared) == {id(model), id(model[0]), id(model[1])}
+
+
+# -- parameter counts --------------------------------------------------------------------------------
+def test_parameter_sizes_count_each_tensor_once_as_parameters_does():
+    torch.manual_seed(0)
+    emb = nn.Embedding(10, 4)
+    head = nn.Linear(4, 10, bias=False)
+    head.weight = emb.weight  # tied weights
+    shared = nn.Linear(4, 4)
+    model = nn.Sequential(emb, nn.Sequential(shared, nn.ReLU(), shared), nn.ModuleList([shared, chain(5)]), head)
+    model.loop = model  # a cycle: parameters() and named_modules() skip what they met before
+    modules = list(model.modules())
+    sizes = parameter_sizes(modules)
+    for m in modules:
+        params = list(m.parameters())
+        assert sizes[id(m)] == (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params)), m
+
+
+def test_indexing_naming_and_counting_a_3000_deep_chain_need_no_recursion():
+    model = chain(3000)
+    deepest = model
+    while "inner" in deepest._modules:
+        deepest = deepest.inner
+    with recursion_limit(tight_limit()):
+        sizes = parameter_sizes([model])
+        graph = ModuleGraph()
+        graph.add(model)
+        name = graph.relative_name(model, deepest)
+        ancestors = graph.ancestors(deepest)
+    assert sizes[id(model)] == (3000, 3000 * 4) and sizes[id(deepest)] == (1, 4)
+    assert name == ".".join(["inner"] * 2999) and len(ancestors) == 2999
+
+
+# -- the table's guides ---------------------------------------------------------------------------------
+def test_rows_deeper_than_the_guide_limit_show_the_innermost_guides(monkeypatch):
+    tree = build([
+        ev("module", "A", 0, 100, type_="A"),
+        ev("module", "A.b", 1, 99, type_="B"),
+        ev("module", "A.b.c", 2, 98, type_="C"),
+        ev("module", "A.b.c.d", 3, 50, type_="D"),
+        ev("module", "A.b.c.e", 60, 97, type_="E"),
+    ])  # fmt: skip
+    monkeypatch.setattr(table_view, "MAX_GUIDES", 2)
+    text = table_view.render_table(tree, min_pct=0)
+    names = [line.split("|")[1].rstrip() for line in text.splitlines()[3:-1]]
+    assert names == [
+        " profile",
+        " └──A",
+        "   └──b",
+        "     └──c",  # within the limit: every level's guides
+        " …   ├──d",  # past it: "… " stands for the levels further out, then the innermost ones
+        " …   └──e",
+    ]
