@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._capture.compiled import capture_compiled
 from ._capture.session import ProfilerError, ProfilerWarning
 from ._files import TraceError
 from ._load import load, load_trace
@@ -24,6 +25,7 @@ __all__ = [
     "ProfilerError",
     "ProfilerWarning",
     "TraceError",
+    "capture_compiled",
     "load",
     "load_ipython_extension",
     "load_trace",

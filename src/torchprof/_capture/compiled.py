@@ -63,6 +63,12 @@ def _pass_class() -> Any:
             backward = any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes)
             nodes = {n.name: _describe(n) for n in graph.nodes if n.op == "call_function"}
             with _lock:
+                # Our callbacks in Dynamo's handler mark the graphs since the last reset as ours:
+                # a capture without a Profiler (capture_compiled) must put them there too, or the
+                # next Profiler would take this graph for one compiled before a reset.
+                callback = sys.modules.get("torch._dynamo.callback")
+                if callback is not None:
+                    _watch_compiles(callback.callback_handler)
                 _pending[str((f"Torch-Compiled Region: {compile_id}", backward))] = nodes
 
         def uuid(self) -> Any:
