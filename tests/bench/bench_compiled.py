@@ -48,15 +48,15 @@ def main() -> None:
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         x = torch.randn(*shape)
 
-        def build():
+        def build(model=model, opt=opt, x=x):  # bound now: one model per case
             compiled = torch.compile(model)
 
-            def step() -> None:
+            def train_step() -> None:
                 compiled(x).pow(2).mean().backward()
                 opt.step()
                 opt.zero_grad()
 
-            return step
+            return train_step
 
         # First compile: cold, warm (after a reset), then under capture.
         compile_s = []
