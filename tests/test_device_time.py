@@ -75,6 +75,13 @@ def test_communication_overlaps_compute_of_any_stream_of_its_own_device_only():
     assert (df.comm_overlap_cuda_us + df.comm_exposed_cuda_us == df.comm_cuda_us).all()
 
 
+def test_a_live_capture_names_streams_only_so_its_streams_are_one_device():
+    events = [ev("op", "c10d::allreduce_", 0, 5, ext=1), ev("op", "aten::mm", 5, 10, ext=2),
+              ev("kernel", NCCL, 10, 30, tid=13, link=1), ev("kernel", "gemm", 20, 40, tid=7, link=2)]  # fmt: skip
+    df = frame(events)
+    assert df.loc["c10d::allreduce_", list(COMM_PARTS)].tolist() == [10, 10]
+
+
 def test_each_device_idle_gap_goes_to_the_row_whose_work_ended_it_and_rows_add_up_to_the_run_idle():
     tree = build(two_layers())
     df = frame(two_layers())

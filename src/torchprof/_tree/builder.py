@@ -121,7 +121,8 @@ class TreeBuilder:
            the layer that ran its forward op;
         3. FLOP counting (:meth:`_count_flops`) of the ops placed;
         4. memory (:meth:`_add_memory`) and device correlation (:meth:`_add_device`): allocations
-           and kernels go to the node of the range they belong to.
+           and kernels go to the node of the range they belong to, their time split by what the
+           device did (:meth:`_add_device_time`).
 
         Cost: O(1) amortised work per event after at most one sort (near linear: profilers emit
         events almost in order); arguments are read only for ops that have a FLOP formula and for

@@ -82,24 +82,23 @@ def device_time(names: Sequence[str], starts: Sequence[int], ends: Sequence[int]
     to the activity that ended it. Unions and overlaps are taken over intervals that may touch:
     touching intervals merge, so they leave no gap."""
     k = len(names)
-    known: dict[str, int] = {}
-    work = []
-    for name in names:
-        w = known.get(name)
-        if w is None:
-            w = known[name] = work_of(name)
-        work.append(w)
+    known = {name: work_of(name) for name in set(names)}
+    work = list(map(known.__getitem__, names))
     raw: dict[tuple[Any, int], list[tuple[int, int]]] = {}
-    for i in range(k):
-        raw.setdefault((devices[i], work[i]), []).append((starts[i], ends[i]))
+    for key, s, e in zip(zip(devices, work), starts, ends):
+        spans = raw.get(key)
+        if spans is None:
+            spans = raw[key] = []
+        spans.append((s, e))
     unions = {key: _union(spans) for key, spans in raw.items()}
 
     overlap = [0] * k
-    for i in range(k):
-        if work[i] == COMM:
-            compute = unions.get((devices[i], COMPUTE))
-            if compute:
-                overlap[i] = _overlap_one(starts[i], ends[i], compute)
+    if COMM in known.values():
+        for i, w in enumerate(work):
+            if w == COMM:
+                compute = unions.get((devices[i], COMPUTE))
+                if compute:
+                    overlap[i] = _overlap_one(starts[i], ends[i], compute)
 
     union_ns = [0] * WORKS
     comm_overlap = 0
