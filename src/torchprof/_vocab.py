@@ -116,6 +116,25 @@ SPAN_CATEGORY = "Trace"
 INSTANT_CATEGORY = "cpu_instant_event"
 
 
+class DeviceWork(IntEnum):
+    """What one device activity does, decided once per name by :data:`DEVICE_WORK_PATTERNS`."""
+
+    COMPUTE = 0  #: a kernel that computes: any device work the patterns below do not match
+    COMM = 1  #: a collective or point-to-point communication kernel
+    MEMCPY = 2  #: a memcpy, a memset or a DMA transfer
+
+
+#: Name patterns (regular expressions, ``re.match``; the first that matches wins) of
+#: the device work that is not compute. They are Holistic Trace Analysis's (``hta/utils/utils.py``),
+#: so the figures agree with HTA's: NCCL's and RCCL's kernels (``ncclKernel_AllReduce_RING_LL_Sum_float``,
+#: ``ncclDevKernel_SendRecv``), kineto's memcpy and memset activities (``Memcpy HtoD (Pageable ->
+#: Device)``, ``Memset (Device)``) and MTIA's DMA transfers.
+DEVICE_WORK_PATTERNS: tuple[tuple[DeviceWork, str], ...] = (
+    (DeviceWork.COMM, r"^nccl.*Kernel"),
+    (DeviceWork.MEMCPY, r"^Memcpy|^Memset|^dma"),
+)
+
+
 class TraceArg:
     """Names of the chrome-trace event arguments torchprof reads, as kineto spells them."""
 
@@ -256,6 +275,12 @@ COLUMNS: tuple[Column, ...] = (
     _time("bwd_cuda_us", "CUDA bwd", "The backward part of CUDA total.", family="bwd", percent_of="cuda_us"),
     _time("fwd_cuda_us", "CUDA fwd", "The forward part of CUDA total (kernels launched by a module's forward).", family="cuda", percent_of="cuda_us", needs="bwd_cuda_us"),
     _time("other_cuda_us", "CUDA other", "The part of CUDA total that is neither forward nor backward.", family="cuda", percent_of="cuda_us", needs="bwd_cuda_us"),
+    _time("compute_cuda_us", "CUDA compute", "The compute part of CUDA total: every kernel that is neither communication nor a memcpy/memset. `compute + comm + memcpy == cuda_us` on every row.", family="cuda", percent_of="cuda_us", needs="comm_cuda_us"),
+    _time("comm_cuda_us", "CUDA comm", "The communication part of CUDA total: collective and point-to-point kernels (NCCL, RCCL), each counted in full, also while it waits for the other ranks.", family="cuda", percent_of="cuda_us"),
+    _time("comm_overlap_cuda_us", "Comm overlapped", "The part of CUDA comm during which a compute kernel ran on the same device (any stream): communication hidden behind compute.", family="cuda", percent_of="cuda_us"),
+    _time("comm_exposed_cuda_us", "Comm exposed", "CUDA comm minus its overlapped part: time this row's communication ran with no compute beside it on its device.", family="cuda", percent_of="cuda_us"),
+    _time("memcpy_cuda_us", "CUDA memcpy", "The memcpy/memset part of CUDA total: copies between host and device or between devices, fills, DMA transfers.", family="cuda", percent_of="cuda_us"),
+    _time("idle_cuda_us", "CUDA idle", "Device idle time that ended with this node's work: every gap of the device window in which no stream of any device ran anything goes to the kernel that ended it (the device waited for that launch), so rows add up and the root's is `prof.summary['gpu_idle_us']`. Percentages are of the run's idle time.", family="cuda", percent_of="idle_cuda_us"),
     Column("self_cpu_mem", "Self CPU mem", "bytes", "Host bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
     Column("cpu_mem", "CPU mem", "bytes", "Host bytes allocated minus freed by the node and everything under it (with `memory=True`); NaN otherwise.", rollup="total", family="mem", sortable=True, threshold=True),
     Column("self_cuda_mem", "Self CUDA mem", "bytes", "Device bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
@@ -276,7 +301,8 @@ COLUMNS: tuple[Column, ...] = (
 #: data for them (not all missing, not all zero).
 VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "self_cuda_us", "cuda_us",
-    "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cpu_mem", "cuda_mem", "flops", "params", "calls",
+    "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us",
+    "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us", "cpu_mem", "cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
 
 #: Columns by name.

@@ -24,6 +24,7 @@ from .._vocab import (
 from . import flops as _flops
 from .backward import ForwardIndex
 from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
+from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
 from .finish import finish_tree
 from .nesting import nest
 from .nodes import (
@@ -77,6 +78,11 @@ class TreeBuilder:
         self.event_count = 0
         self.device_busy_ns = 0  # union of device intervals, summed over cycles
         self.device_window_ns = 0  # first device start to last device end, summed over cycles
+        # Device time by what it did (see _add_device_time): per node that holds device work, its
+        # [compute, comm, memcpy, comm overlapped by compute, idle it ended] ns; for the run, the
+        # union of each kind's intervals and the comm/compute overlap, summed over cycles.
+        self.device_split: dict[int, list[int]] = {}
+        self.device_union_ns = [0] * (WORKS + 1)
         # Per distinct event name: (node key, module path or None, module type, starts backward).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool, int]] = {}
         # The latest forward node of each module path, and the module node each "(recompute)"
@@ -115,7 +121,8 @@ class TreeBuilder:
            the layer that ran its forward op;
         3. FLOP counting (:meth:`_count_flops`) of the ops placed;
         4. memory (:meth:`_add_memory`) and device correlation (:meth:`_add_device`): allocations
-           and kernels go to the node of the range they belong to.
+           and kernels go to the node of the range they belong to, their time split by what the
+           device did (:meth:`_add_device_time`).
 
         Cost: O(1) amortised work per event after at most one sort (near linear: profilers emit
         events almost in order); arguments are read only for ops that have a FLOP formula and for
@@ -507,6 +514,7 @@ class TreeBuilder:
         op_by_ext: dict[int, int] | None = None
         first_launch = min(runtime_by_corr) if runtime_by_corr else None
         host_start = min((s for s, k in zip(ev.start, ev.kind) if k in _HOST), default=None)
+        placed: list[int] = []
         for i in device:
             c = corrs[i]
             launcher = runtime_by_corr.get(c, -2) if c else -2
@@ -534,7 +542,31 @@ class TreeBuilder:
                 node = nodes.add(pnode, DEVICE, name, None, nodes.bwd[pnode], key)
             nodes.calls[node] += 1
             nodes.cuda_ns[node] += ev.end[i] - ev.start[i]
+            placed.append(node)
         self._add_busy(ev, device)
+        self._add_device_time(ev, device, placed)
+
+    def _add_device_time(self, ev: EventColumns, device: list[int], placed: list[int]) -> None:
+        """Stage 4c: the cycle's device time by what it did (:mod:`~torchprof._tree.device_time`):
+        each activity's duration goes to its node as compute, comm or memcpy, with the part of a
+        comm kernel that compute hid and the idle gap the activity ended; the run keeps the union
+        of each kind and the comm/compute overlap. ``placed`` is the node of each of ``device``."""
+        starts, ends = [ev.start[i] for i in device], [ev.end[i] for i in device]
+        tids = ev.tid
+        split = device_time([ev.name[i] for i in device], starts, ends, [device_of(tids[i]) for i in device], ev.span)
+        per_node = self.device_split
+        work, overlap, idle = split.work, split.overlap_ns, split.idle_ns
+        for k, node in enumerate(placed):
+            row = per_node.get(node)
+            if row is None:
+                row = per_node[node] = [0] * ROW
+            row[work[k]] += ends[k] - starts[k]
+            row[OVERLAP] += overlap[k]
+            row[IDLE] += idle[k]
+        totals = self.device_union_ns
+        for w, ns in enumerate(split.union_ns):
+            totals[w] += ns
+        totals[OVERLAP] += split.comm_overlap_ns
 
     def _unlaunched_row(self, label: str) -> int:
         """The region row under the root that holds device work of no op (one per label)."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
+from . import device_time as _device
 from . import flops as _flops
 from .modules import root_modules
 from .nodes import Nodes
@@ -109,6 +111,15 @@ class Finishing:
     def us(self, values: list[int]) -> list[float]:
         return [values[nid] / US for nid in self.order]
 
+    @cached_property
+    def device_time(self) -> list[list[int]]:
+        """Per device-time field (:mod:`~torchprof._tree.device_time`: ns of compute, comm and
+        memcpy, comm overlapped, idle ended), its total over each node's subtree."""
+        return device_time_sums(self.nodes, self.builder.device_split)
+
+    def device_us(self, field: int) -> list[float]:
+        return self.us(self.device_time[field])
+
     def layer_self(self, device: str, bwd: bool) -> list[float]:
         """Self time with a layer's op and kernel children folded in (ops keep their own)."""
         own = self.sums.bwd_self[device] if bwd else getattr(self.nodes, device + "_ns")
@@ -155,6 +166,12 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "bwd_cpu_us": lambda f: f.us(f.sums.bwd["cpu"]),
     "bwd_self_cuda_us": _cuda(lambda f: f.us(f.sums.bwd_self["cuda"])),
     "bwd_cuda_us": _cuda(lambda f: f.us(f.sums.bwd["cuda"])),
+    "compute_cuda_us": _cuda(lambda f: f.device_us(_device.COMPUTE)),
+    "comm_cuda_us": _cuda(lambda f: f.device_us(_device.COMM)),
+    "comm_overlap_cuda_us": _cuda(lambda f: f.device_us(_device.OVERLAP)),
+    "comm_exposed_cuda_us": _cuda(lambda f: [c - o for c, o in zip(f.device_us(_device.COMM), f.device_us(_device.OVERLAP))]),
+    "memcpy_cuda_us": _cuda(lambda f: f.device_us(_device.MEMCPY)),
+    "idle_cuda_us": _cuda(lambda f: f.device_us(_device.IDLE)),
     "self_cpu_mem": _mem(lambda f: [float(v) for v in f.per_row(f.nodes.cpu_mem)]),
     "cpu_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cpu_mem"])]),
     "self_cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.nodes.cuda_mem)]),
@@ -203,7 +220,34 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         event_count=builder.event_count,
         gpu_busy_us=builder.device_busy_ns / US if builder.device_window_ns else NAN,
         gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
+        gpu_time_us=gpu_time(builder),
     )
+
+
+def device_time_sums(nodes: Nodes, split: dict[int, list[int]]) -> list[list[int]]:
+    """Per device-time field, each node's subtree total: only nodes holding device work have a
+    row of their own, and a reverse sweep over node ids (children after parents) adds each node
+    into its parent, so every total is its own row plus its children's. O(nodes)."""
+    count, parent = len(nodes), nodes.parent
+    fields = [[0] * count for _ in range(_device.ROW)]
+    for nid, row in split.items():
+        for field, ns in enumerate(row):
+            fields[field][nid] = ns
+    for values in fields:
+        for nid in range(count - 1, 0, -1):
+            values[parent[nid]] += values[nid]
+    return fields
+
+
+def gpu_time(builder: TreeBuilder) -> dict[str, float]:
+    """The run's device time by what it did (``prof.summary``): the time compute, communication
+    and memcpy/memset work ran (their unions) and the time communication ran beside compute; NaN
+    without device events."""
+    totals = builder.device_union_ns
+    have = bool(builder.device_window_ns)
+    return {key: totals[field] / US if have else NAN for key, field in (
+        ("gpu_compute_us", _device.COMPUTE), ("gpu_comm_us", _device.COMM), ("gpu_memcpy_us", _device.MEMCPY),
+        ("gpu_comm_overlap_us", _device.OVERLAP))}  # fmt: skip
 
 
 def preorder(nodes: Nodes, root: int, tot_cpu: list[int], tot_cuda: list[int]) -> tuple[list[int], list[int]]:

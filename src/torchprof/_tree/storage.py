@@ -32,6 +32,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "event_count": tree.event_count,
         "gpu_busy_us": _jsonable(tree.gpu_busy_us),
         "gpu_window_us": _jsonable(tree.gpu_window_us),
+        "gpu_time_us": {k: _jsonable(v) for k, v in tree.gpu_time_us.items()},
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -75,6 +76,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             event_count=int(data.get("event_count", 0)),
             gpu_busy_us=float(_from_json(data.get("gpu_busy_us"))),
             gpu_window_us=float(_from_json(data.get("gpu_window_us"))),
+            gpu_time_us={str(k): float(_from_json(v)) for k, v in dict(data.get("gpu_time_us", {})).items()},
         )
         c = data.get("capture", {})
         recording = Recording(

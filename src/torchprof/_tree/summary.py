@@ -9,6 +9,9 @@ from .._vocab import is_missing
 from .modules import root_modules
 from .tree import Tree
 
+#: The run's device time by what it did (:attr:`Tree.gpu_time_us`), in the order ``prof.summary`` lists it.
+GPU_TIME_KEYS = ("gpu_compute_us", "gpu_comm_us", "gpu_memcpy_us", "gpu_comm_overlap_us")
+
 
 def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory.
@@ -17,7 +20,12 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     streams overlap); ``gpu_busy_us`` is the time any stream of any device was running work
     (their union); ``gpu_window_us`` runs from the first device start to the last device end
     within the profiled span (summed over a schedule's cycles), and ``gpu_idle_us`` is the
-    window minus the busy time. All NaN without device events.
+    window minus the busy time. ``gpu_compute_us``, ``gpu_comm_us`` and ``gpu_memcpy_us`` are the
+    time each kind of device work ran (the union of its intervals per device, summed over devices;
+    kinds by ``_vocab.DEVICE_WORK_PATTERNS``), so on one device ``gpu_busy_us - gpu_compute_us``
+    is Holistic Trace Analysis's non-compute time; ``gpu_comm_overlap_us`` is the time
+    communication ran beside compute on the same device (HTA's comm/comp overlap is it divided by
+    ``gpu_comm_us``). All NaN without device events.
     """
     c = tree.columns
     nan = float("nan")
@@ -34,6 +42,7 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "gpu_busy_us": tree.gpu_busy_us,
         "gpu_idle_us": tree.gpu_window_us - tree.gpu_busy_us,
         "gpu_window_us": tree.gpu_window_us,
+        **{key: tree.gpu_time_us.get(key, nan) for key in GPU_TIME_KEYS},
         "forward_cpu_us": c["fwd_cpu_us"][0],
         "backward_cpu_us": c["bwd_cpu_us"][0],
         "other_cpu_us": c["other_cpu_us"][0],

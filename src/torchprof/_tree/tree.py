@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -31,6 +31,11 @@ class Tree:
     gpu_window_us: float = float("nan")
     """First device start to last device end (within the profiled span, summed over the cycles
     of a schedule): busy plus idle."""
+    gpu_time_us: dict[str, float] = field(default_factory=dict)
+    """The run's device time by what it did, as ``prof.summary`` names it: ``gpu_compute_us``,
+    ``gpu_comm_us``, ``gpu_memcpy_us`` (the time each kind ran: the union of its intervals per
+    device, summed over devices) and ``gpu_comm_overlap_us`` (communication beside compute on the
+    same device); empty in profiles saved before they existed."""
 
     def __len__(self) -> int:
         return len(self.parent_index)

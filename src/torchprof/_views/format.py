@@ -124,6 +124,15 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     busy, window = get("gpu_busy_us"), get("gpu_window_us")
     add("GPU busy", busy, f"{time_us(busy)} ({percent(busy, window)} of {time_us(window)})",
         "Time any device stream was running work, of the window from the first device start to the last device end; the rest is idle")  # fmt: skip
+    compute, comm, memcpy = get("gpu_compute_us"), get("gpu_comm_us"), get("gpu_memcpy_us")
+    add("compute", compute, f"{time_us(compute)} ({percent(compute, window)})",
+        "Time compute kernels ran on the device, of the device window (the rest is communication or copies alone, or idle)")  # fmt: skip
+    if comm > 0:
+        overlap = get("gpu_comm_overlap_us")
+        add("comm", comm, f"{time_us(comm)} ({percent(overlap, comm)} overlapped)",
+            "Time communication kernels (NCCL) ran on the device; the share of it during which compute ran beside them on the same device")  # fmt: skip
+    if memcpy > 0:
+        add("memcpy", memcpy, time_us(memcpy), "Time memcpys and memsets ran on the device")
     add("params", get("params"), count(get("params")), "Parameters of the profiled modules")
     add("FLOPs", get("flops"), count(get("flops")), f"{count(get('macs'))} MACs")
     add("achieved", get("flops_per_s"), rate(get("flops_per_s")), "FLOPs divided by wall time")
