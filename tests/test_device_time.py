@@ -245,15 +245,14 @@ def test_per_layer_device_time_adds_up_to_holistic_trace_analysis_figures_on_the
     emb = df.loc["ProfilerStep#1014/## forward ##/## forward:all2all_global_emb ##"]
     assert emb.comm_cuda_us == emb.cuda_us > 0
     assert emb.comm_overlap_cuda_us + emb.comm_exposed_cuda_us == emb.comm_cuda_us
-    # DDP's gradient all-reduces run from AccumulateGrad hooks on the autograd thread, outside
-    # every ProfilerStep range: they sit in the top "(backward, no module)" row, so the step rows
-    # hold the rest of the communication. HTA's kernel breakdown has the 15 all-reduces launched
-    # before the last step at 27,453 µs, of its 132,510 µs of communication in those steps.
+    # DDP's gradient all-reduces run from AccumulateGrad hooks on the autograd thread: they sit in
+    # the "(backward, no module)" row of the step they ran in, so the steps before the last hold
+    # all of HTA's communication (its default counts the device work launched before the last step).
     steps = df[(df.depth == 1) & df.name.str.startswith("ProfilerStep#")]
-    assert steps[steps.name != "ProfilerStep#1014"].comm_cuda_us.sum() == HTA_DEFAULT["comm"] - 27_453
+    assert steps[steps.name != "ProfilerStep#1014"].comm_cuda_us.sum() == HTA_DEFAULT["comm"]
     all_reduce = df[(df.kind == "kernel") & df.name.str.startswith("ncclKernel_AllReduce")]
-    assert set(all_reduce.parent.str.split("/").str[0]) == {"(backward, no module)"}
-    assert all_reduce.comm_cuda_us.sum() == df.loc["(backward, no module)", "comm_cuda_us"] > 0
+    assert set(all_reduce.parent.str.split("/").str[1]) == {"(backward, no module)"}
+    assert set(all_reduce.parent.str.split("/").str[0]) <= set(steps.name)
 
 
 def test_without_the_last_steps_device_work_the_figures_are_holistic_trace_analysis_defaults(ddp, tmp_path):

@@ -258,3 +258,24 @@ def test_a_label_holding_a_slash_cannot_pass_for_a_nested_path():
     ])  # fmt: skip
     assert list(df.index) == ["profile", "a", "a/b", "a/b #2"]
     assert df.loc["a/b #2", "parent"] == "profile" and df.loc["a/b", "parent"] == "a"
+
+
+def test_backward_of_no_module_on_another_thread_stays_in_the_step_it_ran_in():
+    # Two steps; each one's loss backward (no module) runs on the autograd thread (tid 2) while
+    # the step is open on the main thread: DDP's gradient all-reduce and AccumulateGrad do this.
+    events = []
+    for n, t0 in ((1, 0), (2, 200)):
+        events += [
+            ev("region", f"ProfilerStep#{n}", t0, t0 + 190),
+            ev("module", "Net", t0 + 10, t0 + 50, type_="Net"),
+            ev("op", "aten::addmm", t0 + 15, t0 + 45, seq=2 * n),
+            ev("op", "aten::sum", t0 + 60, t0 + 70, seq=2 * n + 1),
+            ev("op", "autograd::engine::evaluate_function: SumBackward0", t0 + 80, t0 + 90, tid=2, seq=2 * n + 1, fwd=1),
+            ev("op", "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", t0 + 100, t0 + 125, tid=2),
+        ]
+    df = frame(events)
+    for n in (1, 2):
+        row = df.loc[f"ProfilerStep#{n}/{UNATTRIBUTED_BACKWARD}"]
+        assert row.parent == f"ProfilerStep#{n}" and row.bwd_cpu_us == pytest.approx(10.0 + 25.0)
+        assert df.loc[f"ProfilerStep#{n}", "bwd_cpu_us"] == pytest.approx(35.0)
+    assert UNATTRIBUTED_BACKWARD not in df.index  # nothing left beside the steps

@@ -6,6 +6,7 @@ exactly right, and it is fed identically by a live capture and by a trace file.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from .._records import CompiledGraph, CompiledKernel, EventColumns, ModuleInfo, parse_module_range
@@ -193,6 +194,7 @@ class TreeBuilder:
         flop_ops: list[int] = []
         mem_events: list[int] = []
         unattributed: dict[int, int] = {}
+        steps_at = _StepsAt(starts, ends, kinds, names, parent_ev)
         forward_node = self._forward_node
         recompute_of = self._recompute_of
         runs: dict[int, GraphRun] = {}  # graph-call event -> its run
@@ -241,7 +243,17 @@ class TreeBuilder:
             elif bwd_name or (fwd_tid_known and k == OP and fwd_tids[i] > 0):
                 bwd_root = True
                 seq, fwd = backward_seq(i)
-                pnode = self._backward_target(pnode, forward.owner(seq, fwd, tids[i]), unattributed)
+                owner = forward.owner(seq, fwd, tids[i])
+                if owner < 0 and pnode == root and steps_at:
+                    # Backward of no module on a thread of its own (autograd's device threads,
+                    # DDP's gradient all-reduce) belongs to the step it ran in, not beside the steps.
+                    j = steps_at.find(s)
+                    if j >= 0:
+                        key_j = info_of(names[j], REGION)[0]
+                        pnode = n_children[root].get(key_j, -1)
+                        if pnode < 0:
+                            pnode = self._new_node(ev, j, root, REGION, None, None, False, key_j)
+                pnode = self._backward_target(pnode, owner, unattributed)
             if node < 0:
                 node = n_children[pnode].get(key, -1)
                 if node < 0:
@@ -626,3 +638,23 @@ def _first_op_children(order: Any, parent_ev: list[int], kinds: list[int]) -> di
 def _step_number(text: str) -> int | str:
     """``ProfilerStep#12`` -> 12 (so steps sort numerically); anything else stays text."""
     return int(text) if text.isdigit() else text
+
+
+class _StepsAt:
+    """The top-level ``ProfilerStep#N`` ranges of a cycle, to find the one open at a time."""
+
+    def __init__(self, starts: list[int], ends: list[int], kinds: list[int], names: list[str], parent: list[int]) -> None:
+        spans = sorted((starts[i], ends[i], i) for i, k in enumerate(kinds)
+                       if k == REGION and parent[i] < 0 and names[i].startswith(STEP_PREFIX))  # fmt: skip
+        self._starts = [sp[0] for sp in spans]
+        self._spans = spans
+
+    def __bool__(self) -> bool:
+        return bool(self._spans)
+
+    def find(self, t: int) -> int:
+        """The event index of the step open at ``t`` (-1 if none)."""
+        k = bisect.bisect_right(self._starts, t) - 1
+        if k >= 0 and t < self._spans[k][1]:
+            return self._spans[k][2]
+        return -1
