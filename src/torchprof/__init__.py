@@ -1,8 +1,9 @@
 """torchprof: a Jupyter-native, layer-by-layer profiler for PyTorch.
 
 ``with torchprof.Profiler() as prof: ...`` then ``prof.df``, ``print(prof)`` or ``display(prof)``;
-``torchprof.load_trace(path)`` opens traces recorded elsewhere; ``%load_ext torchprof`` adds the
-``%%torchprof`` cell magic.
+``torchprof.load_trace(path)`` opens traces recorded elsewhere (every rank's trace of a distributed
+job as one profile); ``torchprof.compare(base, new)`` sets two runs side by side; ``%load_ext
+torchprof`` adds the ``%%torchprof`` cell magic.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._capture.session import ProfilerError, ProfilerWarning
+from ._comparison import Comparison, compare
 from ._files import TraceError
 from ._load import load, load_trace
 from ._profile import Profile
@@ -18,12 +20,14 @@ from ._profiler import Profiler, profile
 __version__ = "0.1.0"
 
 __all__ = [
+    "Comparison",
     "Profile",
     "ProfileWidget",
     "Profiler",
     "ProfilerError",
     "ProfilerWarning",
     "TraceError",
+    "compare",
     "load",
     "load_ipython_extension",
     "load_trace",

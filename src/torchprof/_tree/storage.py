@@ -32,6 +32,9 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "event_count": tree.event_count,
         "gpu_busy_us": _jsonable(tree.gpu_busy_us),
         "gpu_window_us": _jsonable(tree.gpu_window_us),
+        "comm_us": _jsonable(tree.comm_us),
+        "ranks": tree.ranks,
+        "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -75,6 +78,9 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             event_count=int(data.get("event_count", 0)),
             gpu_busy_us=float(_from_json(data.get("gpu_busy_us"))),
             gpu_window_us=float(_from_json(data.get("gpu_window_us"))),
+            comm_us=float(_from_json(data.get("comm_us"))),
+            ranks=list(data.get("ranks", [])),
+            by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
         )
         c = data.get("capture", {})
         recording = Recording(
@@ -90,8 +96,11 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
 
 
 def _plain(v: Any) -> bool:
-    """A metadata value saved with the profile: a scalar, or a list of strings (its warnings)."""
-    return isinstance(v, (str, int, float, bool)) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+    """A metadata value saved with the profile: a scalar, a list of strings (its warnings), or an
+    object of scalars (its rank: ``distributedInfo``)."""
+    scalar = (str, int, float, bool, type(None))
+    return (isinstance(v, scalar[:-1]) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+            or (isinstance(v, dict) and all(isinstance(x, scalar) for x in v.values())))  # fmt: skip
 
 
 def _jsonable(v: Any) -> Any:

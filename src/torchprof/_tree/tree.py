@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -31,6 +31,14 @@ class Tree:
     gpu_window_us: float = float("nan")
     """First device start to last device end (within the profiled span, summed over the cycles
     of a schedule): busy plus idle."""
+    comm_us: float = float("nan")
+    """Time collective communication was in flight (c10d ranges on the host, NCCL kernels on the
+    device; their union), within the profiled span."""
+    ranks: list[Any] = field(default_factory=list)
+    """The ranks a profile of a distributed job merged (``load_trace`` of several traces); empty
+    for one source."""
+    by_rank: list[dict[str, Any]] = field(default_factory=list)
+    """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
 
     def __len__(self) -> int:
         return len(self.parent_index)
