@@ -122,12 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     options, module, target, rest = split_argv(parser, argv)
+    if "--compare" in options:
+        return run_compare(parser, argv)
     try:
         args = parser.parse_args(options)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return _exit_code(exc.code)
-    if args.compare is not None:
-        return run_compare(parser, argv)
     args.module, args.target, args.args = module, target, rest
     if target is None and module is None:
         parser.print_usage(sys.stderr)

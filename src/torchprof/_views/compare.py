@@ -165,6 +165,8 @@ def _change(base: float, new: float) -> str:
     if is_missing(base) or is_missing(new):
         return ""
     d = new - base
+    if d == 0:
+        return f"{fmt.time_us(base)} → {fmt.time_us(new)} (no change)"
     pct = f", {'+' if d > 0 else ''}{fmt.percent(d, base)}" if base else ""
     return f"{fmt.time_us(base)} → {fmt.time_us(new)} ({'+' if d > 0 else ''}{fmt.time_us(d)}{pct})"
 
