@@ -5,6 +5,7 @@ events before they are dropped."""
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import compress
 from typing import Any
 
 from .._records import EventColumns
@@ -46,30 +47,29 @@ def covered(merged: list[tuple[int, int]], starts: list[int], lo: int, hi: int) 
     return total
 
 
-def cycle_activity(ev: EventColumns, steps: list[dict[str, Any]]) -> int:
+def cycle_activity(ev: EventColumns, steps: list[dict[str, Any]], node_of: list[int], labels: list[str]) -> int:
     """Adds ``gpu_busy_ns`` (the union of device intervals inside the step, every stream and
     device) and ``comm_ns`` (the union of communication intervals inside it, host ranges and
     kernels alike: on a CPU backend the data moves on c10d's worker thread, on a GPU in NCCL's
     kernels) to each step of this cycle. Returns the cycle's communication time within its
-    profiled span. Names are tested once each; sorting costs O(k log k) for k intervals, each
-    step O(log k) plus the intervals inside it."""
+    profiled span.
+
+    ``node_of`` is the tree node of each host event and ``labels`` the nodes' names: a name is
+    tested once per node, not once per event (testing 100k names costs more than this whole
+    pass). Sorting costs O(k log k) for k intervals, each step O(log k) plus the intervals
+    inside it."""
     names, kinds, starts, ends = ev.name, ev.kind, ev.start, ev.end
-    is_comm: dict[tuple[str, int], bool] = {}
-    device: list[tuple[int, int]] = []
-    comm: list[tuple[int, int]] = []
-    for i, k in enumerate(kinds):
-        if k != DEVICE and k not in _HOST:
-            continue
-        key = (names[i], k)
-        c = is_comm.get(key)
-        if c is None:
-            c = is_comm[key] = is_communication(names[i], k)
-        if k == DEVICE:
-            device.append((starts[i], ends[i]))
-        if c:
-            comm.append((starts[i], ends[i]))
-    busy = merge_intervals(device)
-    talk = merge_intervals(comm)
+    comm_nodes = {nid for nid, label in enumerate(labels) if label.startswith(COMM_RANGE_PREFIXES)}
+    # compress/map keep the per-event loops in C: this pass runs on every profile.
+    device = list(compress(range(len(kinds)), map(DEVICE.__eq__, kinds)))
+    kernel_comm = {name for name in {names[i] for i in device} if is_communication(name, DEVICE)}
+    comm = [i for i in device if names[i] in kernel_comm]
+    if comm_nodes:
+        comm += [i for i in compress(range(len(node_of)), map(comm_nodes.__contains__, node_of)) if kinds[i] in _HOST]
+    busy_spans = [(starts[i], ends[i]) for i in device]
+    comm_spans = [(starts[i], ends[i]) for i in comm]
+    busy = merge_intervals(busy_spans)
+    talk = merge_intervals(comm_spans)
     busy_starts = [s for s, _ in busy]
     talk_starts = [s for s, _ in talk]
     for step in steps:

@@ -138,7 +138,7 @@ class TreeBuilder:
         self._count_flops(ev, flop_ops, node_of)
         self._add_memory(ev, mem_events, node_of)
         self._add_device(ev, node_of, runtime_by_corr)
-        self.comm_ns += cycle_activity(ev, self.steps[first_step:])
+        self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
 
     def _place(self, ev: EventColumns, order: Any, parent_ev: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
         """Stage 2: put every range in its node; returns the node of each event, the runtime
