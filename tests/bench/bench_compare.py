@@ -69,7 +69,7 @@ def main() -> int:
 
     def compare() -> None:
         cmp = torchprof.compare(a, b)
-        cmp.df  # noqa: B018
+        cmp.df
         cmp.by_name()
         cmp.table()
 
@@ -98,7 +98,7 @@ def main() -> int:
             paths = rank_copies(folder, count)
             t0 = time.process_time()
             job = torchprof.load_trace(paths)
-            job.df  # noqa: B018
+            job.df
             total = time.process_time() - t0
             trees = [torchprof.load_trace(p).tree for p in paths]
             merge = best(lambda t=trees: to_dataframe(merge_ranks(t, list(range(len(t))), [None] * len(t), "job")))

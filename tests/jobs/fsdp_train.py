@@ -14,11 +14,10 @@ if sys.platform == "linux":  # die with torchrun even if it is killed (each rank
 
 import torch
 import torch.distributed as dist
+from ddp_train import make_model
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
-
-from ddp_train import make_model
 
 
 def main() -> None:
