@@ -31,12 +31,6 @@ class Diff:
     """The time the change is measured in by default: ``cuda_us`` when both runs have a device,
     else ``cpu_us``."""
 
-    def scale(self, source: int) -> float:
-        """What a figure of ``source`` is multiplied by: 1, or 1 / its steps."""
-        if not self.per_step:
-            return 1.0
-        return 1.0 / (self.new_steps if source == NEW else self.base_steps)
-
 
 def _sides(base: Tree, new: Tree) -> tuple[bool, int, int]:
     bs, ns = len(base.steps), len(new.steps)
