@@ -238,6 +238,10 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     state: dict[str, Any] = {"min_pct": args.min_pct, "show_ops": args.ops}
     if sort is not None:
         state["sort_by"] = sort
+    if args.depth is not None:
+        from ._views.state import expanded_to_depth
+
+        state["expanded"] = expanded_to_depth(cmp._diff.tree, args.depth)
     status = 0
     for option, path, write in (("html", args.html, lambda p: cmp.to_html(p, **state)),
                                 ("csv", args.csv, lambda p: _write_csv(cmp.df, p))):  # fmt: skip

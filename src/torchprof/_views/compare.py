@@ -129,13 +129,9 @@ def check_compare_state(tree: Tree, state: dict[str, Any], default: str) -> dict
 
 
 def view_columns(tree: Tree) -> list[Column]:
-    """The comparison's table columns that hold something (not all missing, not all zero)."""
-    out = []
-    for name in COMPARE_VIEW_COLUMNS:
-        values = tree.columns[name]
-        if any(not is_missing(v) and v != 0 for v in values[1:]) or (name.startswith("calls") and len(values) > 1):
-            out.append(SPEC[name])
-    return out
+    """The comparison's table columns that hold something below the root (not all missing, not
+    all zero), as the front end's ``columnsFor`` picks them."""
+    return [SPEC[name] for name in COMPARE_VIEW_COLUMNS if any(not is_missing(v) and v != 0 for v in tree.columns[name][1:])]
 
 
 # -- text ----------------------------------------------------------------------------------------------
