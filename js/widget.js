@@ -30,6 +30,7 @@
  * @property {boolean} sortable
  * @property {boolean} threshold
  * @property {string} [needs]
+ * @property {boolean} [delta] a change between two runs: coloured faster/slower
  */
 
 /**
@@ -834,6 +835,25 @@ export function columnsFor(data) {
   return cols;
 }
 
+// -- deltas (a comparison of two runs: torchprof.compare) -------------------------------------------
+
+/**
+ * The class of a delta cell: a time that went down is faster, one that went up slower; none for
+ * no change or a missing value.
+ * @param {number} v
+ */
+export function deltaClass(v) {
+  return Number.isNaN(v) || v === 0 ? "" : v < 0 ? "tp-faster" : "tp-slower";
+}
+
+/** Colours a cell of a column the payload flags `delta`. @param {Element} cell @param {number} v */
+function markDelta(cell, v) {
+  cell.classList.add("tp-delta");
+  cell.classList.remove("tp-faster", "tp-slower");
+  const cls = deltaClass(v);
+  if (cls) cell.classList.add(cls);
+}
+
 // -- the DOM ---------------------------------------------------------------------------------------
 
 /**
@@ -1046,6 +1066,7 @@ function painter(parts, data, columns) {
       } else {
         value.textContent = Number.isNaN(v) ? "" : String(v);
       }
+      if (data.spec[col.key].delta) markDelta(cell, v);
       cell = cell.nextElementSibling;
     }
   }

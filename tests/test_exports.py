@@ -139,7 +139,7 @@ def test_a_loaded_trace_exports_any_number_of_times_in_both_formats(trained, tmp
 
 def test_chrome_trace_of_a_reopened_profile_is_a_clear_error(trained, tmp_path):
     trained.save(str(tmp_path / "p.json"))
-    with pytest.raises(ValueError, match="no trace events to export"):
+    with pytest.raises(ValueError, match="no trace events of its own to export"):
         torchprof.load(str(tmp_path / "p.json")).export_chrome_trace(str(tmp_path / "t.json"))
 
 

@@ -1,8 +1,9 @@
 """torchprof: a Jupyter-native, layer-by-layer profiler for PyTorch.
 
 ``with torchprof.Profiler() as prof: ...`` then ``prof.df``, ``print(prof)`` or ``display(prof)``;
-``torchprof.load_trace(path)`` opens traces recorded elsewhere; ``%load_ext torchprof`` adds the
-``%%torchprof`` cell magic.
+``torchprof.load_trace(path)`` opens traces recorded elsewhere (every rank's trace of a distributed
+job as one profile); ``torchprof.compare(base, new)`` sets two runs side by side; ``%load_ext
+torchprof`` adds the ``%%torchprof`` cell magic.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from ._capture.compiled import capture_compiled
 from ._capture.session import ProfilerError, ProfilerWarning
+from ._comparison import Comparison, compare
 from ._files import TraceError
 from ._load import load, load_trace
 from ._profile import Profile
@@ -19,6 +21,7 @@ from ._profiler import Profiler, profile
 __version__ = "0.1.0"
 
 __all__ = [
+    "Comparison",
     "Profile",
     "ProfileWidget",
     "Profiler",
@@ -26,6 +29,7 @@ __all__ = [
     "ProfilerWarning",
     "TraceError",
     "capture_compiled",
+    "compare",
     "load",
     "load_ipython_extension",
     "load_trace",

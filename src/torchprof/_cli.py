@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
+from ._torchrun import launched_by_torchrun, report_rank
 from ._views.format import printable
 
 if TYPE_CHECKING:
@@ -65,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     _add_view_options(parser)
     parser.add_argument("-m", dest="module", metavar="module", help="run a library module as a script (like python -m)")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="under torchrun: the folder each rank writes its trace to (default ./torchprof-<run id>); "
+                             "rank 0 prints the merged job")  # fmt: skip
+    parser.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"), default=None,
+                        help="compare two runs (chrome traces or saved profiles) instead of running a script")  # fmt: skip
     return parser
 
 
@@ -116,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     options, module, target, rest = split_argv(parser, argv)
+    if "--compare" in options:
+        return run_compare(parser, argv)
     try:
         args = parser.parse_args(options)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
@@ -195,6 +203,65 @@ def _wants_colour() -> bool:
     return wants_colour(sys.stdout)
 
 
+# -- comparing two runs --------------------------------------------------------------------------------
+def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    """``torchprof --compare BASE NEW [--html FILE] [--csv FILE] [--min-pct P] [--sort COL] [--ops]
+    [--depth N]``: the diff tree of two traces or saved profiles; --csv writes ``cmp.df``."""
+    from ._comparison import compare
+    from ._files import TraceError
+    from ._views.compare import resolve_sort
+
+    try:
+        args = parser.parse_args(argv)  # the whole line: a script after the two runs is an error
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    sort = args.sort if any(w == "--sort" or w.startswith("--sort=") for w in argv) else None
+    problem = None
+    try:
+        resolve_sort(sort, "cpu_us")
+        check_output_paths(html=args.html, csv=args.csv)
+    except (ValueError, OutputError) as exc:
+        problem = str(exc)
+    if args.trace or args.out:
+        problem = "--trace and --out do not apply to --compare"
+    if problem:
+        parser.print_usage(sys.stderr)
+        print(printable(f"torchprof: error: {problem}"), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        cmp = compare(*args.compare)
+    except (OSError, TraceError) as exc:
+        print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
+        return EXIT_USAGE
+    print(printable(f"torchprof: {cmp.label}"))
+    print(cmp.table(min_pct=args.min_pct, sort_by=sort, show_ops=args.ops, max_depth=args.depth, colour=_wants_colour()))
+    state: dict[str, Any] = {"min_pct": args.min_pct, "show_ops": args.ops}
+    if sort is not None:
+        state["sort_by"] = sort
+    if args.depth is not None:
+        from ._views.state import expanded_to_depth
+
+        state["expanded"] = expanded_to_depth(cmp._diff.tree, args.depth)
+    status = 0
+    for option, path, write in (("html", args.html, lambda p: cmp.to_html(p, **state)),
+                                ("csv", args.csv, lambda p: _write_csv(cmp.df, p))):  # fmt: skip
+        if not path:
+            continue
+        try:
+            write(os.path.expanduser(path))
+            print(printable(f"torchprof: wrote {path}"))
+        except (OSError, ValueError) as exc:
+            print(printable(f"torchprof: error: --{option} {path}: {exc}"), file=sys.stderr)
+            status = 1
+    return status
+
+
+def _write_csv(df: Any, path: str) -> str:
+    from ._views.frame import write_csv
+
+    return write_csv(df, path)
+
+
 # -- scripts ------------------------------------------------------------------------------------------
 def run_script(args: argparse.Namespace) -> int:
     """Run a script or module as ``__main__`` under the Profiler and print the tree.
@@ -243,7 +310,10 @@ def run_script(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
-    status = _report(prof.result, args, title=title)
+    if args.out is not None or launched_by_torchrun():
+        status = report_rank(prof.result, args, title, _report)
+    else:
+        status = _report(prof.result, args, title=title)
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)

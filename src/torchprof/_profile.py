@@ -81,6 +81,24 @@ class Profile:
 
         return steps(self.tree)
 
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks of a distributed job this profile holds: every rank merged (``load_trace`` of
+        several traces), the one rank a trace or a run under ``torchrun`` recorded, else none."""
+        if self.tree.ranks:
+            return list(self.tree.ranks)
+        info = self.meta.get("distributedInfo")
+        return [int(info["rank"])] if isinstance(info, dict) and isinstance(info.get("rank"), int) else []
+
+    def by_rank(self) -> pd.DataFrame:
+        """One row per rank and ``ProfilerStep`` (one per rank without steps): wall time, CPU
+        total, device busy time, communication time (collectives in flight) and device idle
+        time, in µs, so the straggler stands out."""
+        from ._views.ranks import by_rank
+
+        ranks = self.ranks
+        return by_rank(self.tree, ranks[0] if ranks else None, self.recording.wall_us)
+
     def by_type(self, depth: int | None = None) -> pd.DataFrame:
         """Module metrics aggregated by class; ``depth`` = module nesting level (root = 0)."""
         from ._views.frame import by_type
@@ -196,7 +214,8 @@ class Profile:
         from ._views.exports import write_chrome_trace
 
         if self._trace_files is None:
-            raise ValueError("this profile holds no trace events to export (it was reopened from prof.save())")
+            raise ValueError("this profile holds no trace events of its own to export: it was reopened from "
+                             "prof.save(), or merged from several ranks' traces (each rank's file is its trace)")
         tree = self.tree  # first: building it reads the real names of the events the trace gets back
         return write_chrome_trace(self._trace_files(), tree, self.recording, path)
 

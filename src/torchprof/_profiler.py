@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._capture.distributed import distributed_info
 from ._capture.interrupts import lifecycle
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Profile
@@ -171,6 +172,9 @@ class Profiler:
     def _make_result(self, session: CaptureSession) -> Profile:
         opts = self.options
         meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "flops": opts.flops}
+        rank = distributed_info()
+        if rank is not None:
+            meta["distributedInfo"] = rank
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
         assert self._builder is not None

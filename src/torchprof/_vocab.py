@@ -126,11 +126,11 @@ class DeviceWork(IntEnum):
 
 #: Name patterns (regular expressions, ``re.match``; the first that matches wins) of
 #: the device work that is not compute. They are Holistic Trace Analysis's (``hta/utils/utils.py``),
-#: so the figures agree with HTA's: NCCL's and RCCL's kernels (``ncclKernel_AllReduce_RING_LL_Sum_float``,
+#: so the figures agree with HTA's, plus ``rccl`` names: NCCL's and RCCL's kernels (``ncclKernel_AllReduce_RING_LL_Sum_float``,
 #: ``ncclDevKernel_SendRecv``), kineto's memcpy and memset activities (``Memcpy HtoD (Pageable ->
 #: Device)``, ``Memset (Device)``) and MTIA's DMA transfers.
 DEVICE_WORK_PATTERNS: tuple[tuple[DeviceWork, str], ...] = (
-    (DeviceWork.COMM, r"^nccl.*Kernel"),
+    (DeviceWork.COMM, r"^nccl.*Kernel|^rccl"),
     (DeviceWork.MEMCPY, r"^Memcpy|^Memset|^dma"),
 )
 
@@ -236,6 +236,9 @@ class Column:
     """The min-percent threshold applies to it when it is the sort column (otherwise CPU total)."""
     needs: str | None = None
     """A view shows this column only where it shows that one too (forward beside backward)."""
+    delta: bool | None = None
+    """A change of a time between two runs (a comparison): the front end colours it, green below
+    zero (faster), red above (slower)."""
 
     @property
     def numeric(self) -> bool:
@@ -250,6 +253,38 @@ def _time(name: str, label: str, about: str, *, family: str, percent_of: str, ro
           layer_alt: str | None = None, needs: str | None = None) -> Column:  # fmt: skip
     return Column(name, label, "time", about, rollup=rollup, family=family, percent_of=percent_of,
                   layer_alt=layer_alt, sortable=True, threshold=True, needs=needs)  # fmt: skip
+
+
+#: The figures a profile of several ranks (``load_trace`` of a distributed job's traces) gives the
+#: range of: each row's value is the mean over the ranks, ``<col>_min``/``<col>_max`` its extremes
+#: and ``<col>_max_rank`` the rank that holds the maximum (the straggler).
+RANK_METRICS: tuple[str, ...] = ("cpu_us", "cuda_us", "bwd_cpu_us", "bwd_cuda_us")
+#: The figures whose rank spread (slowest rank minus fastest) the tables show.
+RANK_SPREAD_METRICS: tuple[str, ...] = ("cpu_us", "cuda_us")
+_RANK_LABELS = {"cpu_us": ("CPU", "cpu"), "cuda_us": ("CUDA", "cuda"), "bwd_cpu_us": ("CPU bwd", "bwd"),
+                "bwd_cuda_us": ("CUDA bwd", "bwd")}  # fmt: skip
+
+
+def _rank_columns() -> tuple[Column, ...]:
+    """``<col>_min``, ``<col>_max``, ``<col>_max_rank`` per :data:`RANK_METRICS` and
+    ``<col>_spread`` per :data:`RANK_SPREAD_METRICS`: NaN in a profile of one rank."""
+    out: list[Column] = []
+    one = "; NaN for a profile of one rank"
+    for name in RANK_METRICS:
+        label, family = _RANK_LABELS[name]
+        base = "cpu_us" if "cpu" in name else "cuda_us"
+        out.append(Column(f"{name}_min", f"{label} min", "time", f"Several ranks: the smallest `{name}` of any rank (a rank without the row counts 0){one}.",
+                          family=family, percent_of=base, sortable=True))
+        out.append(Column(f"{name}_max", f"{label} max", "time", f"Several ranks: the largest `{name}` of any rank{one}.",
+                          family=family, percent_of=base, sortable=True))
+        out.append(Column(f"{name}_max_rank", f"{label} slowest rank", "int", f"Several ranks: the rank with the largest `{name}` (the straggler on this row){one}.",
+                          sortable=True, needs=f"{name}_spread" if name in RANK_SPREAD_METRICS else None))
+    for name in RANK_SPREAD_METRICS:
+        label, family = _RANK_LABELS[name]
+        out.append(Column(f"{name}_spread", f"{label} rank spread", "time",
+                          f"Several ranks: `{name}_max - {name}_min`, how far the slowest rank is behind the fastest on this row{one}.",
+                          family=family, percent_of=name, sortable=True))
+    return tuple(out)
 
 
 #: Every column of ``prof.df``, in order, with what it means.
@@ -295,14 +330,18 @@ COLUMNS: tuple[Column, ...] = (
     _time("layer_bwd_self_cpu_us", "Layer bwd self CPU", "The backward part of Layer self CPU.", family="bwd", percent_of="cpu_us", rollup="self"),
     _time("layer_bwd_self_cuda_us", "Layer bwd self CUDA", "The backward part of Layer self CUDA.", family="bwd", percent_of="cuda_us", rollup="self"),
     Column("is_backward", "Backward", "bool", "The row is backward work.", dtype="bool"),
+    *_rank_columns(),
 )
+#: The columns only a profile of several ranks fills (NaN otherwise).
+RANK_COLUMNS: tuple[str, ...] = tuple(c.name for c in _rank_columns())
 
 #: The columns the tables show (terminal, static HTML, widget), in order, where the profile has
 #: data for them (not all missing, not all zero).
 VIEW_COLUMNS: tuple[str, ...] = (
-    "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "self_cuda_us", "cuda_us",
-    "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us",
-    "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us", "cpu_mem", "cuda_mem", "flops", "params", "calls",
+    "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "cpu_us_spread", "cpu_us_max_rank",
+    "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
+    "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
+    "cpu_mem", "cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
 
 #: Columns by name.
@@ -316,6 +355,82 @@ SORTABLE: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.sortable)
 #: Columns that sum across groups of nodes (``by_type``): self values always, totals only for
 #: the outermost node of a group (its children are in it already).
 ADDITIVE: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.rollup in ("total", "self", "count"))
+
+
+# -- comparing two runs ------------------------------------------------------------------------------
+#: The figures ``torchprof.compare`` puts side by side, each as ``<col>_base``, ``<col>_new`` and
+#: ``<col>_delta`` (new - base).
+COMPARE_METRICS: tuple[str, ...] = (
+    "cpu_us", "self_cpu_us", "cuda_us", "self_cuda_us", "bwd_cpu_us", "bwd_cuda_us", "flops", "calls",
+)  # fmt: skip
+COMPARE_SIDES: tuple[str, ...] = ("base", "new", "delta")
+
+
+class Status:
+    """``cmp.df.status``: where a row of a comparison was found."""
+
+    BOTH = "both"  #: in both runs
+    ADDED = "added"  #: only in the new run
+    REMOVED = "removed"  #: only in the base run
+
+
+#: The row a comparison makes of every ``ProfilerStep#N`` range at one place of a run's tree: two
+#: runs rarely record the same step numbers, and their layers are compared over all steps.
+STEP_FOLDED = STEP_PREFIX + "*"
+
+
+def _compare_side(spec: Column, suffix: str, label: str, of: str, *, about: str, delta: bool | None = None) -> Column:
+    """One of ``<col>_base``, ``<col>_new``, ``<col>_delta``. Per-step calls can be fractions;
+    only the row's size (``cpu_us`` of :data:`COMPARE_VIEW_EXTRA`) is compared with min_pct."""
+    return Column(f"{spec.name}_{suffix}", label, "count" if spec.unit == "int" else spec.unit, about, dtype="float",
+                  family=spec.family, percent_of=f"{spec.percent_of}_{of}" if spec.percent_of else None, sortable=True,
+                  delta=delta)  # fmt: skip
+
+
+def _compare_columns() -> tuple[Column, ...]:
+    out = [COLUMN["path"], COLUMN["name"], COLUMN["kind"], COLUMN["type"], COLUMN["depth"],
+           Column("status", "Status", "text", "`both`, `added` (only in the new run) or `removed` (only in the base run).",
+                  dtype="str", sortable=True)]  # fmt: skip
+    for name in COMPARE_METRICS:
+        spec = COLUMN[name]
+        for side in ("base", "new"):
+            out.append(_compare_side(spec, side, f"{spec.label} {side}", side,
+                                     about=f"`{name}` in the {side} run (0 where the row is not in it, NaN where that run did not record it)."))  # fmt: skip
+        out.append(_compare_side(spec, "delta", f"Δ {spec.label}", "base", about=f"`{name}_new - {name}_base`; its percentage is of the base run's total.",
+                                 delta=True if spec.unit == "time" else None))  # fmt: skip
+    return tuple(out)
+
+
+#: Every column of ``cmp.df``, in order, with what it means.
+COMPARE_COLUMNS: tuple[Column, ...] = _compare_columns()
+#: Columns a comparison's views carry besides ``cmp.df``'s: the row's size (what ``min_pct``
+#: compares; named ``cpu_us`` as in a profile), the absolute deltas they sort by, and what the
+#: widget's row titles read.
+COMPARE_VIEW_EXTRA: tuple[Column, ...] = (
+    Column("cpu_us", "Size", "time", "The larger of the row's CPU totals in the two runs: what min_pct compares.",
+           family="cpu", percent_of="cpu_us", sortable=True, threshold=True),
+    Column("abs_cpu_us_delta", "|Δ CPU total|", "time", "The size of the CPU total's change, either way.", family="cpu",
+           sortable=True),
+    Column("abs_cuda_us_delta", "|Δ CUDA total|", "time", "The size of the CUDA total's change, either way.",
+           family="cuda", sortable=True),
+    COLUMN["input_shapes"], COLUMN["source"], COLUMN["is_backward"],
+)  # fmt: skip
+#: The columns a comparison's tables show (where they hold data), in order.
+COMPARE_VIEW_COLUMNS: tuple[str, ...] = (
+    "cpu_us_base", "cpu_us_new", "cpu_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cuda_us_new", "cuda_us_delta",
+    "bwd_cuda_us_delta", "flops_delta", "calls_base", "calls_new",
+)  # fmt: skip
+
+
+# -- distributed jobs --------------------------------------------------------------------------------
+#: ``prof.by_rank()``: one row per rank and step. Times in µs: the step's wall time, its CPU total,
+#: the time any device stream was busy inside it, the time collective communication was in flight
+#: inside it, and the device's idle time (wall - busy; NaN without a device).
+BY_RANK_COLUMNS: tuple[str, ...] = ("rank", "step", "wall_us", "cpu_us", "gpu_busy_us", "comm_us", "idle_us")
+#: Host ranges that are collective communication: what c10d's process groups record
+#: (``gloo:all_reduce``, ``nccl:all_to_all``; the worker thread's range is the time the data is in
+#: flight on a CPU backend), the c10d ops and kineto's ``record_param_comms``.
+COMM_RANGE_PREFIXES: tuple[str, ...] = ("gloo:", "nccl:", "mpi:", "ucc:", "xccl:", "c10d::", "record_param_comms")
 
 #: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
 SORT_ALIASES: dict[str, str] = {

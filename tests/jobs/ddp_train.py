@@ -4,6 +4,9 @@ Run by ``tests/test_distributed.py`` through ``python -m torch.distributed.run -
 --nproc_per_node=2 ddp_train.py OUT`` (gloo on the CPU); writes ``OUT/rank<r>.json.gz`` (the
 rank's chrome trace) and ``OUT/rank<r>.profile.json`` (its saved profile) and, from rank 0,
 ``OUT/facts.json`` (the true parameter count).
+
+With ``--plain`` instead of ``OUT`` it only trains (the process group is made inside, and left
+open), for ``torchrun ... -m torchprof ddp_train.py --plain`` to profile every rank.
 """
 
 import json
@@ -43,6 +46,10 @@ def main(out: str) -> None:
         opt.step()
 
     step()  # warm-up, unprofiled
+    if out == "--plain":
+        for _ in range(2):
+            step()
+        return
     with torchprof.Profiler() as prof:
         for _ in range(2):
             step()

@@ -247,10 +247,14 @@ def _watch_compiles(handler: Any) -> None:
 
 def _forget_if_reset(handler: Any) -> None:
     """``torch._dynamo.reset()`` drops every compile callback and starts compile ids again: when
-    ours are gone, the graphs known by those ids are someone else's now (called with the lock held)."""
+    ours are gone, the graphs known by those ids are someone else's now (called with the lock held).
+    Their layer maps go, so the pass's cache key changes too: a graph compiled under capture again
+    must be lowered again (a cache hit would skip our pass and leave it without a map)."""
+    global _nonce
     if _registered and _on_compile_start not in handler.start_callbacks:
         _graphs.clear()
         _pending.clear()
+        _nonce = uuid.uuid4().hex
 
 
 @contextlib.contextmanager
@@ -278,6 +282,8 @@ def capture_compiled() -> Iterator[None]:
     global _depth, _patch
     with _lock:
         _depth += 1
+        if "torch._dynamo.callback" in sys.modules:
+            _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
         if _depth == 1:
             if "torch._inductor.config" in sys.modules:
                 _switch_on()

@@ -466,6 +466,8 @@ def _recording(data: Any, where: str, exact: bool) -> Recording:
     for key in ("deviceProperties", "distributedInfo", "traceName"):
         if key in top:
             meta[key] = plain_numbers(top[key]) if exact else top[key]
+    if "distributedInfo" not in meta and "distributedInfo" in block:
+        meta["distributedInfo"] = block["distributedInfo"]
     label = block.get("label") or _stem(where)
     cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
                     compiled=block.get("compiled", {}))
@@ -516,6 +518,11 @@ def _meta_block(block: Any) -> dict[str, Any]:
         if not isinstance(label, str):
             raise TraceError(f"'{key}.label' must be a string, not {_type_name(label)}")
         out["label"] = label
+    info = block.get("distributedInfo")
+    if info is not None:
+        if not isinstance(info, dict) or type(info.get("rank")) is not int:
+            raise TraceError(f"'{key}.distributedInfo' must be an object with an integer rank, not {_clip(info)}")
+        out["distributedInfo"] = plain_numbers(info)
     recorded = block.get("recorded")
     if recorded is not None:
         if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):

@@ -23,6 +23,7 @@ from .._vocab import (
     EventKind,
 )
 from . import flops as _flops
+from .activity import cycle_activity
 from .backward import ForwardIndex
 from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
@@ -84,6 +85,7 @@ class TreeBuilder:
         # union of each kind's intervals and the comm/compute overlap, summed over cycles.
         self.device_split: dict[int, list[int]] = {}
         self.device_union_ns = [0] * (WORKS + 1)
+        self.comm_ns = 0  # time collective communication was in flight, summed over cycles
         # Per distinct event name: (node key, module path or None, module type, starts backward).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool, int]] = {}
         # The latest forward node of each module path, and the module node each "(recompute)"
@@ -139,10 +141,12 @@ class TreeBuilder:
             order: Any = range(n) if DEVICE not in kinds else [i for i, k in enumerate(kinds) if k != DEVICE]
         else:
             order, parent_ev = nest(ev)
+        first_step = len(self.steps)
         node_of, runtime_by_corr, flop_ops, mem_events = self._place(ev, order, parent_ev)
         self._count_flops(ev, flop_ops, node_of)
         self._add_memory(ev, mem_events, node_of)
         self._add_device(ev, node_of, runtime_by_corr)
+        self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
 
     def _place(self, ev: EventColumns, order: Any, parent_ev: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
         """Stage 2: put every range in its node; returns the node of each event, the runtime

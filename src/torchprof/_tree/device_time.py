@@ -90,7 +90,7 @@ def device_time(names: Sequence[str], starts: Sequence[int], ends: Sequence[int]
         if spans is None:
             spans = raw[key] = []
         spans.append((s, e))
-    unions = {key: _union(spans) for key, spans in raw.items()}
+    unions = {key: union_intervals(spans) for key, spans in raw.items()}
 
     overlap = [0] * k
     if COMM in known.values():
@@ -137,8 +137,10 @@ def _idle_gaps(starts: Sequence[int], ends: Sequence[int], span: tuple[int, int]
     return idle
 
 
-def _union(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Disjoint sorted intervals covering ``spans`` (touching ones merged)."""
+def union_intervals(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Disjoint sorted intervals covering ``spans`` (touching ones merged; sorts ``spans``)."""
+    if not spans:
+        return []
     spans.sort()
     out: list[tuple[int, int]] = []
     cur_s, cur_e = spans[0]

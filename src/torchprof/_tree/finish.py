@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
+from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, RANK_COLUMNS, STEP_PREFIX, EventKind
 from . import device_time as _device
 from . import flops as _flops
 from .modules import root_modules
@@ -186,6 +186,8 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "layer_bwd_self_cpu_us": lambda f: f.layer_self("cpu", True),
     "layer_bwd_self_cuda_us": _cuda(lambda f: f.layer_self("cuda", True)),
     "is_backward": lambda f: f.per_row(f.nodes.bwd),
+    # One source is one rank: the ranks' range is filled where several are merged (``_tree/ranks.py``).
+    **{name: (lambda f: [NAN] * len(f.order)) for name in RANK_COLUMNS},
 }
 
 
@@ -204,7 +206,8 @@ def finish_tree(builder: TreeBuilder) -> Tree:
     steps = [
         {"step": s["step"], "wall_us": s["wall_us"], "cpu_us": tot_cpu[s["node"]] / US,
          "cuda_us": tot_cuda[s["node"]] / US if builder.cuda else NAN,
-         "bwd_cpu_us": bwd_cpu[s["node"]] / US}
+         "bwd_cpu_us": bwd_cpu[s["node"]] / US,
+         "gpu_busy_us": s.get("gpu_busy_ns", 0) / US if builder.cuda else NAN, "comm_us": s.get("comm_ns", 0) / US}
         for s in builder.steps
     ]  # fmt: skip
     return Tree(
@@ -221,6 +224,7 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_busy_us=builder.device_busy_ns / US if builder.device_window_ns else NAN,
         gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
         gpu_time_us=gpu_time(builder),
+        comm_us=builder.comm_ns / US,
     )
 
 

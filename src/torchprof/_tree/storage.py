@@ -33,6 +33,9 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "gpu_busy_us": _jsonable(tree.gpu_busy_us),
         "gpu_window_us": _jsonable(tree.gpu_window_us),
         "gpu_time_us": {k: _jsonable(v) for k, v in tree.gpu_time_us.items()},
+        "comm_us": _jsonable(tree.comm_us),
+        "ranks": tree.ranks,
+        "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -77,6 +80,9 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             gpu_busy_us=float(_from_json(data.get("gpu_busy_us"))),
             gpu_window_us=float(_from_json(data.get("gpu_window_us"))),
             gpu_time_us={str(k): float(_from_json(v)) for k, v in dict(data.get("gpu_time_us", {})).items()},
+            comm_us=float(_from_json(data.get("comm_us"))),
+            ranks=list(data.get("ranks", [])),
+            by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
         )
         c = data.get("capture", {})
         recording = Recording(
@@ -92,8 +98,11 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
 
 
 def _plain(v: Any) -> bool:
-    """A metadata value saved with the profile: a scalar, or a list of strings (its warnings)."""
-    return isinstance(v, (str, int, float, bool)) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+    """A metadata value saved with the profile: a scalar, a list of strings (its warnings), or an
+    object of scalars (its rank: ``distributedInfo``)."""
+    scalar = (str, int, float, bool, type(None))
+    return (isinstance(v, scalar[:-1]) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+            or (isinstance(v, dict) and all(isinstance(x, scalar) for x in v.values())))  # fmt: skip
 
 
 def _jsonable(v: Any) -> Any:

@@ -36,6 +36,14 @@ class Tree:
     ``gpu_comm_us``, ``gpu_memcpy_us`` (the time each kind ran: the union of its intervals per
     device, summed over devices) and ``gpu_comm_overlap_us`` (communication beside compute on the
     same device); empty in profiles saved before they existed."""
+    comm_us: float = float("nan")
+    """Time collective communication was in flight (c10d ranges on the host, NCCL kernels on the
+    device; their union), within the profiled span."""
+    ranks: list[Any] = field(default_factory=list)
+    """The ranks a profile of a distributed job merged (``load_trace`` of several traces); empty
+    for one source."""
+    by_rank: list[dict[str, Any]] = field(default_factory=list)
+    """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
 
     def __len__(self) -> int:
         return len(self.parent_index)

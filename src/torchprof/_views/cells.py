@@ -43,10 +43,10 @@ def view_columns(tree: Tree, show_ops: bool) -> list[ViewColumn]:
 def cell_text(tree: Tree, column: ViewColumn, row: int) -> str:
     """``812µs (45%)``: the value and, for a column with a percent base, its share of the root's.
     Empty for a missing value and for zero (an empty cell reads faster than ``0.00µs (0%)``),
-    except the call count."""
+    except for whole numbers (a call count, a rank), as the front end writes them."""
     spec = column.spec
     v = tree.columns[column.values][row]
-    if is_missing(v) or (v == 0 and spec.name != "calls"):
+    if is_missing(v) or (v == 0 and spec.unit != "int"):
         return ""
     text = fmt.value_text(spec.unit, v)
     if spec.percent_of is not None:

@@ -28,6 +28,8 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "wall_us": recording.wall_us,
         "modules": {path: m.to_json() for path, m in recording.modules.items()},
         "compiled": {key: graph.to_json() for key, graph in recording.compiled.items()},
+        # The rank, for a trace torch wrote without it (the process group began after profiling).
+        **({"distributedInfo": meta["distributedInfo"]} if isinstance(meta.get("distributedInfo"), dict) else {}),
         "recorded": {
             "shapes": bool(shapes),
             "memory": tree.has_memory,

@@ -15,6 +15,7 @@ import struct
 import sys
 import zlib
 from array import array
+from collections.abc import Sequence
 from typing import Any
 
 from .._tree.tree import Tree
@@ -26,6 +27,7 @@ from .._vocab import (
     SORT_ALIASES,
     STATE,
     VIEW_COLUMNS,
+    Column,
     NodeKind,
 )
 from .format import summary_items
@@ -43,13 +45,15 @@ NUMBER_COLUMNS = tuple(c.name for c in COLUMNS if c.numeric and c.name != "depth
 TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not in ("path", "name", "kind", "parent"))
 
 
-def vocabulary() -> dict[str, Any]:
+def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] = VIEW_COLUMNS) -> dict[str, Any]:
     """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
     table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
-    defaults, the flag bits, and the characters a CSV text cell must not start with."""
+    defaults, the flag bits, and the characters a CSV text cell must not start with. Another
+    table of the same shape (a comparison of two runs) sends its own ``columns`` and
+    ``view_columns``."""
     return {
-        "columns": [c.spec() for c in COLUMNS],
-        "view_columns": list(VIEW_COLUMNS),
+        "columns": [c.spec() for c in columns],
+        "view_columns": list(view_columns),
         "kinds": list(NODE_KIND_LABELS),
         "layer_kinds": list(LAYER_KINDS),
         "sort_aliases": SORT_ALIASES,
@@ -71,14 +75,25 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def payload(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
+def payload(
+    tree: Tree,
+    summary: dict[str, Any],
+    *,
+    columns: Sequence[Column] = COLUMNS,
+    view_columns: Sequence[str] = VIEW_COLUMNS,
+    items: list[tuple[str, str, str]] | None = None,
+) -> dict[str, Any]:
     """The profile column-wise, as ``decodePayload`` in widget.js reads it.
 
     Paths are sent as the part that extends the parent's path (``.conv1``, ``/aten::addmm``) and
     names, when they are that tail minus its separator, not at all: a path costs about as much as
     its name. A column whose values are all equal (all NaN without CUDA, all 0 without backward)
-    is sent as one constant.
+    is sent as one constant. ``columns``, ``view_columns`` and the summary's ``items`` are the
+    registry's and the profile's unless a view of another table (a comparison) gives its own.
     """
+    number_columns = NUMBER_COLUMNS if columns is COLUMNS else tuple(c.name for c in columns if c.numeric and c.name != "depth")
+    text_columns = TEXT_COLUMNS if columns is COLUMNS else tuple(
+        c.name for c in columns if c.dtype == "str" and c.name not in ("path", "name", "kind", "parent"))
     cols = tree.columns
     n = len(tree)
     parent = tree.parent_index
@@ -102,7 +117,7 @@ def payload(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
         flags[i] = f
         tails.append(tail)
     num: dict[str, Any] = {}
-    for c in NUMBER_COLUMNS:
+    for c in number_columns:
         values = [float(v) for v in cols[c]]
         first = values[0] if values else math.nan
         if all(v == first or (v != v and first != first) for v in values):
@@ -118,11 +133,11 @@ def payload(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
         "names": name_exceptions,
         # Text columns other than those the tree shape gives (path, name, kind, parent); one that
         # is empty everywhere (source without stack=True) is sent as an empty list.
-        "text": {c: list(cols[c]) if any(v is not None for v in cols[c]) else [] for c in TEXT_COLUMNS},
+        "text": {c: list(cols[c]) if any(v is not None for v in cols[c]) else [] for c in text_columns},
         "num": num,
-        "vocab": vocabulary(),
+        "vocab": vocabulary(columns, view_columns),
         "summary": _clean(summary),
-        "summary_items": summary_items(summary),
+        "summary_items": summary_items(summary) if items is None else items,
         "steps": _clean(tree.steps),
     }
 

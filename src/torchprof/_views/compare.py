@@ -1,0 +1,290 @@
+"""Views of a comparison of two runs: ``cmp.df``, ``cmp.by_name()``, the diff tree table
+(``print(cmp)``) and the report page. The widget (``compare_widget.py``) and the page run the
+profile's own front end, fed a payload whose vocabulary is the comparison's columns
+(:data:`~torchprof._vocab.COMPARE_COLUMNS`); its rules are the profile's (:mod:`.rows`), with the
+row's size as the threshold and any comparison column as the sort."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .._tree.compare import Diff
+from .._tree.tree import Tree
+from .._vocab import COMPARE_COLUMNS, COMPARE_VIEW_COLUMNS, COMPARE_VIEW_EXTRA, Column, Status, is_missing
+from . import format as fmt
+from .html import _BOOT, _PAGE_CSS, _inline_module_source, script_json, static_file
+from .payload import payload, payload_json
+from .rows import _sibling_order, select_rows
+from .state import check_state
+from .table import _DEPTH_COLOURS, _RESET, ELIDED, MAX_GUIDES, _clip
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Everything a comparison's views carry: ``cmp.df``'s columns and the view-only ones.
+REGISTRY: tuple[Column, ...] = COMPARE_COLUMNS + COMPARE_VIEW_EXTRA
+SPEC: dict[str, Column] = {c.name: c for c in REGISTRY}
+SORTABLE: tuple[str, ...] = tuple(c.name for c in REGISTRY if c.sortable)
+#: The size column: the front end falls back to ``cpu_us`` for the threshold, as in a profile.
+SIZE = "cpu_us"
+_GREEN, _RED = "\x1b[32m", "\x1b[31m"
+
+
+def default_sort(diff: Diff) -> str:
+    """The absolute change of the time the comparison is measured in (:attr:`Diff.metric`)."""
+    return f"abs_{diff.metric}_delta"
+
+
+def resolve_sort(sort_by: str | Sequence[str] | None, default: str) -> str:
+    """A comparison column to sort by (``None``: ``default``); ValueError naming the choices."""
+    if sort_by is not None and not isinstance(sort_by, str):
+        sort_by = sort_by[0] if sort_by else None
+    if sort_by is None:
+        return default
+    if sort_by not in SORTABLE:
+        raise ValueError(f"cannot sort a comparison by {sort_by!r}; choose one of: {', '.join(SORTABLE)}")
+    return sort_by
+
+
+# -- DataFrames ------------------------------------------------------------------------------------
+def compare_frame(tree: Tree, rows: Sequence[int] | None = None) -> pd.DataFrame:
+    """``cmp.df``: one row per node of the union, indexed by path, the columns of
+    :data:`~torchprof._vocab.COMPARE_COLUMNS`; ``rows`` picks and orders a subset."""
+    import pandas as pd
+
+    names = [c.name for c in COMPARE_COLUMNS]
+    cols = tree.columns
+    data = {c: cols[c] if rows is None else [cols[c][i] for i in rows] for c in names}
+    df = pd.DataFrame(data, columns=names)
+    df["depth"] = df["depth"].astype("int64")
+    df.index = pd.Index(list(data["path"]))
+    return df
+
+
+def by_name_frame(rows: list[dict[str, Any]], figures: list[str]) -> pd.DataFrame:
+    """``cmp.by_name()``: one row per op or kernel name, indexed by name."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["name", "kind", *figures])
+    return df.set_index("name")
+
+
+# -- rows ----------------------------------------------------------------------------------------------
+def view_tree(diff: Diff) -> Tree:
+    """The comparison's tree as the tables show it: a row only one run has says so in its name
+    (``conv3 (added)``), so it reads as such in every view and a search for "added" finds it."""
+    cols = dict(diff.tree.columns)
+    cols["name"] = [name if status == Status.BOTH else f"{name} ({status})" for name, status in zip(cols["name"], cols["status"])]
+    return replace(diff.tree, columns=cols)
+
+
+def compare_rows(
+    tree: Tree,
+    *,
+    sort_by: str,
+    min_pct: float = 0.0,
+    ascending: bool = False,
+    show_ops: bool = False,
+    search: str | Iterable[str] | None = None,
+    expanded: set[str] | None = None,
+    max_depth: int | None = None,
+) -> list[int]:
+    """Row indices to show, in display order: a profile's rules (:func:`~.rows.visible_rows`,
+    what the front end applies to a comparison's payload too) with the row's size as the
+    threshold and ``sort_by`` any comparison column."""
+    n = len(tree)
+    if n == 0:
+        return []
+    shown = select_rows(tree, min_pct=min_pct, sort_by=SIZE, show_ops=show_ops, search=search, max_depth=max_depth)
+    children: list[list[int]] = [[] for _ in range(n)]
+    parent = tree.parent_index
+    for i in range(1, n):
+        if shown[i]:
+            children[parent[i]].append(i)
+    order_kids = _sibling_order(tree.columns[sort_by], not SPEC[sort_by].numeric, ascending)
+    paths = tree.columns["path"]
+    out: list[int] = []
+    stack = [0]
+    while stack:
+        i = stack.pop()
+        out.append(i)
+        if expanded is not None and i != 0 and paths[i] not in expanded:
+            continue
+        kids = children[i]
+        if kids:
+            stack.extend(reversed(order_kids(kids)))
+    return out
+
+
+def check_compare_state(tree: Tree, state: dict[str, Any], default: str) -> dict[str, Any]:
+    """Complete, checked view state for a comparison (a profile's checks, its own sort keys)."""
+    checked = check_state(tree, {**state, "sort_by": SIZE})
+    checked["sort_by"] = resolve_sort(state.get("sort_by"), default)
+    return checked
+
+
+def view_columns(tree: Tree) -> list[Column]:
+    """The comparison's table columns that hold something below the root (not all missing, not
+    all zero), as the front end's ``columnsFor`` picks them."""
+    return [SPEC[name] for name in COMPARE_VIEW_COLUMNS if any(not is_missing(v) and v != 0 for v in tree.columns[name][1:])]
+
+
+# -- text ----------------------------------------------------------------------------------------------
+def signed(spec: Column, value: float) -> str:
+    """A delta as the tables write it: ``+1.20ms``, ``-830µs``."""
+    text = fmt.value_text(spec.unit, value)
+    return "+" + text if value > 0 else text
+
+
+def cell_text(tree: Tree, spec: Column, row: int) -> str:
+    """A base or new value, or a delta with its sign and its share of the base run's total
+    (``+1.20ms (+3.1%)``); empty for a missing value and for zero."""
+    v = tree.columns[spec.name][row]
+    if is_missing(v) or v == 0:
+        return ""
+    if not spec.name.endswith("_delta"):
+        return fmt.value_text(spec.unit, v)
+    text = signed(spec, v)
+    whole = tree.columns[spec.percent_of][0] if spec.percent_of else None
+    if whole and not is_missing(whole):
+        pct = fmt.percent(v, whole)
+        text += f" ({'+' if v > 0 else ''}{pct})"
+    return text
+
+
+def _change(base: float, new: float) -> str:
+    if is_missing(base) or is_missing(new):
+        return ""
+    d = new - base
+    if d == 0:
+        return f"{fmt.time_us(base)} → {fmt.time_us(new)} (no change)"
+    pct = f", {'+' if d > 0 else ''}{fmt.percent(d, base)}" if base else ""
+    return f"{fmt.time_us(base)} → {fmt.time_us(new)} ({'+' if d > 0 else ''}{fmt.time_us(d)}{pct})"
+
+
+def summary_items(diff: Diff, labels: tuple[str, str], summaries: tuple[dict[str, Any], dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The comparison's headline, as ``(label, value, explanation)``: what is compared with what,
+    each total before and after, and whether figures are per step."""
+    cols = diff.tree.columns
+    base_s, new_s = summaries
+    per = [1.0 / diff.base_steps, 1.0 / diff.new_steps] if diff.per_step else [1.0, 1.0]
+    items = [("base", labels[0], "The run compared against"), ("new", labels[1], "The run whose change is measured")]
+    if diff.per_step:
+        items.append(("per step", f"base {diff.base_steps} steps, new {diff.new_steps} steps",
+                      "The runs recorded different numbers of ProfilerSteps: every figure is per step"))  # fmt: skip
+    for label, key, about in (("wall", "wall_us", "Wall time of each run"), ("GPU busy", "gpu_busy_us", "Time any device stream was busy")):
+        text = _change(base_s.get(key, float("nan")) * per[0], new_s.get(key, float("nan")) * per[1])
+        if text:
+            items.append((label, text, about))
+    for label, key, about in (("CPU", "cpu_us", "CPU total of each run"), ("CUDA", "cuda_us", "Device time of each run, summed over streams")):
+        text = _change(cols[f"{key}_base"][0], cols[f"{key}_new"][0])
+        if text:
+            items.append((label, text, about))
+    changed = sum(1 for s in cols["status"] if s != Status.BOTH)
+    if changed:
+        added = sum(1 for s in cols["status"] if s == Status.ADDED)
+        items.append(("rows", f"{added} added, {changed - added} removed", "Rows only one of the runs has"))
+    return items
+
+
+def summary_line(items: list[tuple[str, str, str]]) -> str:
+    return fmt.printable(" · ".join(f"{label} {value}" for label, value, _ in items))
+
+
+def render_table(
+    diff: Diff,
+    items: list[tuple[str, str, str]],
+    *,
+    min_pct: float = 1.0,
+    sort_by: str | Sequence[str] | None = None,
+    ascending: bool = False,
+    show_ops: bool = False,
+    filter: Iterable[str] | str | None = None,
+    max_depth: int | None = None,
+    colour: bool = False,
+    max_name: int = 60,
+) -> str:
+    """``print(cmp)``: the summary line and the diff tree, siblings by the size of their change
+    (``sort_by``), guides as in a profile's table; with ``colour`` a faster time is green, a
+    slower one red."""
+    tree = view_tree(diff)
+    key = resolve_sort(sort_by, default_sort(diff))
+    rows = compare_rows(tree, sort_by=key, min_pct=min_pct, ascending=ascending, show_ops=show_ops, search=filter,
+                        max_depth=max_depth)  # fmt: skip
+    cols = tree.columns
+    spec = view_columns(tree)
+    parent = tree.parent_index
+    shown_children: dict[int, list[int]] = {}
+    for r in rows[1:]:
+        shown_children.setdefault(parent[r], []).append(r)
+    last = {kids[-1] for kids in shown_children.values()}
+    prefix_of: dict[int, str] = {rows[0]: ""}
+    labels = [fmt.printable(cols["name"][rows[0]])]
+    width = 2 * MAX_GUIDES
+    for r in rows[1:]:
+        base = prefix_of[parent[r]]
+        is_last = r in last
+        prefix = base + ("  " if is_last else "│ ")
+        prefix_of[r] = prefix if len(prefix) <= width else ELIDED + prefix[len(prefix) - width + len(ELIDED) :]
+        labels.append(base + ("└──" if is_last else "├──") + _clip(fmt.printable(cols["name"][r]), max_name))
+    header = ["Node"] + [c.label for c in spec]
+    body = [[cell_text(tree, c, r) for c in spec] for r in rows]
+    widths = [max(len(header[0]), *(len(s) for s in labels))]
+    for j in range(len(spec)):
+        widths.append(max(len(header[j + 1]), *(len(row[j]) for row in body)))
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    out = [summary_line(items), rule,
+           "| " + " | ".join([header[0].ljust(widths[0])] + [h.rjust(w) for h, w in zip(header[1:], widths[1:])]) + " |",
+           "|" + "+".join("-" * (w + 2) for w in widths) + "|"]  # fmt: skip
+    for r, label, cells in zip(rows, labels, body):
+        name_cell = label.ljust(widths[0])
+        texts = [c.rjust(w) for c, w in zip(cells, widths[1:])]
+        if colour:
+            name_cell = _DEPTH_COLOURS[cols["depth"][r] % len(_DEPTH_COLOURS)] + name_cell + _RESET
+            for j, c in enumerate(spec):
+                v = cols[c.name][r]
+                if c.delta and not is_missing(v) and v != 0:
+                    texts[j] = (_GREEN if v < 0 else _RED) + texts[j] + _RESET
+        out.append("| " + " | ".join([name_cell, *texts]) + " |")
+    out.append(rule)
+    return "\n".join(out)
+
+
+# -- the front end ------------------------------------------------------------------------------------
+def compare_payload(diff: Diff, items: list[tuple[str, str, str]], label: str) -> dict[str, Any]:
+    """The comparison as the widget's payload: the profile's wire format with the comparison's
+    columns as its vocabulary (delta columns flagged for colouring) and its summary items."""
+    return payload(view_tree(diff), {"name": label}, columns=REGISTRY, view_columns=COMPARE_VIEW_COLUMNS, items=items)
+
+
+def report_html(diff: Diff, items: list[tuple[str, str, str]], label: str, **state: Any) -> str:
+    """``cmp.to_html()``: one self-contained page with the comparison's interactive view, built as
+    a profile's report (:func:`~.html.report_html`: inlined module, escaped data, a
+    Content-Security-Policy allowing only the page's own code)."""
+    tree = view_tree(diff)
+    spec = {"state": check_compare_state(tree, state, default_sort(diff)),
+            "payload": payload_json(compare_payload(diff, items, label))}  # fmt: skip
+    module = _inline_module_source() + _BOOT
+    digest = base64.b64encode(hashlib.sha256(module.encode("utf-8")).digest()).decode("ascii")
+    csp = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
+    css = static_file("widget.css").read_text(encoding="utf-8")
+    title = html.escape(f"torchprof · {label}")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        f"<title>{title}</title>\n<style>{_PAGE_CSS}\n{css}</style>\n</head>\n<body>\n"
+        "<div id=\"torchprof-report\"></div>\n"
+        f"<script type=\"application/json\" id=\"torchprof-data\">{script_json(spec)}</script>\n"
+        f"<script type=\"module\">{module}</script>\n</body>\n</html>\n"
+    )
+
+
+def static_html(text: str) -> str:
+    """Where no widget can run (nbconvert, GitHub): the diff table as preformatted text."""
+    return f"<pre class=\"torchprof-static\" style=\"font-size:12px\">{html.escape(text)}</pre>"

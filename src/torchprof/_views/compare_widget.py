@@ -1,0 +1,81 @@
+"""The notebook widget of a comparison (``display(cmp)``, ``cmp.widget()``): the profile's front end
+(js/widget.js) with the comparison's payload, the same synced view state and controls."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from .._tree.compare import Diff
+from .._vocab import STATE, STATE_KEYS
+from .compare import check_compare_state, compare_frame, compare_payload, compare_rows, default_sort, resolve_sort, view_tree
+from .html import static_file
+from .payload import payload_bytes
+from .widget import WIDGET_VIEW, _in_kernel, _trait
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class CompareWidget(anywidget.AnyWidget):
+    """The interactive diff tree of two runs: delta columns coloured (green faster, red slower),
+    siblings sorted by the size of their change; state as a profile's widget (``min_pct``,
+    ``sort_by``, ``ascending``, ``show_ops``, ``search``, ``expanded``). ``df`` is the whole
+    comparison, ``view_df`` the rows currently shown, in view order."""
+
+    _esm = static_file("widget.js")
+    _css = static_file("widget.css")
+
+    data = traitlets.Bytes(b"", help="the comparison, packed column-wise as a profile's payload").tag(sync=True)
+    locals().update({key.name: _trait(key) for key in STATE})
+
+    def __init__(self, diff: Diff, items: list[tuple[str, str, str]], label: str, **state: Any) -> None:
+        self._diff = diff
+        self._tree = view_tree(diff)
+        self._default_sort = default_sort(diff)
+        packed = payload_bytes(compare_payload(diff, items, label))
+        super().__init__(data=packed, **check_compare_state(self._tree, state, self._default_sort))
+
+    @traitlets.validate("sort_by")
+    def _valid_sort(self, proposal: dict[str, Any]) -> str:
+        return resolve_sort(proposal["value"], self._default_sort)
+
+    @traitlets.validate("min_pct")
+    def _valid_min_pct(self, proposal: dict[str, Any]) -> float:
+        value = proposal["value"]
+        if not 0 <= value <= 100:
+            raise traitlets.TraitError(f"min_pct must be between 0 and 100, got {value!r}")
+        return float(value)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in STATE_KEYS}
+
+    @property
+    def rows(self) -> list[int]:
+        """Row indices shown, in view order (what the front end shows for this state)."""
+        st = self.state
+        return compare_rows(self._tree, sort_by=st["sort_by"], min_pct=st["min_pct"], ascending=st["ascending"],
+                            show_ops=st["show_ops"], search=st["search"], expanded=set(st["expanded"]))  # fmt: skip
+
+    @property
+    def df(self) -> pd.DataFrame:
+        return compare_frame(self._diff.tree)
+
+    @property
+    def view_df(self) -> pd.DataFrame:
+        return compare_frame(self._diff.tree, self.rows)
+
+
+def mimebundle(diff: Diff, items: list[tuple[str, str, str]], label: str, text: str) -> dict[str, Any]:
+    """The comparison's rich display: the diff table as text (and preformatted HTML) always, the
+    widget too where a kernel can render it."""
+    from .compare import static_html
+
+    bundle: dict[str, Any] = {"text/plain": text, "text/html": static_html(text)}
+    if _in_kernel():
+        bundle_and_meta: Any = CompareWidget(diff, items, label)._repr_mimebundle_()
+        bundle[WIDGET_VIEW] = bundle_and_meta[0][WIDGET_VIEW]  # ipywidgets returns (data, metadata)
+    return bundle
