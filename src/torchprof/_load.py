@@ -31,6 +31,7 @@ def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: 
             cuda=recorded.get("cuda", recording.meta["has_device"]),
             compiled=recording.compiled,
         )
+        builder.tensors = recording.tensors
         for cycle in recording.cycles:
             builder.add(cycle)
         recording.cycles = []  # the tree holds what is needed; drop the raw events

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, STEP_PREFIX, EventKind
 from . import flops as _flops
+from .memory import act_values, memory_report, peak_values
 from .modules import root_modules
 from .nodes import Nodes
 from .tree import Tree
@@ -127,6 +128,22 @@ def _mem(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list[Any
     return lambda f: fn(f) if f.builder.memory else [NAN] * len(f.order)
 
 
+def _over_time(values: Callable[[Any, bool], list[float | None]], device: bool) -> Callable[[Finishing], list[Any]]:
+    """A column of memory over time (:mod:`~torchprof._tree.memory`): NaN everywhere without
+    memory events of its kind (host or device), and where a node has no value. Kept bytes need
+    allocation addresses too (to pair each free with its allocation)."""
+
+    def compute(f: Finishing) -> list[Any]:
+        ledger = f.builder.ledger
+        has = any((k >= 0) == device for k in ledger.devices)
+        if not has or (values is act_values and not ledger.has_addresses):
+            return [NAN] * len(f.order)
+        per_node = values(ledger, device)
+        return [NAN if (v := per_node[nid]) is None else v for nid in f.order]
+
+    return compute
+
+
 def _counted(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list[Any]]:
     """A FLOP column: NaN everywhere when shapes were not recorded."""
     return lambda f: fn(f) if f.has_flops else [NAN] * len(f.order)
@@ -159,6 +176,10 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "cpu_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cpu_mem"])]),
     "self_cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.nodes.cuda_mem)]),
     "cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cuda_mem"])]),
+    "act_cpu_mem": _over_time(act_values, False),
+    "peak_cpu_mem": _over_time(peak_values, False),
+    "act_cuda_mem": _over_time(act_values, True),
+    "peak_cuda_mem": _over_time(peak_values, True),
     "params": lambda f: _params(f),
     "macs": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["macs"])]),
     "flops": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["flops"])]),
@@ -196,13 +217,15 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         unsupported_ops=unsupported_ops(builder) if has_flops else {},
         steps=steps,
         peak_cpu_mem=float(builder.peak[0]) if builder.memory else NAN,
-        peak_cuda_mem=float(builder.peak[1]) if builder.memory and builder.cuda else NAN,
+        # Device memory is recorded without device activities too (memory events alone).
+        peak_cuda_mem=float(builder.peak[1]) if builder.memory and (builder.cuda or any(k >= 0 for k in builder.ledger.devices)) else NAN,
         has_cuda=builder.cuda,
         has_memory=builder.memory,
         has_flops=has_flops,
         event_count=builder.event_count,
         gpu_busy_us=builder.device_busy_ns / US if builder.device_window_ns else NAN,
         gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
+        memory=memory_report(builder.ledger, builder.tensors, order, paths, columns["module"]) if builder.memory else {},
     )
 
 

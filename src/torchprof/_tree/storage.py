@@ -32,6 +32,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "event_count": tree.event_count,
         "gpu_busy_us": _jsonable(tree.gpu_busy_us),
         "gpu_window_us": _jsonable(tree.gpu_window_us),
+        "memory": tree.memory,
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -75,6 +76,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             event_count=int(data.get("event_count", 0)),
             gpu_busy_us=float(_from_json(data.get("gpu_busy_us"))),
             gpu_window_us=float(_from_json(data.get("gpu_window_us"))),
+            memory=_memory(data.get("memory"), n),
         )
         c = data.get("capture", {})
         recording = Recording(
@@ -87,6 +89,24 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
         raise TraceError(f"{where} is damaged: {exc!r}") from exc
     recording.meta.pop("source", None)
     return tree, recording
+
+
+def _memory(value: Any, rows: int) -> dict[str, Any]:
+    """The saved ``Tree.memory`` (empty from files of an older torchprof); its rows checked."""
+    if value is None:
+        return {}
+    memory = dict(value)
+    for peak in memory.get("devices", {}).values():
+        for key in ("row", "layer_row"):
+            row = peak.get(key)
+            if row is not None and not 0 <= int(row) < rows:
+                raise ValueError(f"memory peak row {row!r} is not a row of the tree")
+    for line in memory.get("timeline", {}).values():
+        if not all(0 <= r < rows for r in line["row"]):
+            raise ValueError("a memory timeline row is not a row of the tree")
+        if not len(line["time_us"]) == len(line["allocated"]) == len(line["row"]) == len(line["phase"]):
+            raise ValueError("the memory timeline's columns differ in length")
+    return memory
 
 
 def _plain(v: Any) -> bool:

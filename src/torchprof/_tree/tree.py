@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -31,6 +31,10 @@ class Tree:
     gpu_window_us: float = float("nan")
     """First device start to last device end (within the profiled span, summed over the cycles
     of a schedule): busy plus idle."""
+    memory: dict[str, Any] = field(default_factory=dict)
+    """Memory over time (with ``memory=True``; see :func:`~torchprof._tree.memory.memory_report`):
+    ``devices`` (per device name: the peak, when, in which row and phase, and what was alive
+    then) and ``timeline`` (per device name: ``time_us``, ``allocated``, ``row``, ``phase``)."""
 
     def __len__(self) -> int:
         return len(self.parent_index)
