@@ -123,6 +123,15 @@ def test_peak_at_names_the_deepest_node_its_layer_and_the_phase():
                           "phase": "backward", "bytes": 5100.0, "time_us": 130.0}}  # fmt: skip
 
 
+def test_the_summary_line_says_where_memory_peaked():
+    from torchprof._records import Recording
+    from torchprof._tree.summary import summarize
+    from torchprof._views.format import summary_line
+
+    line = summary_line(summarize(build(training_step_with_memory(), memory=True), Recording()))
+    assert "peak CPU mem 4.98 KB · cpu peak in Net.a (backward)" in line
+
+
 def test_the_breakdown_at_the_peak_adds_up_to_it():
     tree = build(training_step_with_memory(), memory=True)
     parts = tree.memory["devices"]["cpu"]["breakdown"]
@@ -170,6 +179,21 @@ def test_thinning_keeps_the_peak_the_ends_and_two_points_per_bucket():
     assert 6543 in keep and keep[0] == 0 and keep[-1] == 9999
     # each bucket keeps its lowest and highest point
     assert min(values[k] for k in keep) == min(values) and max(values[k] for k in keep) == 5000
+
+
+def test_the_widget_thins_a_line_exactly_as_python_does():
+    import subprocess
+
+    from conftest import REPO
+    from test_widget import node_binary
+
+    times = [i * 1.5 + (i % 3) for i in range(5000)]
+    values = [(i * 7919) % 997 + (3000 if i == 4321 else 0) for i in range(5000)]
+    script = ("import {downsampleMinMax} from './js/widget.js';"
+              f"console.log(JSON.stringify(downsampleMinMax({json.dumps(times)}, {json.dumps(values)}, 100)));")  # fmt: skip
+    out = subprocess.run([node_binary(), "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True,
+                         timeout=60, check=True)  # fmt: skip
+    assert json.loads(out.stdout) == minmax_thin(times, values, 100)
 
 
 def test_the_widget_gets_a_few_thousand_points_with_the_peak_and_the_phase_bands():

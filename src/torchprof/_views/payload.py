@@ -29,6 +29,7 @@ from .._vocab import (
     NodeKind,
 )
 from .format import summary_items
+from .memory import memory_payload
 
 FORMAT = "torchprof-1"
 MAGIC = b"TPF1"
@@ -124,6 +125,7 @@ def payload(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
         "summary": _clean(summary),
         "summary_items": summary_items(summary),
         "steps": _clean(tree.steps),
+        "memory": _clean(memory_payload(tree)),
     }
 
 
