@@ -468,3 +468,36 @@ def test_without_memory_the_memory_tables_say_how_to_get_them(mlp):
     with pytest.raises(ValueError, match=r"memory=True"):
         prof.memory_breakdown()
     assert "peak_at" not in prof.summary
+
+
+def test_with_a_schedule_the_peak_is_the_highest_cycles_and_kept_bytes_add_up_over_cycles():
+    import torch
+    from torch import nn
+
+    import torchprof
+
+    class Spiky(nn.Module):
+        def forward(self, x, spike: int):
+            t = torch.ones(spike)  # a temporary whose size changes per step
+            return x * x + t.sum()
+
+    net = Spiky()
+    x = torch.randn(8, 8, requires_grad=True)
+    spikes = [16, MB, 16, 3 * MB, 16, 2 * MB]  # floats; the warm-up steps are not recorded
+    schedule = torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=3)
+    with torchprof.Profiler(memory=True, schedule=schedule) as prof:
+        for spike in spikes:
+            net(x, spike).sum().backward()
+            prof.step()
+    at = prof.summary["peak_at"]["cpu"]
+    assert at["layer"] == "ProfilerStep#3/Spiky" and at["phase"] == "forward"
+    df = prof.df
+    steps = sorted(p for p in df.index if df.loc[p, "kind"] == "module")
+    assert steps == ["ProfilerStep#1/Spiky", "ProfilerStep#3/Spiky", "ProfilerStep#5/Spiky"]
+    peaks = df.loc[steps, "peak_cpu_mem"].tolist()
+    assert peaks[1] == max(peaks) == at["bytes"] and peaks[1] - peaks[0] >= 8 * MB
+    assert df.loc[steps, "act_cpu_mem"].tolist() == [8 * 8 * 4] * 3  # its output alone, each step
+    assert df.loc["profile", "act_cpu_mem"] == 3 * 8 * 8 * 4  # the steps add up
+    timeline = prof.memory_timeline()
+    assert timeline["time_us"].is_monotonic_increasing and timeline["allocated"].max() == at["bytes"]
+    assert prof.memory_breakdown().loc["temporary", "bytes"] >= 3 * 4 * MB
