@@ -102,6 +102,15 @@ def test_a_nodes_peak_is_the_highest_total_while_it_ran_forward_or_backward():
     assert tree.peak_cpu_mem == 5100
 
 
+def test_without_allocator_totals_the_peak_is_the_running_sum_of_what_was_seen():
+    """Traces whose memory events carry no ``Total Allocated`` (older torch): the peak is the
+    running sum, not 0."""
+    events = [dict(e, total=0) for e in training_step_with_memory()]
+    tree = build(events, memory=True)
+    assert tree.peak_cpu_mem == 5100
+    assert column(tree, "peak_cpu_mem")["Net.b"] == 3100
+
+
 def test_a_total_from_before_a_range_counts_in_its_peak():
     """A range that opens while bytes are allocated has at least that total, even if nothing
     is allocated inside it."""
