@@ -61,6 +61,7 @@
  * @property {Record<string, any>} [summary]
  * @property {[string, string, string][]} [summary_items]
  * @property {any[]} [steps]
+ * @property {any} [memory] the Memory view's data (_views/memory.py memory_payload)
  */
 
 /**
@@ -88,6 +89,7 @@
  * @property {[string, string, string][]} summaryItems
  * @property {any[]} steps
  * @property {Record<string, (string|null)[]>} lower lower-cased text columns, made on demand
+ * @property {MemoryData|null} memory the Memory view's data (null without memory=True)
  */
 
 /**
@@ -231,6 +233,7 @@ export function decodePayload(src) {
     spec: Object.fromEntries(vocab.columns.map((c) => [c.name, c])),
     layerCodes: new Set(vocab.layer_kinds.map((k) => vocab.kinds.indexOf(k))),
     summary: spec.summary || {}, summaryItems: spec.summary_items || [], steps: spec.steps || [],
+    memory: spec.memory || null,
     lower: {},
   };
 }
@@ -835,6 +838,181 @@ export function columnsFor(data) {
   return cols;
 }
 
+// -- the Memory view: pure geometry -----------------------------------------------------------
+//
+// A line of allocated bytes over the run (src/torchprof/_views/memory.py memory_payload) with
+// the forward/backward/optimizer bands, the peak marked, the layer under the cursor named; a
+// click selects that layer in the table. Everything here is plain arithmetic on arrays; the one
+// function that touches the DOM is mountMemory below.
+
+/**
+ * One device's line as the payload sends it.
+ * @typedef {object} MemorySeries
+ * @property {string} name "cpu" | "cuda:0" | ...
+ * @property {number[]} t µs since the run's first event
+ * @property {number[]} v bytes allocated after each event
+ * @property {number[]} row the layer row running then (what a click selects)
+ * @property {{t: number, v: number, row: number, phase: string}} [peak]
+ */
+
+/**
+ * The Memory view's data (payload `memory`).
+ * @typedef {object} MemoryData
+ * @property {MemorySeries[]} devices
+ * @property {[number, number, number][]} bands [start µs, end µs, phase code]
+ * @property {string[]} phases phase names by code
+ */
+
+/**
+ * Indices of the points to draw so that at most 2 * buckets remain: the time span is cut into
+ * equal buckets and each keeps its lowest and its highest point (in time order), so the peak
+ * always survives; the first and last points stay. Same rule as _tree/memory.py minmax_thin.
+ * `t` must be sorted. O(points).
+ * @param {ArrayLike<number>} t @param {ArrayLike<number>} v @param {number} buckets
+ * @returns {number[]}
+ */
+export function downsampleMinMax(t, v, buckets) {
+  const n = t.length;
+  if (n <= 2 * buckets || buckets < 1) return Array.from({ length: n }, (_, i) => i);
+  const t0 = t[0];
+  const span = t[n - 1] - t0 || 1;
+  const keep = [0];
+  let lo = -1;
+  let hi = -1;
+  let current = 0;
+  const flush = () => {
+    if (lo < 0) return;
+    if (lo === hi) keep.push(lo);
+    else keep.push(Math.min(lo, hi), Math.max(lo, hi));
+  };
+  for (let i = 1; i < n - 1; i++) {
+    const b = Math.min(buckets - 1, Math.floor(((t[i] - t0) * buckets) / span));
+    if (b !== current) {
+      flush();
+      lo = hi = -1;
+      current = b;
+    }
+    if (lo < 0 || v[i] < v[lo]) lo = i;
+    if (hi < 0 || v[i] > v[hi]) hi = i;
+  }
+  flush();
+  keep.push(n - 1);
+  return keep;
+}
+
+/**
+ * The chart's scales: time to x and bytes to y inside a box with padding.
+ * @typedef {object} MemoryScales
+ * @property {(t: number) => number} x
+ * @property {(v: number) => number} y
+ * @property {(x: number) => number} time the inverse of x
+ * @property {number} t0 @property {number} t1 @property {number} vmax
+ * @property {{left: number, right: number, top: number, bottom: number}} plot
+ */
+
+/**
+ * @param {MemorySeries} series @param {number} width @param {number} height
+ * @param {{left?: number, right?: number, top?: number, bottom?: number}} [pad]
+ * @returns {MemoryScales}
+ */
+export function memoryScales(series, width, height, pad = {}) {
+  const plot = { left: pad.left ?? 64, right: width - (pad.right ?? 12), top: pad.top ?? 10, bottom: height - (pad.bottom ?? 20) };
+  const t = series.t;
+  const t0 = t.length ? t[0] : 0;
+  const t1 = t.length ? t[t.length - 1] : 1;
+  const span = t1 - t0 || 1;
+  let vmax = 0;
+  for (const v of series.v) if (v > vmax) vmax = v;
+  if (series.peak && series.peak.v > vmax) vmax = series.peak.v;
+  vmax = vmax || 1;
+  const w = plot.right - plot.left;
+  const h = plot.bottom - plot.top;
+  return {
+    x: (time) => plot.left + ((time - t0) / span) * w,
+    y: (v) => plot.bottom - (Math.max(0, v) / vmax) * h,
+    time: (x) => t0 + ((x - plot.left) / (w || 1)) * span,
+    t0, t1, vmax, plot,
+  };
+}
+
+/**
+ * The SVG path of the line: a step after each event (the total holds until the next one),
+ * through the points `keep` picks. Coordinates rounded to 0.1 px.
+ * @param {MemorySeries} series @param {number[]} keep @param {MemoryScales} s
+ */
+export function memoryPath(series, keep, s) {
+  if (!keep.length) return "";
+  const r = (/** @type {number} */ v) => Math.round(v * 10) / 10;
+  const first = keep[0];
+  let d = `M${r(s.x(series.t[first]))},${r(s.y(series.v[first]))}`;
+  for (let k = 1; k < keep.length; k++) {
+    const i = keep[k];
+    d += `H${r(s.x(series.t[i]))}V${r(s.y(series.v[i]))}`;
+  }
+  return d + `H${r(s.plot.right)}`;
+}
+
+/**
+ * The phase bands as rectangles: {x, width, phase} in pixels, clipped to the plot, those under
+ * half a pixel left out.
+ * @param {[number, number, number][]} bands @param {string[]} phases @param {MemoryScales} s
+ */
+export function bandRects(bands, phases, s) {
+  const out = [];
+  for (const [start, end, code] of bands) {
+    const x0 = Math.max(s.plot.left, s.x(start));
+    const x1 = Math.min(s.plot.right, s.x(end));
+    if (x1 - x0 >= 0.5) out.push({ x: x0, width: x1 - x0, phase: phases[code] ?? "other" });
+  }
+  return out;
+}
+
+/**
+ * The point in effect at a time: the last event at or before it (-1 before the first).
+ * Binary search, O(log n).
+ * @param {ArrayLike<number>} t @param {number} time
+ */
+export function pointAt(t, time) {
+  let lo = 0;
+  let hi = t.length - 1;
+  if (hi < 0 || time < t[0]) return -1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (t[mid] <= time) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * What the readout says of point i: "12.3ms · 245 MB · ResNet.layer4.0.conv2 (backward)".
+ * @param {Data} data @param {MemorySeries} series @param {number} i @param {string} [phase]
+ */
+export function memoryReadout(data, series, i, phase) {
+  const row = series.row[i];
+  const where = row > 0 ? data.path[row] : data.path[0];
+  return `${formatTime(series.t[i])} · ${formatBytes(series.v[i])} · ${where}${phase ? ` (${phase})` : ""}`;
+}
+
+/**
+ * The phase in effect at a time, from the bands (null outside them).
+ * @param {MemoryData} memory @param {number} time
+ */
+export function phaseAt(memory, time) {
+  for (const [start, end, code] of memory.bands) if (time >= start && time <= end) return memory.phases[code] ?? null;
+  return null;
+}
+
+/**
+ * Paths to expand so that row `i` shows: its ancestors below the root.
+ * @param {Data} data @param {number} i
+ */
+export function ancestorPaths(data, i) {
+  const out = [];
+  for (let p = data.parent[i]; p > 0; p = data.parent[p]) out.push(data.path[p]);
+  return out.reverse();
+}
+
 // -- deltas (a comparison of two runs: torchprof.compare) -------------------------------------------
 
 /**
@@ -952,6 +1130,7 @@ function exactTitle(v, unit) {
  * @property {HTMLElement} sizer
  * @property {HTMLElement} grid
  * @property {HTMLElement} scroller
+ * @property {HTMLElement} memory the Memory view's box (hidden until its toggle is pressed)
  */
 
 /**
@@ -977,6 +1156,8 @@ function build(root, data, columns) {
     h("button", { type: "button", class: "tp-btn", "data-testid": "expand-all", text: "Expand all" }),
     h("button", { type: "button", class: "tp-btn", "data-testid": "collapse-all", text: "Collapse all" }),
     h("button", { type: "button", class: "tp-btn", "data-testid": "export-csv", title: "Download the rows shown as CSV", text: "Export CSV" }),
+    ...(data.memory ? [h("button", { type: "button", class: "tp-btn", "data-testid": "memory-toggle", "aria-pressed": "false",
+      title: "Allocated memory over the run: the peak, the forward/backward/optimizer phases, the layer under the cursor", text: "Memory" })] : []),
     rowCount);
   const head = h("div", { class: "tp-head" });
   for (const col of columns) {
@@ -987,8 +1168,9 @@ function build(root, data, columns) {
   const sizer = h("div", { class: "tp-sizer" }, rowsBox);
   const grid = h("div", { class: "tp-grid", role: "treegrid", "aria-label": "Profile tree" }, head, sizer);
   const scroller = h("div", { class: "tp-scroller", "data-testid": "scroller" }, grid);
-  root.replaceChildren(summary, controls, scroller);
-  return { summary, slider, sliderValue, ops, search, rowCount, head, rowsBox, sizer, grid, scroller };
+  const memory = h("div", { class: "tp-memory", "data-testid": "memory", hidden: true });
+  root.replaceChildren(summary, controls, memory, scroller);
+  return { summary, slider, sliderValue, ops, search, rowCount, head, rowsBox, sizer, grid, scroller, memory };
 }
 
 /**
@@ -1008,6 +1190,7 @@ function painter(parts, data, columns) {
   let view = { rows: [], hasKids: new Uint8Array(0) };
   let expandedSet = /** @type {Set<string>} */ (new Set());
   let version = 0;
+  let selected = -1; // the row a click in the Memory view selected
 
   /** @param {any} row @param {number} i */
   function fillRow(row, i) {
@@ -1019,7 +1202,9 @@ function painter(parts, data, columns) {
     row.setAttribute("aria-level", String(depth + 1));
     // Tag where backward work starts, not on every op inside it.
     const bwdRoot = data.backward[i] && !(data.parent[i] >= 0 && data.backward[data.parent[i]]);
-    row.className = `tp-row tp-k-${data.vocab.kinds[data.kind[i]]}${bwdRoot ? " tp-backward" : ""}${i === 0 ? " tp-root" : ""}`;
+    row.className = `tp-row tp-k-${data.vocab.kinds[data.kind[i]]}${bwdRoot ? " tp-backward" : ""}${i === 0 ? " tp-root" : ""}${i === selected ? " tp-selected" : ""}`;
+    if (i === selected) row.setAttribute("aria-selected", "true");
+    else row.removeAttribute("aria-selected");
     row.style.setProperty("--d", String(depth));
     const nameCell = row.firstElementChild;
     const slot = nameCell.firstElementChild;
@@ -1104,6 +1289,19 @@ function painter(parts, data, columns) {
     },
     resized() {
       headHeight = 0;
+      paint();
+    },
+    /** Mark row i as selected and scroll it into view (if it is shown). @param {number} i */
+    select(i) {
+      selected = i;
+      version++;
+      const at = view.rows.indexOf(i);
+      if (at >= 0) {
+        const top = headHeight + at * ROW_HEIGHT;
+        if (top < scroller.scrollTop + headHeight || top + ROW_HEIGHT > scroller.scrollTop + scroller.clientHeight) {
+          scroller.scrollTop = Math.max(0, top - headHeight - scroller.clientHeight / 3);
+        }
+      }
       paint();
     },
     rows: () => view.rows,
@@ -1191,6 +1389,27 @@ function handlers(root, model, data, parts, view, state) {
     if (resolveSort(data.vocab, st.sort_by) === key) change({ ascending: !st.ascending });
     else change({ sort_by: key, ascending: isTextColumn(data, key) });
   }
+  /** @type {(() => void) | null} */
+  let closeMemory = null;
+  /** Select row i in the table: open its ancestors, let the filters keep it, scroll to it.
+   * @param {number} i */
+  function select(i) {
+    /** @type {Record<string, any>} */
+    const values = { expanded: withPaths(model.get("expanded") || [], ancestorPaths(data, i)) };
+    if (!visibleRows(data, { ...state(), expanded: new Set(values.expanded) }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
+    change(values);
+    queueMicrotask(() => view.select(i)); // after the redraw the change scheduled
+  }
+  /** @param {HTMLElement} button */
+  function toggleMemory(button) {
+    if (closeMemory) {
+      closeMemory();
+      closeMemory = null;
+    } else {
+      closeMemory = mountMemory(parts.memory, data, select);
+    }
+    button.setAttribute("aria-pressed", String(closeMemory !== null));
+  }
   function exportCSV() {
     const blob = new Blob([toCSV(data, view.rows())], { type: "text/csv;charset=utf-8" });
     const url = URL.createObjectURL(blob);
@@ -1218,6 +1437,7 @@ function handlers(root, model, data, parts, view, state) {
       if (action === "expand-all") change({ expanded: allExpandable(data) });
       else if (action === "collapse-all") change({ expanded: [] });
       else if (action === "export-csv") exportCSV();
+      else if (action === "memory-toggle") toggleMemory(button);
     },
     /** @param {Event} event */
     keydown(event) {
@@ -1256,6 +1476,9 @@ function handlers(root, model, data, parts, view, state) {
       }
       change(values);
     },
+    dispose() {
+      closeMemory?.();
+    },
   };
 }
 
@@ -1293,6 +1516,166 @@ function bind(root, model, data, parts, view) {
     resize?.disconnect();
     for (const type of domEvents) root.removeEventListener(type, on[type]);
     parts.scroller.removeEventListener("scroll", view.paint);
+    on.dispose();
+  };
+}
+
+// -- the Memory view: the chart ----------------------------------------------------------------
+
+const MEMORY_HEIGHT = 180;
+/** @type {string|null} */
+let svgNamespace = null; // taken from a parsed <svg>: the report page must name no URL at all
+
+/**
+ * @param {string} tag @param {Record<string, string|number>} attrs
+ * @returns {SVGElement}
+ */
+function svg(tag, attrs) {
+  if (svgNamespace === null) {
+    const template = document.createElement("template");
+    template.innerHTML = "<svg></svg>"; // constant markup, no profile text
+    svgNamespace = /** @type {Element} */ (template.content.firstElementChild).namespaceURI;
+  }
+  const node = /** @type {SVGElement} */ (document.createElementNS(svgNamespace, tag));
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  return node;
+}
+
+/**
+ * Mounts the Memory view into `box` (the data's `memory` must be there): a device picker when
+ * there are several, the phase legend, a readout naming the layer under the cursor, and the
+ * chart. A click on the line, or on "Peak layer", calls `onSelect` with the layer's row.
+ * Returns the function that removes it.
+ * @param {HTMLElement} box @param {Data} data @param {(row: number) => void} onSelect
+ */
+function mountMemory(box, data, onSelect) {
+  const memory = /** @type {MemoryData} */ (data.memory);
+  let device = Math.max(0, memory.devices.findIndex((d) => d.name !== "cpu"));
+  const readout = h("span", { class: "tp-mem-readout", "data-testid": "memory-readout", "aria-live": "polite" });
+  const picker = h("span", { class: "tp-mem-devices" });
+  if (memory.devices.length > 1) {
+    memory.devices.forEach((d, k) => picker.append(h("button", { type: "button", class: "tp-btn", "data-device": k, text: d.name })));
+  }
+  const legend = h("span", { class: "tp-mem-legend" });
+  for (const code of new Set(memory.bands.map((b) => b[2]))) {
+    const phase = memory.phases[code];
+    legend.append(h("span", { class: `tp-mem-key tp-mem-${phase}` }), h("span", { text: phase + " " }));
+  }
+  const peakButton = h("button", { type: "button", class: "tp-btn", "data-testid": "memory-peak", title: "Select the layer running at the peak", text: "Peak layer" });
+  const chart = svg("svg", { class: "tp-mem-chart", "data-testid": "memory-chart", role: "img", height: MEMORY_HEIGHT });
+  box.replaceChildren(h("div", { class: "tp-mem-head" }, picker, legend, peakButton, readout), chart);
+  box.hidden = false;
+  /** @type {MemoryScales} */
+  let scales;
+  /** @type {MemorySeries} */
+  let series;
+  /** @type {SVGElement} */
+  let cursor;
+
+  function idle() {
+    const p = series.peak;
+    readout.textContent = p
+      ? `${series.name} peak ${formatBytes(p.v)} at ${formatTime(p.t)} in ${data.path[p.row]} (${p.phase}) · click the line to select a layer`
+      : series.name;
+  }
+
+  function draw() {
+    series = memory.devices[device];
+    const width = Math.max(240, Math.floor(box.clientWidth) || 800);
+    chart.setAttribute("width", String(width));
+    chart.setAttribute("viewBox", `0 0 ${width} ${MEMORY_HEIGHT}`);
+    scales = memoryScales(series, width, MEMORY_HEIGHT);
+    const { plot } = scales;
+    const keep = downsampleMinMax(series.t, series.v, Math.max(1, Math.floor(plot.right - plot.left)));
+    const parts = [];
+    for (const band of bandRects(memory.bands, memory.phases, scales)) {
+      parts.push(svg("rect", { class: `tp-mem-band tp-mem-${band.phase}`, x: band.x, y: plot.top, width: band.width, height: plot.bottom - plot.top }));
+    }
+    const label = (/** @type {string} */ text, /** @type {Record<string, string|number>} */ at) => {
+      const node = svg("text", { class: "tp-mem-axis", ...at });
+      node.textContent = text;
+      return node;
+    };
+    parts.push(svg("line", { class: "tp-mem-grid", x1: plot.left, x2: plot.right, y1: plot.bottom, y2: plot.bottom }));
+    parts.push(label(formatBytes(scales.vmax), { x: plot.left - 6, y: plot.top + 4, "text-anchor": "end" }));
+    parts.push(label("0 B", { x: plot.left - 6, y: plot.bottom, "text-anchor": "end" }));
+    parts.push(label(formatTime(scales.t0), { x: plot.left, y: MEMORY_HEIGHT - 4 }));
+    parts.push(label(formatTime(scales.t1), { x: plot.right, y: MEMORY_HEIGHT - 4, "text-anchor": "end" }));
+    parts.push(svg("path", { class: "tp-mem-line", "data-testid": "memory-line", d: memoryPath(series, keep, scales) }));
+    const p = series.peak;
+    if (p) {
+      const mark = svg("circle", { class: "tp-mem-peak", "data-testid": "memory-peak-mark", cx: scales.x(p.t), cy: scales.y(p.v), r: 4 });
+      const title = svg("title", {});
+      title.textContent = `peak ${formatBytes(p.v)}: ${data.path[p.row]} (${p.phase})`;
+      mark.append(title);
+      parts.push(mark);
+    }
+    cursor = svg("line", { class: "tp-mem-cursor", x1: 0, x2: 0, y1: plot.top, y2: plot.bottom, visibility: "hidden" });
+    parts.push(cursor);
+    chart.replaceChildren(...parts);
+    chart.setAttribute("aria-label", `Allocated memory over the run on ${series.name}` + (p ? `, peak ${formatBytes(p.v)}` : ""));
+    idle();
+  }
+
+  /** @param {MouseEvent} event */
+  function pointOf(event) {
+    const box = chart.getBoundingClientRect();
+    const x = event.clientX - box.left;
+    if (x < scales.plot.left || x > scales.plot.right) return -1;
+    return pointAt(series.t, scales.time(x));
+  }
+  /** @param {Event} event */
+  function move(event) {
+    const i = pointOf(/** @type {MouseEvent} */ (event));
+    if (i < 0) {
+      cursor.setAttribute("visibility", "hidden");
+      idle();
+      return;
+    }
+    const x = String(scales.x(series.t[i]));
+    cursor.setAttribute("x1", x);
+    cursor.setAttribute("x2", x);
+    cursor.setAttribute("visibility", "visible");
+    readout.textContent = memoryReadout(data, series, i, phaseAt(memory, series.t[i]) ?? undefined);
+  }
+  /** @param {Event} event */
+  function click(event) {
+    const i = pointOf(/** @type {MouseEvent} */ (event));
+    if (i >= 0 && series.row[i] > 0) onSelect(series.row[i]);
+  }
+  /** @param {Event} event */
+  function headClick(event) {
+    const button = /** @type {HTMLElement} */ (event.target).closest("button");
+    if (!button) return;
+    if (button === peakButton) {
+      if (series.peak && series.peak.row > 0) onSelect(series.peak.row);
+      return;
+    }
+    device = Number(button.dataset.device);
+    draw();
+  }
+  const head = /** @type {HTMLElement} */ (box.firstElementChild);
+  chart.addEventListener("mousemove", move);
+  chart.addEventListener("mouseleave", move);
+  chart.addEventListener("click", click);
+  head.addEventListener("click", headClick);
+  let width = box.clientWidth;
+  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => {
+    if (box.clientWidth !== width) {
+      width = box.clientWidth;
+      draw();
+    }
+  }) : null;
+  resize?.observe(box);
+  draw();
+  return () => {
+    resize?.disconnect();
+    chart.removeEventListener("mousemove", move);
+    chart.removeEventListener("mouseleave", move);
+    chart.removeEventListener("click", click);
+    head.removeEventListener("click", headClick);
+    box.replaceChildren();
+    box.hidden = true;
   };
 }
 

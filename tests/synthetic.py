@@ -16,12 +16,18 @@ KINDS = {"op": OP, "region": REGION, "module": MODULE, "runtime": RUNTIME, "kern
 
 def ev(kind: str, name: str, start: float, end: float, *, tid: Any = 1, seq: int = -1, fwd: int = 0,
        ext: int = 0, link: int = 0, corr: int = 0, nbytes: int = 0, cuda: bool = False,
-       shapes: list | None = None, concrete: list | None = None, type_: str = "Module") -> dict:
-    """One event; times in µs. Modules take their path as ``name``."""
+       shapes: list | None = None, concrete: list | None = None, type_: str = "Module",
+       addr: int = 0, total: int = 0, device: int | None = None) -> dict:
+    """One event; times in µs. Modules take their path as ``name``. Memory events: ``nbytes``
+    (negative: freed), ``addr`` of the block, the allocator's ``total`` after it, ``device``
+    index (default -1 for host memory, 0 with ``cuda``)."""
     if kind == "module":
         name = module_range_name(name, type_)
+    if device is None:
+        device = 0 if cuda else -1
     return {"kind": KINDS[kind], "name": name, "start": round(start * 1000), "end": round(end * 1000), "tid": tid, "seq": seq,
-                "fwd": fwd, "ext": ext, "link": link, "corr": corr, "nbytes": nbytes, "cuda": cuda, "shapes": shapes, "concrete": concrete}
+                "fwd": fwd, "ext": ext, "link": link, "corr": corr, "nbytes": nbytes, "cuda": cuda, "shapes": shapes, "concrete": concrete,
+                "addr": addr, "total": total, "device": device}
 
 
 def training_step():
@@ -60,7 +66,9 @@ def columns(events: list[dict]) -> EventColumns:
         cols.corr.append(e["corr"])
         cols.nbytes.append(e["nbytes"])
         cols.on_cuda.append(e["cuda"])
-        cols.mem_total.append(0)
+        cols.mem_total.append(e.get("total", 0))
+        cols.mem_addr.append(e.get("addr", 0))
+        cols.mem_device.append(e.get("device", -1))
     cols.inputs = lambda i: (events[i]["shapes"], events[i]["concrete"] or [None] * len(events[i]["shapes"])) if events[i]["shapes"] is not None else None
     return cols
 

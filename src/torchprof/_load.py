@@ -56,6 +56,7 @@ def _load_one(path: str, name: str | None, flops: bool) -> Profile:
             cuda=recorded.get("cuda", recording.meta["has_device"]),
             compiled=recording.compiled,
         )
+        builder.tensors = recording.tensors
         for cycle in recording.cycles:
             builder.add(cycle)
         recording.cycles = []  # the tree holds what is needed; drop the raw events

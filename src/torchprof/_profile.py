@@ -105,6 +105,26 @@ class Profile:
 
         return by_type(self.tree, depth)
 
+    def memory_timeline(self, device: str | None = None) -> pd.DataFrame:
+        """Allocated bytes over the run (``memory=True``): one row per allocation or free with
+        ``device`` (``cpu``, ``cuda:0``), ``time_us`` since the run's first event, ``allocated``
+        (the allocator's total after it), the deepest node running (``path``), the ``layer``
+        around it and the ``phase`` (forward, backward, optimizer, other). Runs longer than
+        50k events per device are thinned, keeping each time bucket's lowest and highest point."""
+        from ._views.memory import timeline_frame
+
+        return timeline_frame(self.tree, device)
+
+    def memory_breakdown(self, by: str = "category", device: str | None = None) -> pd.DataFrame:
+        """What was alive at the memory peak of ``device`` (default: the accelerator, else the
+        host): ``by="category"`` (parameter, gradient, optimizer_state, activation, temporary,
+        autograd_detail, other, with the source of each) or ``by="layer"`` (bytes per category
+        for each layer that allocated them, or owns the parameter they belong to). ``attrs``
+        names the peak, its phase and the node running then; ``summary["peak_at"]`` too."""
+        from ._views.memory import breakdown_frame
+
+        return breakdown_frame(self.tree, by, device)
+
     @property
     def summary(self) -> dict[str, Any]:
         """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs, and

@@ -198,6 +198,7 @@ class Profiler:
                 builder.modules.update(session.modules)
             recording.modules = builder.modules
             recording.compiled = builder.compiled.graphs
+            recording.tensors = builder.tensors = session.known_tensors()
             if opts.schedule is not None and block_wall_us is not None:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.

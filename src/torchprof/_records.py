@@ -180,6 +180,11 @@ class EventColumns:
     """Memory events: True for device memory, False for host memory."""
     mem_total: list[int] = field(default_factory=list)
     """Memory events: bytes allocated on that device right after the event (for the peak)."""
+    mem_addr: list[int] = field(default_factory=list)
+    """Memory events: the block's address, which pairs a free with its allocation (0: unknown).
+    Empty when the source records none; may be shorter than the events (indices past it: 0)."""
+    mem_device: list[int] = field(default_factory=list)
+    """Memory events: the device index, -1 for host memory (empty: device 0 for device memory)."""
     parent: list[int] | None = None
     """Index of each event's enclosing range, when the source already knows the nesting. Then
     the events are in pre-order with roots by start time and need no sorting."""
@@ -200,6 +205,25 @@ class EventColumns:
         return len(self.name)
 
 
+@dataclass(frozen=True)
+class KnownTensor:
+    """A tensor whose role the allocation events cannot tell, seen by the capture at one moment:
+    a parameter, a parameter's gradient or an optimizer state tensor."""
+
+    category: str
+    """``parameter``, ``gradient`` or ``optimizer_state`` (:data:`~torchprof._vocab.MEMORY_CATEGORIES`)."""
+    device: int
+    """-1 for host memory, else the device index (as ``EventColumns.mem_device``)."""
+    addr: int
+    """The address of its storage: the address of the allocation that holds it."""
+    nbytes: int
+    seen_ns: int | None
+    """When it was seen, on the profiler's clock (an optimizer step's end); None: when the
+    profiler stopped."""
+    module: str | None = None
+    """The module path owning the parameter it belongs to, where known."""
+
+
 @dataclass
 class Recording:
     """Everything one source (a live run, a trace file) tells besides the tree's events."""
@@ -215,3 +239,5 @@ class Recording:
     """Facts about the source (device names, distributed rank, file name, options recorded)."""
     compiled: dict[str, CompiledGraph] = field(default_factory=dict)
     """Compiled graphs by :func:`graph_key`: which layer each of their kernels computes."""
+    tensors: list[KnownTensor] = field(default_factory=list)
+    """Parameters, gradients and optimizer state the capture saw (for ``memory_breakdown``)."""

@@ -146,6 +146,8 @@ class TraceArg:
     BYTES = "Bytes"  #: memory events: bytes allocated (negative: freed)
     DEVICE_TYPE = "Device Type"  #: memory events: a c10::DeviceType
     TOTAL_ALLOCATED = "Total Allocated"  #: memory events: bytes allocated after the event
+    ADDR = "Addr"  #: memory events: the block's address (pairs a free with its allocation)
+    DEVICE_ID = "Device Id"  #: memory events: the device index (-1 for host memory)
     INPUT_DIMS = "Input Dims"
     CONCRETE_INPUTS = "Concrete Inputs"
 
@@ -190,6 +192,22 @@ RECOMPUTE = "(recompute)"
 #: the window issued it (its correlation id is older than every launch recorded, or it started
 #: before the first host event).
 LAUNCHED_BEFORE = "(launched before profiling)"
+#: Prefixes of the regions torch's optimizers record around ``step()`` and ``zero_grad()``
+#: (``Optimizer.step#AdamW.step``, ``Optimizer.zero_grad#AdamW.zero_grad``).
+OPTIMIZER_PREFIX = "Optimizer."
+OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
+ZERO_GRAD_PREFIX = "Optimizer.zero_grad#"
+#: The phases of a run, by code (the memory timeline, the moment of a memory peak): inside a
+#: module's forward, backward work, inside an ``Optimizer.`` region, anything else.
+PHASES: tuple[str, ...] = ("forward", "backward", "optimizer", "other")
+#: What the bytes alive at a memory peak are (``prof.memory_breakdown()``): torch's own categories
+#: (``torch.profiler._memory_profiler.Category``), ``input`` folded into ``other``.
+MEMORY_CATEGORIES: tuple[str, ...] = (
+    "parameter", "gradient", "optimizer_state", "activation", "temporary", "autograd_detail", "other",
+)  # fmt: skip
+#: Where ``prof.memory_breakdown(by="layer")`` puts bytes allocated before the profiled window
+#: that no known tensor explains (inputs, caches, tensors of earlier steps).
+BEFORE_PROFILING = "(allocated before profiling)"
 #: The row of device work inside the window whose launch names no op: a runtime call outside
 #: every range, or a correlation id that matches nothing recorded.
 DEVICE_WITHOUT_OP = "(device, no launching op)"
@@ -316,10 +334,14 @@ COLUMNS: tuple[Column, ...] = (
     _time("comm_exposed_cuda_us", "Comm exposed", "CUDA comm minus its overlapped part: time this row's communication ran with no compute beside it on its device.", family="cuda", percent_of="cuda_us"),
     _time("memcpy_cuda_us", "CUDA memcpy", "The memcpy/memset part of CUDA total: copies between host and device or between devices, fills, DMA transfers.", family="cuda", percent_of="cuda_us"),
     _time("idle_cuda_us", "CUDA idle", "Device idle time that ended with this node's work: every gap of the device window in which no stream of any device ran anything goes to the kernel that ended it (the device waited for that launch), so rows add up and the root's is `prof.summary['gpu_idle_us']`. Percentages are of the run's idle time.", family="cuda", percent_of="idle_cuda_us"),
-    Column("self_cpu_mem", "Self CPU mem", "bytes", "Host bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
-    Column("cpu_mem", "CPU mem", "bytes", "Host bytes allocated minus freed by the node and everything under it (with `memory=True`); NaN otherwise.", rollup="total", family="mem", sortable=True, threshold=True),
-    Column("self_cuda_mem", "Self CUDA mem", "bytes", "Device bytes allocated minus freed by the node itself (with `memory=True`).", rollup="self", family="mem", sortable=True, threshold=True),
-    Column("cuda_mem", "CUDA mem", "bytes", "Device bytes allocated minus freed by the node and everything under it (with `memory=True`).", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("self_cpu_mem", "Self CPU net", "bytes", "Net host bytes of the node itself: allocated minus freed inside it (with `memory=True`). Not what it holds: a layer whose forward tensors are freed in backward nets near zero; see `act_cpu_mem` and `peak_cpu_mem`.", rollup="self", family="mem", sortable=True, threshold=True),
+    Column("cpu_mem", "CPU net", "bytes", "Net host bytes of the node and everything under it: allocated minus freed (with `memory=True`); NaN otherwise. Not what it holds: a training step's forward allocations are freed in its backward, so this is near zero for the layers behind a peak.", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("self_cuda_mem", "Self CUDA net", "bytes", "Net device bytes of the node itself: allocated minus freed inside it (with `memory=True`); see `act_cuda_mem` and `peak_cuda_mem`.", rollup="self", family="mem", sortable=True, threshold=True),
+    Column("cuda_mem", "CUDA net", "bytes", "Net device bytes of the node and everything under it: allocated minus freed (with `memory=True`).", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("act_cpu_mem", "CPU kept", "bytes", "Host bytes a layer's forward allocated that are still alive when that forward ends: what it keeps for backward (its output included), summed over its calls. A parent counts what its children allocated once, when still alive at its own end; rows above layers add up their layers; NaN for ops, backward rows and sources without allocation addresses.", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("peak_cpu_mem", "CPU peak", "bytes", "The highest host bytes allocated in the whole process (the allocator's total, not only this node's) at any moment while the node ran, forward or backward.", family="mem", sortable=True),
+    Column("act_cuda_mem", "CUDA kept", "bytes", "Device bytes a layer's forward allocated that are still alive when that forward ends (as `act_cpu_mem`, on any accelerator).", rollup="total", family="mem", sortable=True, threshold=True),
+    Column("peak_cuda_mem", "CUDA peak", "bytes", "The highest device bytes allocated (the allocator's total of any one device) at any moment while the node ran, forward or backward.", family="mem", sortable=True),
     Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
     Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the recorded operator shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
     Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
@@ -341,7 +363,7 @@ VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "cpu_us_spread", "cpu_us_max_rank",
     "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
     "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
-    "cpu_mem", "cuda_mem", "flops", "params", "calls",
+    "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
 
 #: Columns by name.

@@ -30,12 +30,15 @@ test("CUDA, memory, FLOPs and params columns appear only when the profile has th
   const keys = (data) => columnsFor(data).map((c) => c.key);
   assert.deepEqual(keys(small()), ["name", "self_cpu_us", "cpu_us", "flops", "params", "calls"]);
   const gpu = decodePayload(payloadFrom([
-    { path: "p", name: "p", kind: "region", parent: -1, cpu_us: 1, cuda_us: 2, cpu_mem: 10, cuda_mem: 20 },
+    { path: "p", name: "p", kind: "region", parent: -1, cpu_us: 1, cuda_us: 2, cpu_mem: 10, cuda_mem: 20, act_cpu_mem: 10,
+      peak_cpu_mem: 30, act_cuda_mem: 20, peak_cuda_mem: 40 },
     { path: "p/m", name: "m", kind: "module", parent: 0, self_cpu_us: 1, cpu_us: 1, fwd_cpu_us: 0.5, bwd_cpu_us: 0.5,
-      self_cuda_us: 2, cuda_us: 2, bwd_cuda_us: 1, cpu_mem: 10, cuda_mem: 20 },
+      self_cuda_us: 2, cuda_us: 2, bwd_cuda_us: 1, cpu_mem: 10, cuda_mem: 20, act_cpu_mem: 10, peak_cpu_mem: 30,
+      act_cuda_mem: 20, peak_cuda_mem: 40 },
   ]));
+  // Memory: what each layer keeps and the peak while it ran, not the net columns (in prof.df).
   assert.deepEqual(keys(gpu), ["name", "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "self_cuda_us", "cuda_us",
-    "bwd_cuda_us", "cpu_mem", "cuda_mem", "calls"]);
+    "bwd_cuda_us", "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "calls"]);
 });
 
 test("the report's model: get/set, change events only on change, off, save_changes", () => {

@@ -308,6 +308,10 @@ class ModuleTracker:
                                             root=root is not None and root[1] == path,
                                             replica=bool(getattr(module, "_is_replica", False)))  # fmt: skip
 
+    def roots(self) -> list[tuple[Any, str]]:
+        """The root modules seen so far and their labels (the first part of their paths)."""
+        return [(module, label) for module, label, _ in list(self._roots.values())]
+
     def collect(self, submodules: bool = False) -> dict[str, ModuleInfo]:
         """Module facts gathered so far (also mid-run, for a schedule's completed cycle); with
         ``submodules``, also of every submodule of the roots, called or not (a compiled region

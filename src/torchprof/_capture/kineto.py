@@ -120,12 +120,16 @@ def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list
 
 def _read_memory(cols: EventColumns, flat: list[Any], memory: list[int]) -> None:
     n = len(flat)
-    cols.nbytes, cols.mem_total = [0] * n, [0] * n
+    cols.nbytes, cols.mem_total, cols.mem_addr, cols.mem_device = [0] * n, [0] * n, [0] * n, [0] * n
     for i in memory:
         ef = flat[i].extra_fields
         cols.nbytes[i] = ef.alloc_size
         cols.mem_total[i] = ef.total_allocated
-        cols.on_cuda[i] = ef.device.type != "cpu"
+        cols.mem_addr[i] = ef.ptr
+        device = ef.device
+        on_device = device.type != "cpu"
+        cols.on_cuda[i] = on_device
+        cols.mem_device[i] = (device.index or 0) if on_device else -1
 
 
 def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> None:

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._files import TraceError
-from .._records import CompiledGraph, EventColumns, ModuleInfo
+from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo
 from .._traces.rewrite import restore_names
 from . import compiled
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
 from .quiet import quiet_native_stderr
+from .tensors import TensorWatch
 
 if TYPE_CHECKING:
     import torch
@@ -114,6 +115,7 @@ class CaptureSession:
         self._trace_problems: list[str] = []  # why a cycle's trace could not be kept
         self._mangled: dict[tuple[int, int], str] | None = None  # real names of the unscheduled cycle's events
         self._compile_capture: contextlib.ExitStack | None = None
+        self._tensors: TensorWatch | None = None  # with memory=True: parameters, gradients, optimizer state
 
     @property
     def running(self) -> bool:
@@ -183,6 +185,9 @@ class CaptureSession:
             with quiet_native_stderr():
                 self._torch_profile.start()
             self._tracker.install(every_thread=self._every_thread)
+            if opts.memory:
+                self._tensors = TensorWatch()
+                self._tensors.install()
             self._sigint.raise_pending()
         except BaseException:
             self._sigint.pending = False  # the start is undone and this exception raised: that is the answer to it
@@ -216,8 +221,22 @@ class CaptureSession:
             steps.append(self._tracker.remove)  # closes ranges left open while the profiler still records
         if stop_torch:
             steps += [self._check_still_ours, self._stop_torch]
+        if self._tensors is not None:
+            steps.append(lambda: self._end_tensor_watch(look=stop_torch))
         steps += [lambda: self._make_sure_off(keep=stop_torch), self._end_compile_capture, self._release]
         run_all(steps)
+
+    def _end_tensor_watch(self, look: bool) -> None:
+        watch = self._tensors
+        if watch is None:
+            return
+        watch.remove()
+        if look and self._tracker is not None:
+            watch.at_stop(self._tracker.roots())
+
+    def known_tensors(self) -> list[KnownTensor]:
+        """Parameters, gradients and optimizer state seen during the run (``memory=True`` only)."""
+        return self._tensors.collect() if self._tensors is not None else []
 
     def _end_compile_capture(self) -> None:
         capture, self._compile_capture = self._compile_capture, None

@@ -168,6 +168,7 @@ class _EventReader:
         self.args_of: list[dict[str, Any]] = []
         self.facts: dict[str, Any] = {}
         self.torch_modules: list[int] = []  # torch's own "nn.Module: Linear_0" events
+        self.memory: list[tuple[int, int, int]] = []  # (event, address, device index) of memory events
         self.has_our_modules = False
         c = self.cols
         assert c.seq is not None
@@ -291,8 +292,10 @@ class _EventReader:
             add_link(0)
             add_corr(0)
         if kind == MEMORY:
+            on_device = _id(args, TraceArg.DEVICE_TYPE, 0) not in CPU_DEVICE_TYPES
+            self.memory.append((len(self.args_of), _id(args, TraceArg.ADDR, 0), _id(args, TraceArg.DEVICE_ID, 0 if on_device else -1)))
             add_nbytes(_id(args, TraceArg.BYTES, 0))
-            add_on_cuda(_id(args, TraceArg.DEVICE_TYPE, 0) not in CPU_DEVICE_TYPES)
+            add_on_cuda(on_device)
             add_mem_total(_id(args, TraceArg.TOTAL_ALLOCATED, 0))
         else:
             add_nbytes(0)
@@ -318,9 +321,19 @@ class _EventReader:
             return dims, _concrete(args.get(TraceArg.CONCRETE_INPUTS), len(dims))
 
         cols.inputs = inputs
+        if self.memory:
+            _read_memory_places(cols, len(args_of), self.memory)
         if "span" in self.facts:
             cols.span = self.facts["span"]
         return cols, self.facts
+
+
+def _read_memory_places(cols: EventColumns, n: int, memory: list[tuple[int, int, int]]) -> None:
+    """The address and device index columns, from each memory event's (checked) arguments."""
+    cols.mem_addr, cols.mem_device = [0] * n, [0] * n
+    for i, addr, device in memory:
+        cols.mem_addr[i] = addr
+        cols.mem_device[i] = device
 
 
 def _thread(e: dict[str, Any], field: str) -> Any:

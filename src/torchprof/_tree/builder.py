@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from .._records import CompiledGraph, CompiledKernel, EventColumns, ModuleInfo, parse_module_range
+from .._records import CompiledGraph, CompiledKernel, EventColumns, KnownTensor, ModuleInfo, parse_module_range
 from .._vocab import (
     BACKWARD_PREFIX,
     COMPILED_BACKWARD,
@@ -28,6 +28,7 @@ from .backward import ForwardIndex
 from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
 from .finish import finish_tree
+from .memory import MemoryLedger
 from .nesting import nest
 from .nodes import (
     KEY_COMPILED_BACKWARD,
@@ -76,7 +77,9 @@ class TreeBuilder:
         self.formula_errors: dict[str, int] = {}  # ops whose formula failed on their arguments
         self.steps: list[dict[str, Any]] = []
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
-        self._live = [0, 0]
+        # Kept bytes, peaks, the timeline and what the peak is made of (see torchprof._tree.memory).
+        self.ledger = MemoryLedger(self.nodes)
+        self.tensors: list[KnownTensor] = []  # parameters, gradients, optimizer state the capture saw
         self.event_count = 0
         self.device_busy_ns = 0  # union of device intervals, summed over cycles
         self.device_window_ns = 0  # first device start to last device end, summed over cycles
@@ -145,6 +148,7 @@ class TreeBuilder:
         node_of, runtime_by_corr, flop_ops, mem_events = self._place(ev, order, parent_ev)
         self._count_flops(ev, flop_ops, node_of)
         self._add_memory(ev, mem_events, node_of)
+        self._add_memory_over_time(ev, mem_events, node_of)
         self._add_device(ev, node_of, runtime_by_corr)
         self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
 
@@ -495,24 +499,21 @@ class TreeBuilder:
         self.memory = True
         cpu_mem, cuda_mem = self.nodes.cpu_mem, self.nodes.cuda_mem
         nbytes, on_cuda = ev.nbytes, ev.on_cuda
-        totals = ev.mem_total if len(ev.mem_total) == len(ev) else None
-        peak = self.peak
         for i in mem_events:
-            b = nbytes[i]
-            dev = 1 if on_cuda[i] else 0
-            if dev:
-                cuda_mem[node_of[i]] += b
+            if on_cuda[i]:
+                cuda_mem[node_of[i]] += nbytes[i]
             else:
-                cpu_mem[node_of[i]] += b
-            # The peak is the allocator's own running total where the source records it;
-            # otherwise the running sum of what this profile saw allocated.
-            if totals is not None:
-                live = totals[i]
-            else:
-                self._live[dev] += b
-                live = self._live[dev]
-            if live > peak[dev]:
-                peak[dev] = live
+                cpu_mem[node_of[i]] += nbytes[i]
+
+    def _add_memory_over_time(self, ev: EventColumns, mem_events: list[int], node_of: list[int]) -> None:
+        """Stage 4a': memory over time (:class:`~torchprof._tree.memory.MemoryLedger`): what each
+        layer's forward keeps, the highest total while each node ran, the peak per device (the
+        allocator's own running total where the source records it, else the running sum of what
+        this profile saw allocated) and what is alive then, and the timeline."""
+        if not mem_events:
+            return
+        self.ledger.add_cycle(ev, mem_events, node_of)
+        self.peak = self.ledger.peak_pair()
 
     def _add_device(self, ev: EventColumns, node_of: list[int], runtime_by_corr: dict[int, int]) -> None:
         """Stage 4b: kernels, memcpys and memsets go under the op that launched them: the op

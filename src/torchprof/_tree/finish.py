@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, RANK_COLUMNS, STEP_PREFIX, EventKind
 from . import device_time as _device
 from . import flops as _flops
+from .memory import act_values, memory_report, peak_values
 from .modules import root_modules
 from .nodes import Nodes
 from .tree import Tree
@@ -138,6 +139,22 @@ def _mem(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list[Any
     return lambda f: fn(f) if f.builder.memory else [NAN] * len(f.order)
 
 
+def _over_time(values: Callable[[Any, bool], list[float | None]], device: bool) -> Callable[[Finishing], list[Any]]:
+    """A column of memory over time (:mod:`~torchprof._tree.memory`): NaN everywhere without
+    memory events of its kind (host or device), and where a node has no value. Kept bytes need
+    allocation addresses too (to pair each free with its allocation)."""
+
+    def compute(f: Finishing) -> list[Any]:
+        ledger = f.builder.ledger
+        has = any((k >= 0) == device for k in ledger.devices)
+        if not has or (values is act_values and not ledger.has_addresses):
+            return [NAN] * len(f.order)
+        per_node = values(ledger, device)
+        return [NAN if (v := per_node[nid]) is None else v for nid in f.order]
+
+    return compute
+
+
 def _counted(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list[Any]]:
     """A FLOP column: NaN everywhere when shapes were not recorded."""
     return lambda f: fn(f) if f.has_flops else [NAN] * len(f.order)
@@ -176,6 +193,10 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "cpu_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cpu_mem"])]),
     "self_cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.nodes.cuda_mem)]),
     "cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cuda_mem"])]),
+    "act_cpu_mem": _over_time(act_values, False),
+    "peak_cpu_mem": _over_time(peak_values, False),
+    "act_cuda_mem": _over_time(act_values, True),
+    "peak_cuda_mem": _over_time(peak_values, True),
     "params": lambda f: _params(f),
     "macs": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["macs"])]),
     "flops": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["flops"])]),
@@ -216,7 +237,8 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         unsupported_ops=unsupported_ops(builder) if has_flops else {},
         steps=steps,
         peak_cpu_mem=float(builder.peak[0]) if builder.memory else NAN,
-        peak_cuda_mem=float(builder.peak[1]) if builder.memory and builder.cuda else NAN,
+        # Device memory is recorded without device activities too (memory events alone).
+        peak_cuda_mem=float(builder.peak[1]) if builder.memory and (builder.cuda or any(k >= 0 for k in builder.ledger.devices)) else NAN,
         has_cuda=builder.cuda,
         has_memory=builder.memory,
         has_flops=has_flops,
@@ -225,6 +247,7 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
         gpu_time_us=gpu_time(builder),
         comm_us=builder.comm_ns / US,
+        memory=memory_report(builder.ledger, builder.tensors, order, paths, columns["module"]) if builder.memory else {},
     )
 
 

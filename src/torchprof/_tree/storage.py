@@ -36,6 +36,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "comm_us": _jsonable(tree.comm_us),
         "ranks": tree.ranks,
         "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
+        "memory": tree.memory,
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -83,6 +84,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             comm_us=float(_from_json(data.get("comm_us"))),
             ranks=list(data.get("ranks", [])),
             by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
+            memory=_memory(data.get("memory"), n),
         )
         c = data.get("capture", {})
         recording = Recording(
@@ -95,6 +97,24 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
         raise TraceError(f"{where} is damaged: {exc!r}") from exc
     recording.meta.pop("source", None)
     return tree, recording
+
+
+def _memory(value: Any, rows: int) -> dict[str, Any]:
+    """The saved ``Tree.memory`` (empty from files of an older torchprof); its rows checked."""
+    if value is None:
+        return {}
+    memory = dict(value)
+    for peak in memory.get("devices", {}).values():
+        for key in ("row", "layer_row"):
+            row = peak.get(key)
+            if row is not None and not 0 <= int(row) < rows:
+                raise ValueError(f"memory peak row {row!r} is not a row of the tree")
+    for line in memory.get("timeline", {}).values():
+        if not all(0 <= r < rows for r in line["row"]):
+            raise ValueError("a memory timeline row is not a row of the tree")
+        if not len(line["time_us"]) == len(line["allocated"]) == len(line["row"]) == len(line["phase"]):
+            raise ValueError("the memory timeline's columns differ in length")
+    return memory
 
 
 def _plain(v: Any) -> bool:

@@ -58,8 +58,25 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "events": tree.event_count,
         "nodes": len(tree),
     }
+    if tree.has_memory:
+        out["peak_at"] = peak_at(tree)
     if "interrupted" in recording.meta:
         out["interrupted"] = recording.meta["interrupted"]
     if recording.meta.get("warnings"):
         out["warnings"] = list(recording.meta["warnings"])  # what the profile is known to miss
+    return out
+
+
+def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
+    """Per device (``cpu``, ``cuda:0``, ...): where the run's memory peaked. ``path`` is the
+    deepest node running at that moment (often the op that allocated), ``layer`` the layer
+    around it (a module, or a region such as ``Optimizer.step#AdamW.step``; None outside every
+    layer), ``phase`` forward, backward, optimizer or other, ``bytes`` the peak, ``time_us``
+    since the run's first event."""
+    paths = tree.columns["path"]
+    out: dict[str, dict[str, Any]] = {}
+    for device, peak in tree.memory.get("devices", {}).items():
+        layer = peak.get("layer_row")
+        out[device] = {"path": paths[peak["row"]], "layer": paths[layer] if layer is not None else None,
+                       "phase": peak["phase"], "bytes": peak["peak"], "time_us": peak["time_us"]}  # fmt: skip
     return out

@@ -44,6 +44,10 @@ class Tree:
     for one source."""
     by_rank: list[dict[str, Any]] = field(default_factory=list)
     """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
+    memory: dict[str, Any] = field(default_factory=dict)
+    """Memory over time (with ``memory=True``; see :func:`~torchprof._tree.memory.memory_report`):
+    ``devices`` (per device name: the peak, when, in which row and phase, and what was alive
+    then) and ``timeline`` (per device name: ``time_us``, ``allocated``, ``row``, ``phase``)."""
 
     def __len__(self) -> int:
         return len(self.parent_index)

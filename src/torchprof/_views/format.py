@@ -138,6 +138,10 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     add("achieved", get("flops_per_s"), rate(get("flops_per_s")), "FLOPs divided by wall time")
     add("peak CPU mem", get("peak_cpu_mem"), nbytes(get("peak_cpu_mem")), "Peak host memory allocated during the run")
     add("peak CUDA mem", get("peak_cuda_mem"), nbytes(get("peak_cuda_mem")), "Peak device memory allocated during the run")
+    for device, at in (s.get("peak_at") or {}).items():
+        where = at.get("layer") or at.get("path")
+        items.append((f"{device} peak in", f"{where} ({at.get('phase')})",
+                      f"The layer running when {device} memory peaked ({nbytes(at.get('bytes', nan))}); deepest node: {at.get('path')}"))  # fmt: skip
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
     for text in s.get("warnings") or ():

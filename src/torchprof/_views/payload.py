@@ -31,6 +31,7 @@ from .._vocab import (
     NodeKind,
 )
 from .format import summary_items
+from .memory import memory_payload
 
 FORMAT = "torchprof-1"
 MAGIC = b"TPF1"
@@ -139,6 +140,7 @@ def payload(
         "summary": _clean(summary),
         "summary_items": summary_items(summary) if items is None else items,
         "steps": _clean(tree.steps),
+        "memory": _clean(memory_payload(tree)),
     }
 
 
