@@ -149,7 +149,7 @@ def test_view_options_become_widget_state(ip, monkeypatch, capsys):
     shown = []
     monkeypatch.setattr(_magic, "_has_widget_frontend", lambda shell: True)
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
-    monkeypatch.setattr(torchprof.Profile, "widget", lambda self, **state: ("widget", state))
+    monkeypatch.setattr(torchprof.Result, "widget", lambda self, **state: ("widget", state))
     ip.run_cell_magic("torchprof", "--min-pct 2.5 --sort bwd_cpu_us --ops --depth 2", "model(x)")
     # --depth 2: rows at depth 0 and 1 that have children are expanded, so depth 2 shows
     assert shown == [("widget", {"min_pct": 2.5, "sort_by": "bwd_cpu_us", "show_ops": True, "expanded": ["cell", "model"]})]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from synthetic import columns, ev, training_step
-from torchprof._profile import Profile
+from torchprof._profile import Result
 from torchprof._records import ModuleInfo, Recording
 from torchprof._tree.builder import TreeBuilder
 from torchprof._views import format as fmt
@@ -39,12 +39,12 @@ def node_binary() -> str:
 
 
 def profile_from(events: list[dict], modules: dict[str, ModuleInfo] | None = None, wall_us: float | None = None,
-                 **options: Any) -> Profile:  # fmt: skip
-    """A Profile over hand-written events (no torch run)."""
+                 **options: Any) -> Result:  # fmt: skip
+    """A Result over hand-written events (no torch run)."""
     modules = modules or {}
     builder = TreeBuilder(modules=modules, **options)
     builder.add(columns(events))
-    return Profile(builder.finish(), Recording(modules=modules, wall_us=wall_us))
+    return Result(builder.finish(), Recording(modules=modules, wall_us=wall_us))
 
 
 def mixed_events() -> list[dict]:
@@ -91,7 +91,7 @@ MIXED_MODULES = {
 }  # fmt: skip
 
 
-def crosscheck_trees() -> list[tuple[str, Profile]]:
+def crosscheck_trees() -> list[tuple[str, Result]]:
     return [
         ("mixed", profile_from(mixed_events(), MIXED_MODULES, wall_us=170.0, memory=True, cuda=True)),
         ("training_step", profile_from(training_step(), wall_us=220.0)),
@@ -214,11 +214,11 @@ def test_committed_vocabulary_fixture_is_the_registry():
 
 # -- state ----------------------------------------------------------------------------------------
 @pytest.fixture
-def prof() -> Profile:
+def prof() -> Result:
     return profile_from(mixed_events(), MIXED_MODULES, wall_us=170.0, memory=True, cuda=True)
 
 
-def _paths(prof: Profile, rows: list[int]) -> list[str]:
+def _paths(prof: Result, rows: list[int]) -> list[str]:
     return [prof.tree.columns["path"][i] for i in rows]
 
 
@@ -387,8 +387,8 @@ def test_report_is_one_self_contained_file_with_escaped_data(prof, tmp_path):
     evil = profile_from([ev("module", "Net", 0, 10, type_="Net"), ev("region", "</script><script>alert(1)</script>", 2, 8),
                          ev("region", "line\u2028sep & <!-- x", 8, 9)])  # fmt: skip
     path = tmp_path / "report.html"
-    html = evil.to_html(str(path), min_pct=0, sort_by="name")
-    assert path.read_text(encoding="utf-8") == html
+    assert evil.to_html(str(path), min_pct=0, sort_by="name") == str(path)
+    html = path.read_text(encoding="utf-8")
     assert html.count("<script") == 2 and html.count("</script>") == 2, "profile text must not open or close scripts"
     assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in html
     assert "\u2028" not in html and "<!--" not in html

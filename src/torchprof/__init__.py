@@ -2,7 +2,8 @@
 
 ``with torchprof.Profiler() as prof: ...`` then ``prof.df``, ``print(prof)`` or ``display(prof)``;
 ``torchprof.load_trace(path)`` opens traces recorded elsewhere; ``%load_ext torchprof`` adds the
-``%%torchprof`` cell magic.
+``%%torchprof`` cell magic. A run's profile is a :class:`Result`; :class:`Profile` is the 2020
+torchprof API (``with torchprof.Profile(model, use_cuda=True) as prof``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from typing import Any
 
 from ._capture.session import ProfilerError, ProfilerWarning
 from ._files import TraceError
+from ._legacy import Profile
 from ._load import load, load_trace
-from ._profile import Profile
+from ._profile import Result
 from ._profiler import Profiler, profile
 
 __version__ = "0.1.0"
@@ -23,6 +25,7 @@ __all__ = [
     "Profiler",
     "ProfilerError",
     "ProfilerWarning",
+    "Result",
     "TraceError",
     "load",
     "load_ipython_extension",

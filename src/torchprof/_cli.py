@@ -25,7 +25,7 @@ from ._options import OutputError, check_output_paths, options_end, state_from_o
 from ._views.format import printable
 
 if TYPE_CHECKING:
-    from ._profile import Profile
+    from ._profile import Result
     from ._profiler import Profiler
 
 DEMO = "demo"
@@ -173,7 +173,7 @@ def _profiler(args: argparse.Namespace, name: str) -> Profiler:
                     flops=args.flops, name=name)  # fmt: skip
 
 
-def _report(prof: Profile, args: argparse.Namespace, *, title: str) -> int:
+def _report(prof: Result, args: argparse.Namespace, *, title: str) -> int:
     """Print the summary line and the tree; write the requested files. 0, or 1 if a file failed."""
     print(printable(title))
     print(prof.summary_line())

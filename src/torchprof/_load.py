@@ -6,13 +6,13 @@ import os
 
 from ._files import read_json
 from ._gc import paused_gc
-from ._profile import Profile
+from ._profile import Result
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.storage import from_json
 
 
-def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: bool = True) -> Profile:
+def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: bool = True) -> Result:
     """Read a torch.profiler chrome trace (``.json`` or ``.json.gz``) into the layer tree.
 
     Works on traces from any machine (a GPU cluster, one rank of a DDP job): operators, regions,
@@ -37,10 +37,10 @@ def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: 
         if name:
             recording.label = name
         source = os.fspath(path)
-        return Profile(builder.finish(), recording, trace_files=lambda: [source])
+        return Result(builder.finish(), recording, trace_files=lambda: [source])
 
 
-def load(path: str | os.PathLike[str]) -> Profile:
+def load(path: str | os.PathLike[str]) -> Result:
     """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
     tree, recording = from_json(read_json(path), os.fspath(path))
-    return Profile(tree, recording)
+    return Result(tree, recording)

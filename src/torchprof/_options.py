@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._profile import Profile
+    from ._profile import Result
 
 _NEGATIVE_NUMBER = re.compile(r"-\d.*")
 
@@ -49,7 +49,7 @@ def check_output_paths(**paths: str | None) -> None:
             raise OutputError(f"--{option} {path}: that is a folder, not a file name")
 
 
-def state_from_options(prof: Profile, *, min_pct: float | None = None, sort_by: str | None = None,
+def state_from_options(prof: Result, *, min_pct: float | None = None, sort_by: str | None = None,
                        show_ops: bool = False, depth: int | None = None) -> dict[str, Any]:  # fmt: skip
     """Widget / HTML state for the view options that were given (the widget's defaults for the
     rest). ``depth`` N expands every row above depth N, so rows down to depth N show."""
@@ -67,7 +67,7 @@ def state_from_options(prof: Profile, *, min_pct: float | None = None, sort_by: 
     return state
 
 
-def write_outputs(prof: Profile, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
+def write_outputs(prof: Result, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
                   state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
     """Write the requested files; the paths written. Every file is attempted; failures are
     collected into one :class:`OutputError`."""

@@ -278,6 +278,12 @@ VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "self_cuda_us", "cuda_us",
     "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cpu_mem", "cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
+#: The view columns a terminal table drops first, in this order, when it must fit a width (the
+#: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
+NARROW_DROP_ORDER: tuple[str, ...] = (
+    "other_cuda_us", "other_cpu_us", "params", "flops", "fwd_cuda_us", "fwd_cpu_us", "calls", "bwd_cuda_us",
+    "cuda_mem", "cpu_mem", "self_cuda_us",
+)  # fmt: skip
 
 #: Columns by name.
 COLUMN: dict[str, Column] = {c.name: c for c in COLUMNS}
