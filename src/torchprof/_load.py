@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from ._files import read_json
+from ._files import read_head, read_json
 from ._gc import paused_gc
 from ._profile import Result
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
-from ._tree.storage import from_json
+from ._tree.storage import SAVED_PROFILE_START, from_json
 
 
 def load_trace(path: str | os.PathLike[str], *, name: str | None = None, flops: bool = True) -> Result:
@@ -44,3 +44,11 @@ def load(path: str | os.PathLike[str]) -> Result:
     """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
     tree, recording = from_json(read_json(path), os.fspath(path))
     return Result(tree, recording)
+
+
+def open_profile_file(path: str | os.PathLike[str], *, flops: bool = True) -> tuple[Result, str]:
+    """A saved profile (``prof.save``) or a chrome trace, told apart by the first bytes of the
+    file, and which one it was (``"a saved profile"``, ``"a chrome trace"``)."""
+    if SAVED_PROFILE_START.match(read_head(path)):
+        return load(path), "a saved profile"
+    return load_trace(path, flops=flops), "a chrome trace"

@@ -67,6 +67,19 @@ def state_from_options(prof: Result, *, min_pct: float | None = None, sort_by: s
     return state
 
 
+def expanded_like_table(prof: Result, *, min_pct: float, sort_by: str | None, show_ops: bool,
+                        max_depth: int | None) -> list[str]:  # fmt: skip
+    """The ``expanded`` state under which a report or widget shows the rows the terminal table
+    showed with these options: every shown row that has a shown child is open."""
+    from ._views.rows import visible_rows
+
+    tree = prof.tree
+    rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by, show_ops=show_ops, max_depth=max_depth)
+    parent, paths = tree.parent_index, tree.columns["path"]
+    with_shown_child = {parent[r] for r in rows[1:]}
+    return [paths[r] for r in rows if r in with_shown_child]
+
+
 def write_outputs(prof: Result, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
                   state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
     """Write the requested files; the paths written. Every file is attempted; failures are
