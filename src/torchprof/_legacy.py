@@ -159,6 +159,14 @@ class Profile(Profiler):
     def __repr__(self) -> str:
         return _DISABLED if not self.enabled else super().__repr__()
 
+    def _ipython_display_(self) -> None:
+        if not self.enabled:
+            from IPython.display import display
+
+            display({"text/plain": _DISABLED}, raw=True)
+            return
+        super()._ipython_display_()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         if not self.enabled:
             return {"text/plain": _DISABLED}

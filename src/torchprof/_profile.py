@@ -170,10 +170,18 @@ class Result:
 
         return ProfileWidget(self.tree, self.summary, **state)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ._views.widget import mimebundle
+    def _ipython_display_(self) -> None:
+        """``display(prof)`` and ``prof`` ending a cell: the static table, and the widget where a
+        kernel can run it (see :func:`torchprof._views.widget.show`)."""
+        from ._views.widget import show
 
-        return mimebundle(self.tree, self.summary)
+        show(self.tree, self.summary)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # For tools that ask for a rich repr themselves (IPython uses _ipython_display_).
+        from ._views.widget import static_bundle
+
+        return static_bundle(self.tree, self.summary)
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **state: Any) -> str:
         """A self-contained interactive HTML report (no kernel, no network), opening with the

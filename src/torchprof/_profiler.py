@@ -223,8 +223,18 @@ class Profiler:
             return getattr(self.result, name)
         raise AttributeError(f"'Profiler' object has no attribute {name!r}")
 
+    def _ipython_display_(self) -> None:
+        if self._result is None:  # not run yet, or still running: say so rather than raise
+            from IPython.display import display
+
+            display({"text/plain": repr(self)}, raw=True)
+            return
+        self._result._ipython_display_()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        return self.result._repr_mimebundle_(include, exclude)
+        if self._result is None:
+            return {"text/plain": repr(self)}
+        return self._result._repr_mimebundle_(include, exclude)
 
     def __str__(self) -> str:
         return str(self.result)

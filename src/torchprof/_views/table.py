@@ -72,7 +72,7 @@ def render_table(
     hidden = len(shown(0)) - len(rows) if min_pct > 0 else 0  # what the threshold alone hid
     cols = tree.columns
     sort_key = resolve_sort(sort_by)
-    prefixes, names = _guides(tree, rows)
+    prefixes, names = tree_guides(tree, rows)
     types = [_type_text(cols, r) for r in rows]
     layout = _fit(tree, rows, view_columns(tree, show_ops), sort_key, prefixes, names, types,
                   max_name=max_name, width=width)  # fmt: skip
@@ -109,7 +109,7 @@ def render_table(
     return "\n".join(out)
 
 
-def _guides(tree: Tree, rows: list[int]) -> tuple[list[str], list[str]]:
+def tree_guides(tree: Tree, rows: list[int]) -> tuple[list[str], list[str]]:
     """Each row's tree guides (``│ ├──``) and its printable name.
 
     A row's prefix is built from whether each of its ancestors is a last child. Only the
