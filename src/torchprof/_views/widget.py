@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-
 def _trait(key: StateKey) -> traitlets.TraitType:
     if key.type == "float":
         trait: traitlets.TraitType = traitlets.Float(key.default, help=key.about)
