@@ -8,17 +8,20 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+#: The real GPU traces: ``../shared/traces`` beside the repository, or ``$TORCHPROF_SHARED/traces``
+#: (pointing it at an empty folder shows what a fresh clone, with nothing beside it, does).
+SHARED_TRACES = Path(os.environ.get("TORCHPROF_SHARED") or REPO.parent / "shared") / "traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def shared_trace(name: str) -> Path:
-    """A real trace from ../shared/traces; missing traces fail in CI and skip locally."""
+    """A real trace from the shared traces. A missing one fails in CI (which must run them) and
+    is skipped, saying why, anywhere else: a fresh clone has no ``../shared``."""
     path = SHARED_TRACES / name
     if not path.exists():
         if IN_CI:
             pytest.fail(f"{path} is missing: CI must run with ../shared beside the repository")
-        pytest.skip(f"{path} not present")
+        pytest.skip(f"real-trace test: {path} is not here (a clone has no ../shared; CI runs these tests)")
     return path
 
 

@@ -299,7 +299,11 @@ def append_and_run_cell(page: Page, code: str) -> int:
 
 
 def cell(page: Page, index: int) -> Locator:
-    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+    """Cell ``index`` of the notebook in front. JupyterLab restores the tabs a test before left
+    open (hidden behind this one), so cells are counted in the current panel only."""
+    panel = page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.id")
+    scope = f'[id="{panel}"] ' if panel else ""
+    return page.locator(f"{scope}.jp-Notebook .jp-Cell").nth(index)
 
 
 STDOUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]'

@@ -37,7 +37,8 @@ fi
 # typescript (pinned in js/package-lock.json) checks the front end's JSDoc types; nothing is bundled.
 (cd js && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
-export CI=${CI:-true}  # browser and notebook tests must run, never skip
+# CI (.ci/run) sets CI=true: then the tests on the real traces in ../shared must run. Without it
+# (a fresh clone, nothing beside it) they are skipped, each saying why; everything else runs.
 echo "== lint and types: ruff, mypy, tsc"
 .venv/bin/ruff check src tests
 .venv/bin/python -m mypy

@@ -291,3 +291,91 @@ def test_trace_file_written_by_the_cli_is_valid_json(tmp_path):
     assert done.returncode == 0, done.stderr
     events = json.loads(trace.read_text())["traceEvents"]
     assert any(e.get("name") == "nn.Module: Net.fc1 [Linear]" and e.get("ph") == "X" for e in events)
+
+
+# -- FILE: a trace or a saved profile is opened, not run ---------------------------------------------------
+TRACE_EVENTS = [
+    {"ph": "X", "cat": "user_annotation", "name": "train_step", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 60, "args": {}},
+    {"ph": "X", "cat": "user_annotation", "name": "data_loading", "pid": 1, "tid": 1, "ts": 100, "dur": 20},
+]
+
+
+def _table_names(stdout: str) -> list[str]:
+    """The Node cells of the table the command line printed, guides stripped."""
+    lines = [line for line in stdout.splitlines() if line.startswith("| ")][1:]
+    return [line.split("|")[1].strip().lstrip("│├└─ ") for line in lines]
+
+
+@pytest.mark.parametrize("name", ["trace.json", "trace.json.gz", "run.pt.trace.json.gz"])
+def test_a_chrome_trace_file_is_opened_and_its_tree_printed_not_run_as_python(tmp_path, name):
+    import gzip
+
+    data = json.dumps({"traceEvents": TRACE_EVENTS}).encode()
+    (tmp_path / name).write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    done = run_here("--min-pct", "0", "--ops", name, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"torchprof: {name} (a chrome trace)\n")
+    assert _table_names(done.stdout) == [name.split(".json")[0], "train_step", "aten::mm", "data_loading"]
+    assert done.stderr == ""
+
+
+def test_a_saved_profile_is_opened_and_its_files_written(tmp_path, mlp):
+    import torch
+
+    import torchprof
+
+    with torchprof.Profiler() as prof:
+        mlp(torch.randn(2, 8)).sum().backward()
+    saved = prof.save(str(tmp_path / "run.json"))
+    csv = tmp_path / "run.csv"
+    done = run_here("--csv", str(csv), saved, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"torchprof: {saved} (a saved profile)\n{prof.summary_line()}\n")
+    assert prof.table() in done.stdout  # the same table as print(prof)
+    assert list(pd.read_csv(csv, index_col=0).index) == list(prof.df.index)
+
+
+def test_a_real_gpu_trace_from_elsewhere_opens_from_the_command_line(tmp_path):
+    from conftest import shared_trace
+
+    path = shared_trace("a100-alexnet-forward.json.gz")
+    done = run_here(str(path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "CUDA total" in done.stdout and "[param|cuda]" in done.stdout
+    assert max(map(len, done.stdout.splitlines()[2:])) <= 120
+
+
+def test_a_file_with_arguments_or_that_is_not_a_trace_is_one_error_line(tmp_path):
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    done = run_here("t.json", "--epochs", "1", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "torchprof: error: t.json is opened, not run: it takes no arguments (--epochs 1)\n"
+    (tmp_path / "bad.json").write_text('{"traceEvents": [')
+    done = run_here("bad.json", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("torchprof: error: bad.json is not valid JSON") and done.stderr.count("\n") == 1
+
+
+def test_the_html_report_opens_with_the_rows_the_terminal_showed(tmp_path):
+    import torchprof
+    from torchprof._views.rows import visible_rows
+
+    script = write_script(tmp_path, tail="import torchprof")
+    html = tmp_path / "r.html"
+    for options in ([], ["--min-pct", "0", "--ops"], ["--depth", "1"], ["--sort", "bwd_cpu_us", "--min-pct", "5"]):
+        trace = tmp_path / "t.json.gz"
+        done = run_here("--html", str(html), "--trace", str(trace), *options, str(script), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        spec = json.loads(re.search(r'id="torchprof-data">(.*?)</script>', html.read_text(encoding="utf-8")).group(1))
+        state = spec["state"]
+        tree = torchprof.load_trace(trace, name="train.py").tree
+        shown = visible_rows(tree, min_pct=state["min_pct"], sort_by=state["sort_by"], show_ops=state["show_ops"],
+                             expanded=set(state["expanded"]))  # fmt: skip
+        terminal = _table_names(done.stdout)
+        names = [tree.columns["name"][i] for i in shown]
+        assert len(names) == len(terminal), options
+        for full, printed in zip(names, terminal):  # names over 60 characters are cut in the middle
+            head, _, tail = printed.partition("…")
+            assert full == printed or (full.startswith(head) and full.endswith(tail)), (options, full, printed)
+        assert len(terminal) > 3 or options == ["--depth", "1"]

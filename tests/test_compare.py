@@ -19,7 +19,7 @@ from torch import nn
 import torchprof
 from conftest import shared_trace
 from synthetic import build, ev
-from torchprof._profile import Profile
+from torchprof._profile import Result
 from torchprof._records import Recording
 from torchprof._tree.compare import compare_trees
 from torchprof._views import format as fmt
@@ -41,7 +41,7 @@ def conv_net(kernel: int = 3, extra: bool = False) -> nn.Module:
     return nn.Sequential(*layers)
 
 
-def run(model: nn.Module, name: str) -> Profile:
+def run(model: nn.Module, name: str) -> Result:
     x = torch.randn(2, 16, 48, 48)
     model(x).sum().backward()  # warm-up
     with torchprof.Profiler(name=name) as prof:
@@ -51,7 +51,7 @@ def run(model: nn.Module, name: str) -> Profile:
 
 
 @pytest.fixture(scope="module")
-def runs() -> dict[str, Profile]:
+def runs() -> dict[str, Result]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # on a busy machine, intra-op threads waiting on each other drown every layer's time
     try:
@@ -158,14 +158,14 @@ def test_a_gpu_trace_against_itself_folds_its_steps_and_changes_nothing():
 
 
 # -- steps ------------------------------------------------------------------------------------------------
-def stepped(numbers: list[int], layer_us: float) -> Profile:
+def stepped(numbers: list[int], layer_us: float) -> Result:
     """A run of ``ProfilerStep#N`` ranges, each 100 µs with the module Net inside for ``layer_us``."""
     events = []
     for k, number in enumerate(numbers):
         t = 1000 * k
         events += [ev("region", f"ProfilerStep#{number}", t, t + 100), ev("module", "Net", t + 10, t + 10 + layer_us, type_="Net"),
                    ev("op", "aten::mm", t + 12, t + 12 + layer_us / 2)]  # fmt: skip
-    return Profile(build(events), Recording(wall_us=100.0 * len(numbers), label=f"{len(numbers)} steps"))
+    return Result(build(events), Recording(wall_us=100.0 * len(numbers), label=f"{len(numbers)} steps"))
 
 
 def test_runs_with_different_step_counts_are_compared_per_step():
@@ -226,7 +226,7 @@ def test_the_table_is_the_diff_tree_sorted_by_the_size_of_the_change():
                   ev("module", "Net.b", 50, 60, type_="Linear")], label="before")  # fmt: skip
     new = build([ev("module", "Net", 0, 100, type_="Net"), ev("module", "Net.a", 10, 30, type_="Linear"),
                  ev("module", "Net.b", 50, 65, type_="Linear"), ev("module", "Net.c", 70, 71, type_="ReLU")], label="after")  # fmt: skip
-    cmp = torchprof.compare(Profile(base, Recording(wall_us=100.0, label="before")), Profile(new, Recording(wall_us=100.0, label="after")))
+    cmp = torchprof.compare(Result(base, Recording(wall_us=100.0, label="before")), Result(new, Recording(wall_us=100.0, label="after")))
     assert cmp.table(colour=False) == "\n".join([
         "base before · new after · wall 100µs → 100µs (no change) · CPU 100µs → 100µs (no change) · rows 1 added, 0 removed",
         "+----------------+----------------+---------------+-----------------+------------+-----------+",

@@ -9,7 +9,7 @@ import pytest
 import torchprof
 from browser_util import chromium, new_page, page_state, rendered_paths, serve, write_widget_page
 from synthetic import build, ev
-from torchprof._profile import Profile
+from torchprof._profile import Result
 from torchprof._records import Recording
 from torchprof._views.compare import compare_rows, view_tree
 
@@ -28,7 +28,7 @@ def cmp():
                   ev("module", "Net.b", 50, 60, type_="Linear")], label="before")  # fmt: skip
     new = build([ev("module", "Net", 0, 100, type_="Net"), ev("module", "Net.a", 10, 30, type_="Linear"),
                  ev("module", "Net.b", 50, 65, type_="Linear"), ev("module", "Net.c", 70, 71, type_="ReLU")], label="after")  # fmt: skip
-    return torchprof.compare(Profile(base, Recording(wall_us=100.0)), Profile(new, Recording(wall_us=100.0)))
+    return torchprof.compare(Result(base, Recording(wall_us=100.0)), Result(new, Recording(wall_us=100.0)))
 
 
 def python_paths(cmp, state) -> list[str]:

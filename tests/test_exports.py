@@ -20,10 +20,10 @@ from torchprof._tree.builder import TreeBuilder
 from torchprof._views.frame import csv_text
 
 
-def synthetic_profile() -> torchprof.Profile:
+def synthetic_profile() -> torchprof.Result:
     builder = TreeBuilder()
     builder.add(columns(training_step()))
-    return torchprof.Profile(builder.finish(), Recording(label="profile", wall_us=220.0))
+    return torchprof.Result(builder.finish(), Recording(label="profile", wall_us=220.0))
 
 
 @pytest.fixture
@@ -185,7 +185,7 @@ def test_folded_stack_counts_add_up_to_the_total(trained, tmp_path):
 def test_frames_never_contain_the_separator(tmp_path):
     builder = TreeBuilder()
     builder.add(columns([ev("region", "load;decode", 0, 10), ev("op", "aten::add", 2, 6)]))
-    prof = torchprof.Profile(builder.finish(), Recording(label="profile"))
+    prof = torchprof.Result(builder.finish(), Recording(label="profile"))
     path = prof.export_stacks(str(tmp_path / "s.txt"))
     assert open(path).read() == "profile;load:decode 6\nprofile;load:decode;aten::add 4\n"
 
@@ -206,8 +206,9 @@ def test_memory_stacks_keep_allocations_per_layer(trained, tmp_path):
 # -- HTML ------------------------------------------------------------------------------------------------------------
 def test_html_report_is_one_self_contained_file(trained, tmp_path):
     path = tmp_path / "report.html"
-    html = trained.to_html(str(path))
-    assert path.read_text(encoding="utf-8") == html
+    assert trained.to_html(str(path)) == str(path)  # the path, not the page: a notebook shows the name
+    html = path.read_text(encoding="utf-8")
+    assert trained.to_html() == html  # without a path, the page itself
     assert html.lstrip().lower().startswith("<!doctype html")
     for text in ("Sequential", "Linear", "AddmmBackward0"):  # the profile's data is in the page
         assert text in html
@@ -232,7 +233,7 @@ def summaries_equal(a: dict, b: dict) -> bool:
 def test_saved_profile_reopens_identically_without_rerunning(trained, tmp_path, name):
     path = trained.save(str(tmp_path / name))
     loaded = torchprof.load(path)
-    assert type(loaded) is torchprof.Profile  # nothing of torch's, nothing re-run
+    assert type(loaded) is torchprof.Result  # nothing of torch's, nothing re-run
     pd.testing.assert_frame_equal(loaded.df, trained.df)
     assert loaded.table(min_pct=0, show_ops=True) == trained.table(min_pct=0, show_ops=True)
     assert str(loaded) == str(trained)
@@ -280,7 +281,7 @@ def test_csv_text_cells_that_start_like_a_formula_are_written_behind_a_quote(tmp
         ev("region", "\tx", 30, 31),
         ev("region", "plain", 40, 41),
     ], label="+root")  # fmt: skip
-    prof = torchprof.Profile(tree, Recording(label="+root"))
+    prof = torchprof.Result(tree, Recording(label="+root"))
     path = str(tmp_path / "p.csv")
     assert write_outputs(prof, csv=path) == [path]
     back = pd.read_csv(path, index_col=0, keep_default_na=False)

@@ -149,7 +149,7 @@ def test_view_options_become_widget_state(ip, monkeypatch, capsys):
     shown = []
     monkeypatch.setattr(_magic, "_has_widget_frontend", lambda shell: True)
     monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
-    monkeypatch.setattr(torchprof.Profile, "widget", lambda self, **state: ("widget", state))
+    monkeypatch.setattr(torchprof.Result, "widget", lambda self, **state: ("widget", state))
     ip.run_cell_magic("torchprof", "--min-pct 2.5 --sort bwd_cpu_us --ops --depth 2", "model(x)")
     # --depth 2: rows at depth 0 and 1 that have children are expanded, so depth 2 shows
     assert shown == [("widget", {"min_pct": 2.5, "sort_by": "bwd_cpu_us", "show_ops": True, "expanded": ["cell", "model"]})]
@@ -305,7 +305,8 @@ def test_magic_in_a_real_kernel_shows_the_widget_and_no_profiler_noise(tmp_path)
         {"output_type": "stream", "name": "stdout", "text": "cell output\n"}
     ]
     bundles = [o["data"] for o in widget_cell.outputs if o.output_type == "display_data"]
-    assert len(bundles) == 1 and "application/vnd.jupyter.widget-view+json" in bundles[0]
+    # the static table (for front ends that cannot run the widget), then the widget
+    assert len(bundles) == 2 and "text/html" in bundles[0] and "application/vnd.jupyter.widget-view+json" in bundles[1]
     assert not [o for o in widget_cell.outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in text_cell.outputs)
     assert "├──0" in text or "└──0" in text

@@ -265,7 +265,7 @@ def test_profile_text_is_never_markup_in_the_report_or_the_widget(browser, tmp_p
     prof = xss_profile()
     module_row = next(p for p in prof.df.index if p.endswith(XSS_MODULE))
     report = tmp_path / "xss.html"
-    html = prof.to_html(str(report), min_pct=0)
+    html = Path(prof.to_html(str(report), min_pct=0)).read_text(encoding="utf-8")
     # The same page without its Content-Security-Policy: the escaping alone must hold.
     bare = tmp_path / "xss-no-csp.html"
     bare.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html), encoding="utf-8")

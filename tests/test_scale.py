@@ -279,7 +279,7 @@ def test_rows_deeper_than_the_guide_limit_show_the_innermost_guides(monkeypatch)
     ])  # fmt: skip
     monkeypatch.setattr(table_view, "MAX_GUIDES", 2)
     text = table_view.render_table(tree, min_pct=0)
-    names = [line.split("|")[1].rstrip() for line in text.splitlines()[3:-1]]
+    names = [line.split("|")[1].rstrip() for line in text.splitlines()[3:] if line.startswith("| ")]
     assert names == [
         " profile",
         " └──A",

@@ -7,6 +7,7 @@ import base64
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,11 +18,11 @@ from typing import Any
 import pytest
 
 from synthetic import columns, ev, training_step
-from torchprof._profile import Profile
+from torchprof._profile import Result
 from torchprof._records import ModuleInfo, Recording
 from torchprof._tree.builder import TreeBuilder
 from torchprof._views import format as fmt
-from torchprof._views.html import static_table
+from torchprof._views.html import WIDGET_VIEW, static_table
 from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
 from torchprof._views.rows import _matcher, visible_rows
 from torchprof._views.state import default_expanded
@@ -39,12 +40,12 @@ def node_binary() -> str:
 
 
 def profile_from(events: list[dict], modules: dict[str, ModuleInfo] | None = None, wall_us: float | None = None,
-                 **options: Any) -> Profile:  # fmt: skip
-    """A Profile over hand-written events (no torch run)."""
+                 **options: Any) -> Result:  # fmt: skip
+    """A Result over hand-written events (no torch run)."""
     modules = modules or {}
     builder = TreeBuilder(modules=modules, **options)
     builder.add(columns(events))
-    return Profile(builder.finish(), Recording(modules=modules, wall_us=wall_us))
+    return Result(builder.finish(), Recording(modules=modules, wall_us=wall_us))
 
 
 def mixed_events() -> list[dict]:
@@ -91,7 +92,7 @@ MIXED_MODULES = {
 }  # fmt: skip
 
 
-def crosscheck_trees() -> list[tuple[str, Profile]]:
+def crosscheck_trees() -> list[tuple[str, Result]]:
     return [
         ("mixed", profile_from(mixed_events(), MIXED_MODULES, wall_us=170.0, memory=True, cuda=True)),
         ("training_step", profile_from(training_step(), wall_us=220.0)),
@@ -214,11 +215,11 @@ def test_committed_vocabulary_fixture_is_the_registry():
 
 # -- state ----------------------------------------------------------------------------------------
 @pytest.fixture
-def prof() -> Profile:
+def prof() -> Result:
     return profile_from(mixed_events(), MIXED_MODULES, wall_us=170.0, memory=True, cuda=True)
 
 
-def _paths(prof: Profile, rows: list[int]) -> list[str]:
+def _paths(prof: Result, rows: list[int]) -> list[str]:
     return [prof.tree.columns["path"][i] for i in rows]
 
 
@@ -328,30 +329,34 @@ def test_static_html_escapes_profile_text():
 
 
 @pytest.mark.slow
-def test_in_a_kernel_the_display_adds_the_widget(tmp_path):
+def test_in_a_kernel_the_display_is_the_static_table_then_the_widget(tmp_path):
+    # Two outputs, not one bundle: a front end renders one type per output, and a widget output
+    # reopened without the widget's state is an error box in JupyterLab, never its HTML.
     import nbformat
     from nbclient import NotebookClient
 
-    code = (
+    setup = (
         "import sys, torch, torchprof\n"
         "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
         "with torchprof.Profiler() as prof:\n"
         "    model(torch.randn(2, 4)).sum().backward()\n"
-        "print(sys.executable)\n"
-        "prof"
+        "print(sys.executable)"
     )
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in (setup, "prof", "prof.widget(min_pct=0)")])
     NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    outputs = nb.cells[0].outputs
-    assert outputs[0]["text"].strip() == sys.executable
-    result = next(o for o in outputs if o["output_type"] == "execute_result")
-    assert {"text/plain", "text/html", "application/vnd.jupyter.widget-view+json"} <= set(result["data"])
-    model_id = result["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+    assert nb.cells[0].outputs[0]["text"].strip() == sys.executable
     widgets = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    state = widgets[model_id]["state"]
-    assert state["_anywidget_id"] == "torchprof._views.widget.ProfileWidget"
-    assert state["sort_by"] == "cpu_us" and set(state["expanded"]) == {"Sequential", "(backward, no module)"}
-    assert "| Node" in result["data"]["text/plain"] and "<table" in result["data"]["text/html"]
+    for cell, min_pct in ((nb.cells[1], 1), (nb.cells[2], 0)):
+        assert [o["output_type"] for o in cell.outputs] == ["display_data", "display_data"]
+        static, widget = (o["data"] for o in cell.outputs)
+        assert set(static) == {"text/plain", "text/html"} and set(widget) == {"text/plain", WIDGET_VIEW}
+        assert "| Node" in static["text/plain"] and "<table" in static["text/html"] and "torchprof-fallback" in static["text/html"]
+        assert widget["text/plain"] == ""  # where the widget cannot render, nothing but the table shows
+        state = widgets[widget[WIDGET_VIEW]["model_id"]]["state"]
+        assert state["_anywidget_id"] == "torchprof._views.widget.ProfileWidget"
+        assert state["sort_by"] == "cpu_us" and state["min_pct"] == min_pct
+        assert set(state["expanded"]) == {"Sequential", "(backward, no module)"}
+        assert f"(≥ {min_pct}% of CPU total" in static["text/html"]  # the table shows what the widget opened with
 
 
 # -- packaging ------------------------------------------------------------------------------------
@@ -387,8 +392,8 @@ def test_report_is_one_self_contained_file_with_escaped_data(prof, tmp_path):
     evil = profile_from([ev("module", "Net", 0, 10, type_="Net"), ev("region", "</script><script>alert(1)</script>", 2, 8),
                          ev("region", "line\u2028sep & <!-- x", 8, 9)])  # fmt: skip
     path = tmp_path / "report.html"
-    html = evil.to_html(str(path), min_pct=0, sort_by="name")
-    assert path.read_text(encoding="utf-8") == html
+    assert evil.to_html(str(path), min_pct=0, sort_by="name") == str(path)
+    html = path.read_text(encoding="utf-8")
     assert html.count("<script") == 2 and html.count("</script>") == 2, "profile text must not open or close scripts"
     assert "\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in html
     assert "\u2028" not in html and "<!--" not in html
@@ -402,3 +407,17 @@ def test_report_is_one_self_contained_file_with_escaped_data(prof, tmp_path):
 def test_report_refuses_unknown_view_options(prof):
     with pytest.raises(TypeError, match="unknown view option"):
         prof.to_html(colour=True)
+
+
+def test_static_table_reads_as_a_left_aligned_tree_without_any_style(prof):
+    html = static_table(prof.tree, prof.summary, min_pct=0)
+    rows = re.findall(r"<tr>(.*?)</tr>", html, flags=re.S)[1:]
+    names = [re.search(r"<td ([^>]*)><samp[^>]*>([^<]*)</samp>([^<]*)</td>", row) for row in rows]
+    assert all(m is not None for m in names)
+    assert all('align="left"' in m.group(1) and "text-align:left" in m.group(1) for m in names)  # not Jupyter's right
+    guides = [m.group(2) for m in names]
+    assert guides[0] == "" and all(g.endswith(("├──", "└──")) and " " not in g for g in guides[1:])  # NBSP: never collapsed
+    depth = prof.tree.columns["depth"]
+    assert [len(g) for g in guides] == [0] + [2 * depth[i] + 1 for i in visible_rows(prof.tree, min_pct=0)[1:]]
+    assert "<th align=\"left\"" in html and ">Type</th>" in html
+    assert ".jp-OutputArea-child:has(.torchprof-fallback)" in html.split("</style>")[0]

@@ -3,7 +3,8 @@
 ``with torchprof.Profiler() as prof: ...`` then ``prof.df``, ``print(prof)`` or ``display(prof)``;
 ``torchprof.load_trace(path)`` opens traces recorded elsewhere (every rank's trace of a distributed
 job as one profile); ``torchprof.compare(base, new)`` sets two runs side by side; ``%load_ext
-torchprof`` adds the ``%%torchprof`` cell magic.
+torchprof`` adds the ``%%torchprof`` cell magic. A run's profile is a :class:`Result`;
+:class:`Profile` is the 2020 torchprof API (``with torchprof.Profile(model, use_cuda=True) as prof``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from ._capture.compiled import capture_compiled
 from ._capture.session import ProfilerError, ProfilerWarning
 from ._comparison import Comparison, compare
 from ._files import TraceError
+from ._legacy import Profile
 from ._load import load, load_trace
-from ._profile import Profile
+from ._profile import Result
 from ._profiler import Profiler, profile
 
 __version__ = "0.1.0"
@@ -27,6 +29,7 @@ __all__ = [
     "Profiler",
     "ProfilerError",
     "ProfilerWarning",
+    "Result",
     "TraceError",
     "capture_compiled",
     "compare",

@@ -1,9 +1,11 @@
-"""The command line: ``python -m torchprof [options] script.py [args]`` and ``torchprof demo``.
+"""The command line: ``python -m torchprof [options] script.py [args]``, ``torchprof FILE`` and
+``torchprof demo``.
 
 Like ``python -m cProfile``: the script runs as ``__main__`` with its own ``sys.argv``, under a
 :class:`~torchprof.Profiler`, and the layer tree is printed when it ends (also when it raises
-or is interrupted: what was profiled until then is kept). ``torchprof demo [MODEL]`` profiles
-one training step of any torchvision model.
+or is interrupted: what was profiled until then is kept). A ``.json`` or ``.json.gz`` FILE (a
+torch.profiler chrome trace or a profile saved by ``prof.save``) is opened instead of run.
+``torchprof demo [MODEL]`` profiles one training step of any torchvision model.
 
 What it shares with the notebook magic (option splitting, output files, view state) is in
 :mod:`torchprof._options`.
@@ -21,15 +23,25 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
+from ._options import (
+    OutputError,
+    check_output_paths,
+    expanded_like_table,
+    options_end,
+    state_from_options,
+    takes_value,
+    write_outputs,
+)
 from ._torchrun import launched_by_torchrun, report_rank
 from ._views.format import printable
 
 if TYPE_CHECKING:
-    from ._profile import Profile
+    from ._profile import Result
     from ._profiler import Profiler
 
 DEMO = "demo"
+#: Endings of the files the command line opens instead of running (traces and saved profiles).
+PROFILE_FILE_SUFFIXES = (".json", ".json.gz")
 DEFAULT_MODEL = "resnet18"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
@@ -46,6 +58,7 @@ def _add_view_options(parser: argparse.ArgumentParser, *, defaults: bool = True)
     parser.add_argument("--sort", metavar="COL", default=d("cpu_us"), help="order siblings by this column (default cpu_us)")
     parser.add_argument("--ops", action="store_true", default=d(False), help="also show the aten ops inside each layer")
     parser.add_argument("--depth", metavar="N", type=int, default=d(None), help="show the tree N levels deep")
+    parser.add_argument("--width", metavar="N", type=int, default=d(120), help="fit the table in N characters (default 120; 0: no limit)")
     parser.add_argument("--memory", action="store_true", default=d(False), help="record memory allocated per layer")
     parser.add_argument("--shapes", action="store_true", default=d(False), help="keep the input shapes of each layer")
     parser.add_argument("--stack", action="store_true", default=d(False), help="record Python source locations (slower)")
@@ -56,10 +69,12 @@ def _add_view_options(parser: argparse.ArgumentParser, *, defaults: bool = True)
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torchprof",
-        usage="%(prog)s [options] (script.py [args ...] | -m module [args ...] | demo [MODEL] [demo options])",
+        usage="%(prog)s [options] (script.py [args ...] | -m module [args ...] | demo [MODEL] [demo options] | FILE.json[.gz])",
         description="Profile a PyTorch script layer by layer (forward and backward time, memory and FLOPs\n"
-                    "per nn.Module) and print the layer tree, like python -m cProfile.",
+                    "per nn.Module) and print the layer tree, like python -m cProfile; or open a\n"
+                    "torch.profiler chrome trace or a profile saved by prof.save() (.json or .json.gz).",
         epilog="examples:\n  torchprof train.py --epochs 1\n  torchprof --html report.html -m mypkg.train\n"
+               "  torchprof --ops trace.json.gz      # a trace recorded elsewhere, with the ops\n"
                "  torchprof demo resnet18            # one training step of a torchvision model\n"
                "  torchprof demo vit_b_16 --batch 2 --html vit.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -140,6 +155,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     if target == DEMO:
         return run_demo(args)
+    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES):
+        return open_file(args)
     saved = sys.argv, list(sys.path)
     try:
         return run_script(args)
@@ -158,6 +175,8 @@ def _check_view_options(args: argparse.Namespace) -> str | None:
         return "--min-pct must be 0 or more"
     if args.depth is not None and args.depth < 0:
         return "--depth must be 0 or more"
+    if args.width < 0:
+        return "--width must be 0 (no limit) or more"
     try:
         check_output_paths(html=args.html, csv=args.csv, trace=args.trace)
     except OutputError as exc:
@@ -181,13 +200,16 @@ def _profiler(args: argparse.Namespace, name: str) -> Profiler:
                     flops=args.flops, name=name)  # fmt: skip
 
 
-def _report(prof: Profile, args: argparse.Namespace, *, title: str) -> int:
-    """Print the summary line and the tree; write the requested files. 0, or 1 if a file failed."""
+def _report(prof: Result, args: argparse.Namespace, *, title: str) -> int:
+    """Print the summary line and the tree; write the requested files (the HTML report opens
+    with the rows the terminal showed). 0, or 1 if a file failed."""
     print(printable(title))
     print(prof.summary_line())
     print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
-                     colour=_wants_colour()))  # fmt: skip
-    state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
+                     colour=_wants_colour(), width=args.width or None))  # fmt: skip
+    state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops)
+    state["expanded"] = expanded_like_table(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops,
+                                            max_depth=args.depth)  # fmt: skip
     try:
         for path in write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state):
             print(printable(f"torchprof: wrote {path}"))
@@ -260,6 +282,27 @@ def _write_csv(df: Any, path: str) -> str:
     from ._views.frame import write_csv
 
     return write_csv(df, path)
+# -- files --------------------------------------------------------------------------------------------
+def open_file(args: argparse.Namespace) -> int:
+    """Print the tree of a chrome trace or a saved profile (and write the requested files), as
+    for a script run, instead of running the file."""
+    from ._files import TraceError
+    from ._load import open_profile_file
+
+    path = args.target
+    if args.args:
+        print(printable(f"torchprof: error: {path} is opened, not run: it takes no arguments ({' '.join(args.args)})"),
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    if not os.path.isfile(path):
+        print(printable(f"torchprof: error: cannot open {path!r}: no such file"), file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        prof, what = open_profile_file(path, flops=args.flops)
+    except (TraceError, OSError) as exc:
+        print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
+        return 1
+    return _report(prof, args, title=f"torchprof: {path} ({what})")
 
 
 # -- scripts ------------------------------------------------------------------------------------------

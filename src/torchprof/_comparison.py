@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._profile import Profile
+from ._profile import Result
 from ._tree.compare import Diff, by_name, compare_trees
 from ._vocab import NodeKind
 
@@ -16,19 +16,19 @@ if TYPE_CHECKING:
 
     from ._views.compare_widget import CompareWidget
 
-Source = Any  # a Profile, a finished Profiler, or the path of a chrome trace or a saved profile
+Source = Any  # a Result, a finished Profiler, or the path of a chrome trace or a saved profile
 _NAME_KINDS = (NodeKind.OP.label, NodeKind.KERNEL.label)
 
 
-def _profile(run: Source, what: str) -> Profile:
-    if isinstance(run, Profile):
+def _profile(run: Source, what: str) -> Result:
+    if isinstance(run, Result):
         return run
     if isinstance(run, (str, os.PathLike)):
-        from ._load import open_profile
+        from ._load import open_profile_file
 
-        return open_profile(run)
+        return open_profile_file(run)[0]
     result = getattr(run, "result", None)  # a torchprof.Profiler after its with block
-    if isinstance(result, Profile):
+    if isinstance(result, Result):
         return result
     raise TypeError(f"compare: {what} must be a torchprof profile, a Profiler or the path of a trace or saved profile, "
                     f"not {type(run).__name__}")  # fmt: skip
@@ -55,7 +55,7 @@ class Comparison:
     different numbers of steps are compared per step (:attr:`per_step`; the summary says so).
     """
 
-    def __init__(self, base: Profile, new: Profile) -> None:
+    def __init__(self, base: Result, new: Result) -> None:
         self.base = base
         """The run compared against."""
         self.new = new
@@ -154,10 +154,18 @@ class Comparison:
 
         return CompareWidget(self._diff, self.summary_items, self.label, **state)
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ._views.compare_widget import mimebundle
+    def _ipython_display_(self) -> None:
+        """``display(cmp)`` and ``cmp`` ending a cell: the diff table, and the widget where a
+        kernel can run it."""
+        from ._views.compare_widget import show
 
-        return mimebundle(self._diff, self.summary_items, self.label, self.table())
+        show(self._diff, self.summary_items, self.label, self.table())
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        # For tools that ask for a rich repr themselves (IPython uses _ipython_display_).
+        from ._views.compare_widget import static_bundle
+
+        return static_bundle(self.table())
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **state: Any) -> str:
         """A self-contained interactive HTML page of the comparison (no kernel, no network).

@@ -34,6 +34,22 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     return raw
 
 
+def read_head(path: str | os.PathLike[str], size: int = 256) -> bytes:
+    """The first ``size`` bytes of a ``.json`` file, or of a ``.json.gz`` file once decompressed
+    (only that much is decompressed); :class:`TraceError` when it cannot be read."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) != b"\x1f\x8b":
+                f.seek(0)
+                return f.read(size)
+            f.seek(0)
+            with gzip.open(f) as unzipped:
+                return unzipped.read(size)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
+
+
 def parse_json(raw: bytes, where: str, *, exact: bool = False) -> Any:
     """The JSON value in ``raw``; :class:`TraceError` naming ``where`` when it is not JSON.
 

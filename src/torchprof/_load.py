@@ -4,20 +4,19 @@ job as one profile) and profiles saved earlier (``load``)."""
 from __future__ import annotations
 
 import glob
-import gzip
 import os
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from ._files import TraceError, read_json
+from ._files import TraceError, read_head, read_json
 from ._gc import paused_gc
-from ._profile import Profile
+from ._profile import Result
 from ._records import Recording
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.ranks import merge_ranks
-from ._tree.storage import SAVE_FORMAT, from_json
+from ._tree.storage import SAVED_PROFILE_START, from_json
 
 PathLike = str | os.PathLike[str]
 #: What a trace file's name may say its rank is: ``rank3``, ``rank_3``, ``rank-3``, else its last number.
@@ -26,7 +25,7 @@ _NUMBER = re.compile(r"(\d+)")
 _TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-def load_trace(path: PathLike | Sequence[PathLike], *, name: str | None = None, flops: bool = True) -> Profile:
+def load_trace(path: PathLike | Sequence[PathLike], *, name: str | None = None, flops: bool = True) -> Result:
     """Read a torch.profiler chrome trace (``.json`` or ``.json.gz``) into the layer tree.
 
     Works on traces from any machine (a GPU cluster, one rank of a DDP job): operators, regions,
@@ -43,7 +42,7 @@ def load_trace(path: PathLike | Sequence[PathLike], *, name: str | None = None, 
     return load_ranks(sources, name=name, flops=flops)
 
 
-def _load_one(path: str, name: str | None, flops: bool) -> Profile:
+def _load_one(path: str, name: str | None, flops: bool) -> Result:
     with paused_gc():
         recording = read_trace(path)
         recorded = recording.meta.get("recorded") or {}
@@ -62,7 +61,7 @@ def _load_one(path: str, name: str | None, flops: bool) -> Profile:
         recording.cycles = []  # the tree holds what is needed; drop the raw events
         if name:
             recording.label = name
-        return Profile(builder.finish(), recording, trace_files=lambda: [path])
+        return Result(builder.finish(), recording, trace_files=lambda: [path])
 
 
 def _trace_files(path: Any) -> list[str] | None:
@@ -100,7 +99,7 @@ def rank_of(meta: dict[str, Any], path: str) -> int | None:
     return int(found.group(1)) if isinstance(found, re.Match) else int(found)
 
 
-def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = True) -> Profile:
+def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = True) -> Result:
     """Every rank's trace of one distributed job as one profile (``load_trace`` of a list, a folder
     or a glob): the union of the ranks' trees, each figure the mean per rank, with the smallest,
     the largest and the slowest rank of the main times (:func:`~torchprof._tree.ranks.merge_ranks`);
@@ -135,28 +134,18 @@ def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = T
     if job is not None:
         meta["distributedInfo"] = {k: v for k, v in job.items() if k != "rank"}
     recording = Recording(modules=modules, wall_us=sum(walls) / len(walls) if walls else None, label=label, meta=meta)
-    return Profile(tree, recording)
+    return Result(tree, recording)
 
 
-def open_profile(path: PathLike) -> Profile:
-    """A saved profile (``prof.save``) or a chrome trace, whichever ``path`` holds: a saved
-    profile starts with its format name, so a few bytes tell."""
-    text = os.fspath(path)
-    if os.path.isfile(text):
-        with open(text, "rb") as f:
-            head = f.read(2)
-        opener: Any = gzip.open if head == b"\x1f\x8b" else open
-        try:
-            with opener(text, "rb") as f:
-                start = f.read(256)
-        except OSError:
-            start = b""
-        if f'"{SAVE_FORMAT}"'.encode() in start:
-            return load(text)
-    return load_trace(text)
-
-
-def load(path: PathLike) -> Profile:
+def load(path: PathLike) -> Result:
     """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
     tree, recording = from_json(read_json(path), os.fspath(path))
-    return Profile(tree, recording)
+    return Result(tree, recording)
+
+
+def open_profile_file(path: str | os.PathLike[str], *, flops: bool = True) -> tuple[Result, str]:
+    """A saved profile (``prof.save``) or a chrome trace, told apart by the first bytes of the
+    file, and which one it was (``"a saved profile"``, ``"a chrome trace"``)."""
+    if SAVED_PROFILE_START.match(read_head(path)):
+        return load(path), "a saved profile"
+    return load_trace(path, flops=flops), "a chrome trace"

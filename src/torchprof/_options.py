@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._profile import Profile
+    from ._profile import Result
 
 _NEGATIVE_NUMBER = re.compile(r"-\d.*")
 
@@ -49,7 +49,7 @@ def check_output_paths(**paths: str | None) -> None:
             raise OutputError(f"--{option} {path}: that is a folder, not a file name")
 
 
-def state_from_options(prof: Profile, *, min_pct: float | None = None, sort_by: str | None = None,
+def state_from_options(prof: Result, *, min_pct: float | None = None, sort_by: str | None = None,
                        show_ops: bool = False, depth: int | None = None) -> dict[str, Any]:  # fmt: skip
     """Widget / HTML state for the view options that were given (the widget's defaults for the
     rest). ``depth`` N expands every row above depth N, so rows down to depth N show."""
@@ -67,7 +67,20 @@ def state_from_options(prof: Profile, *, min_pct: float | None = None, sort_by: 
     return state
 
 
-def write_outputs(prof: Profile, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
+def expanded_like_table(prof: Result, *, min_pct: float, sort_by: str | None, show_ops: bool,
+                        max_depth: int | None) -> list[str]:  # fmt: skip
+    """The ``expanded`` state under which a report or widget shows the rows the terminal table
+    showed with these options: every shown row that has a shown child is open."""
+    from ._views.rows import visible_rows
+
+    tree = prof.tree
+    rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by, show_ops=show_ops, max_depth=max_depth)
+    parent, paths = tree.parent_index, tree.columns["path"]
+    with_shown_child = {parent[r] for r in rows[1:]}
+    return [paths[r] for r in rows if r in with_shown_child]
+
+
+def write_outputs(prof: Result, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
                   state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
     """Write the requested files; the paths written. Every file is attempted; failures are
     collected into one :class:`OutputError`."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from ._views.widget import ProfileWidget
 
 
-class Profile:
+class Result:
     """The result of a profiling run or of a loaded trace.
 
     Built from a tree (or a function that builds it on first use, so leaving a ``with Profiler()``
@@ -145,6 +146,7 @@ class Profile:
         ascending: bool = False,
         max_depth: int | None = None,
         colour: bool = False,
+        width: int | None = 120,
     ) -> str:
         """The tree table as a string (see :meth:`display`)."""
         from ._views.table import render_table
@@ -155,7 +157,7 @@ class Profile:
                 # The 2020 torchprof's ``filter=[]`` meant "do not hide low-level events".
                 filter, show_ops = None, True
         return render_table(self.tree, min_pct=min_pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops,
-                            filter=filter, max_depth=max_depth, colour=colour)  # fmt: skip
+                            filter=filter, max_depth=max_depth, colour=colour, width=width)  # fmt: skip
 
     def display(
         self,
@@ -173,10 +175,15 @@ class Profile:
             sort_by: column that orders siblings (the hierarchy is kept), e.g. ``"self_cpu_us"``.
             show_ops: also show the aten ops (and kernels) inside each layer.
             filter: name or path patterns (substring or glob); matches and their ancestors show.
+            options: ``ascending``, ``max_depth``, ``width`` (characters to fit, default 120,
+                None for no limit) and ``colour`` (also spelt ``color``; default: on a terminal).
         """
         from ._views.table import wants_colour
 
-        options.setdefault("colour", wants_colour(sys.stdout))
+        if "color" in options:  # the 2020 torchprof's spelling
+            options["colour"] = options.pop("color")
+        if options.get("colour") is None:
+            options["colour"] = wants_colour(sys.stdout)
         print(self.table(min_pct, sort_by, show_ops, filter, **options))
 
     def summary_line(self) -> str:
@@ -201,21 +208,33 @@ class Profile:
 
         return ProfileWidget(self.tree, self.summary, **state)
 
+    def _ipython_display_(self) -> None:
+        """``display(prof)`` and ``prof`` ending a cell: the static table, and the widget where a
+        kernel can run it (see :func:`torchprof._views.widget.show`)."""
+        from ._views.widget import show
+
+        show(self.tree, self.summary)
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        from ._views.widget import mimebundle
+        # For tools that ask for a rich repr themselves (IPython uses _ipython_display_).
+        from ._views.widget import static_bundle
 
-        return mimebundle(self.tree, self.summary)
+        return static_bundle(self.tree, self.summary)
 
-    def to_html(self, path: str | None = None, **state: Any) -> str:
-        """A self-contained interactive HTML report (no kernel, no network). Returns the HTML
-        and writes it to ``path`` when given."""
+    def to_html(self, path: str | os.PathLike[str] | None = None, **state: Any) -> str:
+        """A self-contained interactive HTML report (no kernel, no network), opening with the
+        view ``state`` (``min_pct``, ``sort_by``, ``expanded``, ...). With ``path`` it is written
+        there and the path is returned (a notebook then shows the file name, not the page);
+        without, the page is returned as a string."""
         from ._views.html import report_html
 
         html = report_html(self.tree, self.summary, **state)
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(html)
-        return html
+        if path is None:
+            return html
+        path = os.fspath(path)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(html)
+        return path
 
     # -- exports ----------------------------------------------------------------------------------
     def export_stacks(self, path: str, metric: str = "self_cpu_us") -> str:
@@ -245,3 +264,8 @@ class Profile:
         from ._tree.storage import to_json
 
         return write_atomic(path, dumps(to_json(self.tree, self.recording)))
+
+
+#: The result class's name before the 2020 API took ``torchprof.Profile`` back: code inside torchprof
+#: written against it keeps working. Public code uses :class:`Result`.
+Profile = Result

@@ -1,4 +1,4 @@
-"""``torchprof.Profiler``: the options and the run; its result is a :class:`~torchprof.Profile`."""
+"""``torchprof.Profiler``: the options and the run; its result is a :class:`~torchprof.Result`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._capture.distributed import distributed_info
 from ._capture.interrupts import lifecycle
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
-from ._profile import Profile
+from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
 from ._vocab import RECOMPUTE, NodeKind
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 #: What a Profiler forwards to its result once the run is over (``prof.df`` after the block).
 RESULT_API = frozenset(
-    name for name in dir(Profile) if not name.startswith("_")
+    name for name in dir(Result) if not name.startswith("_")
 ) | {"recording", "meta"}
 
 
@@ -30,7 +30,7 @@ class Profiler:
     >>> prof.df          # one row per node of the layer tree
     >>> print(prof)      # the terminal tree table
 
-    After the block, ``prof.result`` is the :class:`~torchprof.Profile`, and every attribute of
+    After the block, ``prof.result`` is the :class:`~torchprof.Result`, and every attribute of
     it is also reachable on the Profiler itself (``prof.df``, ``prof.summary``, ``display(prof)``).
 
     Args:
@@ -80,7 +80,7 @@ class Profiler:
         """The exception that ended the profiled block early, if one did."""
         self._session: CaptureSession | None = None
         self._builder: TreeBuilder | None = None
-        self._result: Profile | None = None
+        self._result: Result | None = None
 
     # -- the run ----------------------------------------------------------------------------------
     # Starting and stopping are lifecycle steps: a Ctrl-C that arrives during one (even on the
@@ -169,7 +169,7 @@ class Profiler:
         works before and after torch's, any number of times)."""
         return self._session.torch_profile if self._session is not None else None
 
-    def _make_result(self, session: CaptureSession) -> Profile:
+    def _make_result(self, session: CaptureSession) -> Result:
         opts = self.options
         meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "flops": opts.flops}
         rank = distributed_info()
@@ -210,11 +210,11 @@ class Profiler:
                 meta["warnings"] = notes
             return tree
 
-        return Profile(build, recording, trace_files=session.trace_files)
+        return Result(build, recording, trace_files=session.trace_files)
 
     # -- the result -------------------------------------------------------------------------------
     @property
-    def result(self) -> Profile:
+    def result(self) -> Result:
         """The profile of the finished run."""
         if self._result is None:
             if self._session is not None and self._session.running:
@@ -228,8 +228,18 @@ class Profiler:
             return getattr(self.result, name)
         raise AttributeError(f"'Profiler' object has no attribute {name!r}")
 
+    def _ipython_display_(self) -> None:
+        if self._result is None:  # not run yet, or still running: say so rather than raise
+            from IPython.display import display
+
+            display({"text/plain": repr(self)}, raw=True)
+            return
+        self._result._ipython_display_()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        return self.result._repr_mimebundle_(include, exclude)
+        if self._result is None:
+            return {"text/plain": repr(self)}
+        return self._result._repr_mimebundle_(include, exclude)
 
     def __str__(self) -> str:
         return str(self.result)

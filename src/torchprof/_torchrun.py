@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from ._views.format import printable
 
 if TYPE_CHECKING:
-    from ._profile import Profile
+    from ._profile import Result
 
 #: How long rank 0 waits for the other ranks' traces when no process group is left to wait on.
 WAIT_S = 600.0
@@ -64,7 +64,7 @@ def wait_for_ranks(paths: list[str], timeout: float = WAIT_S) -> list[str]:
     return missing
 
 
-def report_rank(prof: Profile, args: argparse.Namespace, title: str, report: Callable[..., int]) -> int:
+def report_rank(prof: Result, args: argparse.Namespace, title: str, report: Callable[..., int]) -> int:
     """This rank's part once its script ended: write its trace; rank 0 then waits for all the
     others' and reports the merged job with ``report`` (the single-run report: summary, table,
     output files). 0, or 1 when a trace could not be written or read."""

@@ -365,6 +365,14 @@ VIEW_COLUMNS: tuple[str, ...] = (
     "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
     "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
+#: The view columns a terminal table drops first, in this order, when it must fit a width (the
+#: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
+NARROW_DROP_ORDER: tuple[str, ...] = (
+    "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "flops",
+    "fwd_cuda_us", "fwd_cpu_us", "calls", "cuda_us_max_rank", "cpu_us_max_rank", "comm_exposed_cuda_us",
+    "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "cuda_mem", "cpu_mem", "act_cuda_mem", "act_cpu_mem",
+    "comm_cuda_us", "cpu_us_spread", "self_cuda_us",
+)  # fmt: skip
 
 #: Columns by name.
 COLUMN: dict[str, Column] = {c.name: c for c in COLUMNS}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._files import TraceError
@@ -11,6 +12,8 @@ from .tree import Tree
 
 SAVE_FORMAT = "torchprof-profile"
 SAVE_VERSION = 1
+#: How a saved profile's file begins (its first key is the format), whichever JSON writer wrote it.
+SAVED_PROFILE_START = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + SAVE_FORMAT.encode() + rb'"')
 _FLOATS = frozenset(FLOAT_COLUMNS)
 
 

@@ -40,16 +40,17 @@ def view_columns(tree: Tree, show_ops: bool) -> list[ViewColumn]:
     return out
 
 
-def cell_text(tree: Tree, column: ViewColumn, row: int) -> str:
-    """``812µs (45%)``: the value and, for a column with a percent base, its share of the root's.
-    Empty for a missing value and for zero (an empty cell reads faster than ``0.00µs (0%)``),
-    except for whole numbers (a call count, a rank), as the front end writes them."""
+def cell_text(tree: Tree, column: ViewColumn, row: int, *, percent: bool = True) -> str:
+    """``812µs (45%)``: the value and, for a column with a percent base (unless ``percent`` is
+    False), its share of the root's. Empty for a missing value and for zero (an empty cell reads
+    faster than ``0.00µs (0%)``), except for whole numbers (a call count, a rank), as the front
+    end writes them."""
     spec = column.spec
     v = tree.columns[column.values][row]
     if is_missing(v) or (v == 0 and spec.unit != "int"):
         return ""
     text = fmt.value_text(spec.unit, v)
-    if spec.percent_of is not None:
+    if percent and spec.percent_of is not None:
         base = tree.columns[spec.percent_of][0]
         if base:
             text += f" ({fmt.percent(v, base)})"

@@ -17,7 +17,7 @@ from .._tree.compare import Diff
 from .._tree.tree import Tree
 from .._vocab import COMPARE_COLUMNS, COMPARE_VIEW_COLUMNS, COMPARE_VIEW_EXTRA, Column, Status, is_missing
 from . import format as fmt
-from .html import _BOOT, _PAGE_CSS, _inline_module_source, script_json, static_file
+from .html import _BOOT, _PAGE_CSS, FALLBACK_CLASS, FALLBACK_CSS, _inline_module_source, script_json, static_file
 from .payload import payload, payload_json
 from .rows import _sibling_order, select_rows
 from .state import check_state
@@ -287,4 +287,5 @@ def report_html(diff: Diff, items: list[tuple[str, str, str]], label: str, **sta
 
 def static_html(text: str) -> str:
     """Where no widget can run (nbconvert, GitHub): the diff table as preformatted text."""
-    return f"<pre class=\"torchprof-static\" style=\"font-size:12px\">{html.escape(text)}</pre>"
+    return (f"<style>{FALLBACK_CSS}</style><div class=\"{FALLBACK_CLASS}\">"
+            f"<pre class=\"torchprof-static\" style=\"font-size:12px\">{html.escape(text)}</pre></div>")

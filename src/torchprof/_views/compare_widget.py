@@ -13,7 +13,7 @@ from .._vocab import STATE, STATE_KEYS
 from .compare import check_compare_state, compare_frame, compare_payload, compare_rows, default_sort, resolve_sort, view_tree
 from .html import static_file
 from .payload import payload_bytes
-from .widget import WIDGET_VIEW, _in_kernel, _trait
+from .widget import _trait, show_with_fallback
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,10 +33,19 @@ class CompareWidget(anywidget.AnyWidget):
 
     def __init__(self, diff: Diff, items: list[tuple[str, str, str]], label: str, **state: Any) -> None:
         self._diff = diff
+        self._items = items
+        self._label = label
         self._tree = view_tree(diff)
         self._default_sort = default_sort(diff)
         packed = payload_bytes(compare_payload(diff, items, label))
         super().__init__(data=packed, **check_compare_state(self._tree, state, self._default_sort))
+
+    def _ipython_display_(self) -> None:
+        # The diff table too, so what cannot render the widget shows the comparison (see show()).
+        from .compare import render_table
+
+        text = render_table(self._diff, self._items, min_pct=self.min_pct, sort_by=self.sort_by, ascending=self.ascending)
+        show(self._diff, self._items, self._label, text, self)
 
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:
@@ -69,13 +78,14 @@ class CompareWidget(anywidget.AnyWidget):
         return compare_frame(self._diff.tree, self.rows)
 
 
-def mimebundle(diff: Diff, items: list[tuple[str, str, str]], label: str, text: str) -> dict[str, Any]:
-    """The comparison's rich display: the diff table as text (and preformatted HTML) always, the
-    widget too where a kernel can render it."""
+def static_bundle(text: str) -> dict[str, str]:
+    """The comparison where no widget runs: the diff table as text, and as preformatted HTML."""
     from .compare import static_html
 
-    bundle: dict[str, Any] = {"text/plain": text, "text/html": static_html(text)}
-    if _in_kernel():
-        bundle_and_meta: Any = CompareWidget(diff, items, label)._repr_mimebundle_()
-        bundle[WIDGET_VIEW] = bundle_and_meta[0][WIDGET_VIEW]  # ipywidgets returns (data, metadata)
-    return bundle
+    return {"text/plain": text, "text/html": static_html(text)}
+
+
+def show(diff: Diff, items: list[tuple[str, str, str]], label: str, text: str, widget: CompareWidget | None = None) -> None:
+    """``display(cmp)``: the diff table, then, in a kernel, the widget, as a profile shows
+    (two outputs: the table is what a reopened notebook or nbconvert shows)."""
+    show_with_fallback(static_bundle(text), lambda: widget or CompareWidget(diff, items, label))

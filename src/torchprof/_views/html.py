@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from .._tree.tree import Tree
+from .._vocab import COLUMN, NodeKind
 from .cells import cell_text, view_columns
 from .format import summary_line
 from .payload import payload, payload_json
-from .rows import visible_rows
+from .rows import threshold_column, visible_rows
 from .state import check_state
+from .table import tree_guides
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -95,32 +97,71 @@ def report_html(tree: Tree, summary: dict[str, Any], **state: Any) -> str:
     )
 
 
-def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_rows: int = 200) -> str:
+#: The mime type of a widget's output (ipywidgets' view of a model by id).
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+#: Marks the static table a notebook shows with the widget (see :data:`FALLBACK_CSS`).
+FALLBACK_CLASS = "torchprof-fallback"
+_NBSP = "\u00a0"
+
+# In a notebook the profile is two outputs: this static table, then the widget. JupyterLab and
+# Notebook 7 (and nbconvert's lab template) put every output in a .jp-OutputArea-child, so these
+# rules show one of them: the widget once it renders (its root is .torchprof), else the table.
+# The widget's output is hidden while it holds no element, only text: "Loading widget...", and
+# "Error displaying widget: model not found" in a notebook reopened without its widget state.
+# (:has() cannot hold :has(), so the second rule hides the output itself, not its wrapper.)
+# Where <style> is dropped (an untrusted notebook, GitHub) no widget renders either: the table
+# shows alone. The rules cost a :has() match per output, and only while this table is there.
+FALLBACK_CSS = (
+    f".jp-OutputArea-child:has(.{FALLBACK_CLASS}):has(+ .jp-OutputArea-child .torchprof){{display:none}}\n"
+    f".jp-OutputArea-child:has(.{FALLBACK_CLASS}) + .jp-OutputArea-child > .jp-OutputArea-output:not(:has(*)){{display:none}}"
+)
+
+
+def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_rows: int = 200,
+                 sort_by: str = "cpu_us") -> str:  # fmt: skip
     """A plain HTML table of the top rows, for front ends with no widget manager (nbconvert,
-    GitHub, a saved notebook). Inline styles only; every profile string is escaped."""
+    GitHub, a notebook reopened without its widget state), with :data:`FALLBACK_CSS` so a
+    notebook shows it only where the widget cannot render.
+
+    It reads as a tree wherever it is shown: names are left-aligned by attribute and by style
+    (Jupyter's stylesheet right-aligns table cells) and drawn behind the terminal's ``├──``
+    guides as text in ``<samp>`` (monospace without a style, non-breaking spaces), so the
+    hierarchy survives sanitizers that drop every style. Inline styles only; every profile string
+    is escaped."""
     cols = tree.columns
-    rows = visible_rows(tree, min_pct=min_pct)
+    rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by)
     spec = view_columns(tree, show_ops=False)
+    guides, names = tree_guides(tree, rows)
+    has_types = any(isinstance(t, str) for t in cols["type"])
     cell = "padding:2px 8px;border-bottom:1px solid rgba(128,128,128,.25);white-space:nowrap"
+    left = f'align="left" style="{cell};text-align:left"'
+    right = f'align="right" style="{cell};text-align:right"'
+    head = [f"<th {left}>{html.escape(COLUMN['name'].label)}</th>"]
+    if has_types:
+        head.append(f"<th {left}>{html.escape(COLUMN['type'].label)}</th>")
+    head += [f"<th {right}>{html.escape(c.spec.label)}</th>" for c in spec]
     out = [
-        f"<div class=\"torchprof-static\"><p style=\"margin:4px 0\"><b>{html.escape(str(cols['name'][0]))}</b>"
+        f'<style>{FALLBACK_CSS}</style>',
+        f'<div class="{FALLBACK_CLASS}"><p style="margin:4px 0"><b>{html.escape(str(cols["name"][0]))}</b>'
         f" · {html.escape(summary_line(summary))}</p>",
-        "<table style=\"border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px\">",
-        "<thead><tr>" + f"<th style=\"{cell};text-align:left\">Node</th>"
-        + "".join(f"<th style=\"{cell};text-align:right\">{html.escape(c.spec.label)}</th>" for c in spec) + "</tr></thead><tbody>",
+        '<table style="border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px;margin:0">',
+        "<thead><tr>" + "".join(head) + "</tr></thead><tbody>",
     ]
-    for r in rows[:max_rows]:
-        name = html.escape(str(cols["name"][r]))
+    for k, r in enumerate(rows[:max_rows]):
+        guide = html.escape(guides[k].replace(" ", _NBSP))
         path = html.escape(str(cols["path"][r]), quote=True)
-        tds = [f"<td style=\"{cell};padding-left:{8 + 14 * cols['depth'][r]}px\" title=\"{path}\">{name}</td>"]
-        for c in spec:
-            tds.append(f"<td style=\"{cell};text-align:right\">{html.escape(cell_text(tree, c, r))}</td>")
+        tds = [f'<td {left} title="{path}"><samp style="opacity:.55">{guide}</samp>{html.escape(names[k])}</td>']
+        if has_types:
+            module_type = cols["type"][r] if cols["kind"][r] == NodeKind.MODULE.label and isinstance(cols["type"][r], str) else ""
+            tds.append(f'<td align="left" style="{cell};text-align:left;opacity:.75">{html.escape(module_type)}</td>')
+        tds += [f"<td {right}>{html.escape(cell_text(tree, c, r))}</td>" for c in spec]
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table>")
     if len(rows) > max_rows:
-        out.append(f"<p style=\"margin:4px 0\">… {len(rows) - max_rows} more rows</p>")
+        out.append(f'<p style="margin:4px 0">… {len(rows) - max_rows} more rows</p>')
+    base = html.escape(COLUMN[threshold_column(sort_by)].label)
     out.append(
-        f"<p style=\"margin:4px 0;opacity:.7\">{len(rows)} of {len(tree)} rows (≥ {min_pct:g}% of the total). "
-        "Run in Jupyter for the interactive view, or save one with prof.to_html(path).</p></div>"
+        f'<p style="margin:4px 0;opacity:.7">{len(rows)} of {len(tree)} rows (≥ {min_pct:g}% of {base}; (x%) = share of the '
+        "root's total). The interactive view: run the cell in Jupyter, or open prof.to_html(path).</p></div>"
     )
     return "\n".join(out)

@@ -69,9 +69,11 @@ def select_rows(
     show_ops: bool = False,
     search: str | Iterable[str] | None = None,
     max_depth: int | None = None,
+    keep: Sequence[bool] | None = None,
 ) -> list[bool]:
     """The selection half of :func:`visible_rows`: True for rows the filters keep (kind,
-    threshold, search, depth) and for their ancestors, before expansion and sorting. O(n)."""
+    threshold, search, depth, and ``keep``: a mask of rows that may be selected at all) and for
+    their ancestors, before expansion and sorting. O(n)."""
     cols = tree.columns
     n = len(tree)
     kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
@@ -86,6 +88,8 @@ def select_rows(
     if n:
         shown[0] = True
     for i in range(1, n):
+        if keep is not None and not keep[i]:
+            continue
         if not show_ops and kinds[i] not in LAYER_KINDS:
             continue
         if max_depth is not None and depth[i] > max_depth:
@@ -115,6 +119,7 @@ def visible_rows(
     search: str | Iterable[str] | None = None,
     expanded: set[str] | None = None,
     max_depth: int | None = None,
+    keep: Sequence[bool] | None = None,
 ) -> list[int]:
     """Row indices to show, in display order.
 
@@ -122,13 +127,15 @@ def visible_rows(
     ``show_ops``), its value of the threshold metric is at least ``min_pct`` percent of the root's,
     and it matches ``search`` (a substring or glob of its name or path; several patterns = any).
     Ancestors of selected rows are shown too, so the hierarchy never breaks. ``expanded`` (paths)
-    hides the children of collapsed rows; ``max_depth`` cuts deeper rows. Siblings are ordered by
+    hides the children of collapsed rows; ``max_depth`` cuts deeper rows; ``keep`` (one bool per
+    row) limits which rows can be selected. Siblings are ordered by
     ``sort_by`` (missing values last). O(n) plus the sibling sorts.
     """
     n = len(tree)
     if n == 0:
         return []
-    shown = select_rows(tree, min_pct=min_pct, sort_by=sort_by, show_ops=show_ops, search=search, max_depth=max_depth)
+    shown = select_rows(tree, min_pct=min_pct, sort_by=sort_by, show_ops=show_ops, search=search, max_depth=max_depth,
+                        keep=keep)  # fmt: skip
     children: list[list[int]] = [[] for _ in range(n)]
     parent = tree.parent_index
     for i in range(1, n):

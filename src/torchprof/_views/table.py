@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Sequence
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._tree.tree import Tree
-from .cells import cell_text, view_columns
+from .._vocab import COLUMN, NARROW_DROP_ORDER, NodeKind
+from .cells import ViewColumn, cell_text, view_columns
 from .format import printable
-from .rows import visible_rows
+from .rows import resolve_sort, threshold_column, visible_rows
 
 _DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[31m")
 _RESET = "\x1b[0m"
 #: Levels of tree guides drawn before a row's name; deeper rows show the innermost ones.
 MAX_GUIDES = 24
 ELIDED = "… "
+#: Characters a table fits in by default (``width=None``: no limit).
+DEFAULT_WIDTH = 120
+#: How far names and module types are shortened (in the middle) before the table gives up on a width.
+NAME_SOFT_LIMIT = 32
+NAME_MIN = 16
+TYPE_MIN = 10
+CLIP = "…"
 
 
 def wants_colour(stream: Any = None) -> bool:
@@ -41,48 +51,200 @@ def render_table(
     max_depth: int | None = None,
     colour: bool = False,
     max_name: int = 60,
+    width: int | None = DEFAULT_WIDTH,
+    keep: Sequence[bool] | None = None,
 ) -> str:
-    """The seed's table: ``├──`` guides, ``value (pct%)`` cells, one row per shown node."""
-    rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops,
-                        search=filter, max_depth=max_depth)  # fmt: skip
-    cols = tree.columns
-    spec = view_columns(tree, show_ops)
-    parent = tree.parent_index
+    """The seed's table: ``├──`` guides, the module type, ``value (pct%)`` cells, one row per
+    shown node; under it a one-line legend and, when rows or columns were left out, what was.
 
-    # Tree guides: a row's prefix is built from whether each of its ancestors is a last child.
-    # Only the innermost MAX_GUIDES levels are drawn ("… " stands for the ones further out), so
-    # a row costs the same at depth 3000 as at depth 3 and the table stays readable.
+    ``width`` (characters, None: no limit) is met by dropping, in turn, the percentages of
+    columns other than the totals and the sort column, long names' middles, the columns of
+    :data:`~torchprof._vocab.NARROW_DROP_ORDER`, the type, and the remaining percentages.
+    """
+    if filter is not None and not isinstance(filter, str):
+        filter = list(filter)
+
+    def shown(pct: float) -> list[int]:
+        return visible_rows(tree, min_pct=pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops, search=filter,
+                            max_depth=max_depth, keep=keep)  # fmt: skip
+
+    rows = shown(min_pct)
+    hidden = len(shown(0)) - len(rows) if min_pct > 0 else 0  # what the threshold alone hid
+    cols = tree.columns
+    sort_key = resolve_sort(sort_by)
+    prefixes, names = tree_guides(tree, rows)
+    types = [_type_text(cols, r) for r in rows]
+    layout = _fit(tree, rows, view_columns(tree, show_ops), sort_key, prefixes, names, types,
+                  max_name=max_name, width=width)  # fmt: skip
+
+    header = [COLUMN["name"].label] + ([COLUMN["type"].label] if layout.show_type else []) + [c.spec.label for c in layout.columns]
+    labels = [p + _clip(n, layout.name_limit) for p, n in zip(prefixes, names)]
+    body = []
+    for k, r in enumerate(rows):
+        line = [labels[k]] + ([_clip(types[k], layout.type_limit)] if layout.show_type else [])
+        line += [cell_text(tree, c, r, percent=c.spec.name in layout.percent) for c in layout.columns]
+        body.append(line)
+    widths = [max(len(header[j]), *(len(line[j]) for line in body)) for j in range(len(header))]
+    left = 2 if layout.show_type else 1  # name and type read left to right, numbers line up right
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    head_rule = "|" + "+".join("-" * (w + 2) for w in widths) + "|"
+
+    def line_of(cells: list[str], depth: int | None = None) -> str:
+        texts = [c.ljust(w) if j < left else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))]
+        if depth is not None:
+            texts[0] = _DEPTH_COLOURS[depth % len(_DEPTH_COLOURS)] + texts[0] + _RESET
+        return "| " + " | ".join(texts) + " |"
+
+    out = [rule, line_of(header), head_rule]
+    out += [line_of(line, cols["depth"][r] if colour else None) for r, line in zip(rows, body)]
+    out.append(rule)
+    notes = [legend for legend in (_legend(layout),) if legend]
+    if hidden:
+        base = COLUMN[threshold_column(sort_key)].label
+        notes.append(f"{hidden} row{'s' if hidden != 1 else ''} under {min_pct:g}% of {base} hidden (min_pct=0 shows them)")
+    if layout.dropped:
+        notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
+    for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
+        out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
+    return "\n".join(out)
+
+
+def tree_guides(tree: Tree, rows: list[int]) -> tuple[list[str], list[str]]:
+    """Each row's tree guides (``│ ├──``) and its printable name.
+
+    A row's prefix is built from whether each of its ancestors is a last child. Only the
+    innermost MAX_GUIDES levels are drawn ("… " stands for the ones further out), so a row costs
+    the same at depth 3000 as at depth 3 and the table stays readable."""
+    cols = tree.columns
+    parent = tree.parent_index
     shown_children: dict[int, list[int]] = {}
     for r in rows[1:]:
         shown_children.setdefault(parent[r], []).append(r)
     last = {kids[-1] for kids in shown_children.values()}
     prefix_of: dict[int, str] = {rows[0]: ""}  # what a row's children put before their branch
-    labels: list[str] = [printable(cols["name"][rows[0]])]
+    prefixes, names = [""], [printable(cols["name"][rows[0]])]
     width = 2 * MAX_GUIDES
     for r in rows[1:]:
         base = prefix_of[parent[r]]
         is_last = r in last
         prefix = base + ("  " if is_last else "│ ")
         prefix_of[r] = prefix if len(prefix) <= width else ELIDED + prefix[len(prefix) - width + len(ELIDED) :]
-        labels.append(base + ("└──" if is_last else "├──") + _clip(printable(cols["name"][r]), max_name))
+        prefixes.append(base + ("└──" if is_last else "├──"))
+        names.append(printable(cols["name"][r]))
+    return prefixes, names
 
-    header = ["Node"] + [c.spec.label for c in spec]
-    body = [[cell_text(tree, c, r) for c in spec] for r in rows]
 
-    widths = [max(len(header[0]), *(len(s) for s in labels))]
-    for j in range(len(spec)):
-        widths.append(max(len(header[j + 1]), *(len(row[j]) for row in body)))
-    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    head_rule = "|" + "+".join("-" * (w + 2) for w in widths) + "|"
-    out = [rule, "| " + " | ".join([header[0].ljust(widths[0])] + [h.rjust(w) for h, w in zip(header[1:], widths[1:])]) + " |", head_rule]
-    for r, label, cells in zip(rows, labels, body):
-        name_cell = label.ljust(widths[0])
-        if colour:
-            name_cell = _DEPTH_COLOURS[cols["depth"][r] % len(_DEPTH_COLOURS)] + name_cell + _RESET
-        out.append("| " + " | ".join([name_cell] + [c.rjust(w) for c, w in zip(cells, widths[1:])]) + " |")
-    out.append(rule)
-    return "\n".join(out)
+def _type_text(cols: dict[str, list[Any]], row: int) -> str:
+    """A module row's class (``Sequential``, ``Conv2d``); blank for regions, ops and kernels."""
+    value = cols["type"][row]
+    return printable(value) if cols["kind"][row] == NodeKind.MODULE.label and isinstance(value, str) else ""
+
+
+@dataclass
+class _Layout:
+    """What a table shows to fit its width."""
+
+    columns: list[ViewColumn]
+    percent: set[str]
+    """Columns whose cells keep their ``(x%)``."""
+    name_limit: int
+    show_type: bool
+    type_limit: int
+    dropped: list[str] = field(default_factory=list)
+
+
+# Fitting a width: each step gives up something, in order of what a reader misses least, until
+# the table fits. The widths of every column are measured once, with and without percentages, so
+# a step costs O(rows) at most (re-measuring the name column at a new limit).
+def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, prefixes: list[str],
+         names: list[str], types: list[str], *, max_name: int, width: int | None) -> _Layout:  # fmt: skip
+    with_pct = {c.spec.name: max([len(c.spec.label)] + [len(cell_text(tree, c, r)) for r in rows]) for c in columns}
+    without = {c.spec.name: max([len(c.spec.label)] + [len(cell_text(tree, c, r, percent=False)) for r in rows]) for c in columns}
+    type_width = max(len(t) for t in types)
+    layout = _Layout(columns=list(columns), percent={c.spec.name for c in columns}, name_limit=max_name,
+                     show_type=type_width > 0, type_limit=type_width)  # fmt: skip
+    name_header = len(COLUMN["name"].label)
+    type_header = len(COLUMN["type"].label)
+
+    def name_width(limit: int) -> int:
+        return max([name_header] + [len(p) + min(len(n), limit) for p, n in zip(prefixes, names)])
+
+    def total() -> int:
+        cells = [name_width(layout.name_limit)] + [(with_pct if c.spec.name in layout.percent else without)[c.spec.name]
+                                                   for c in layout.columns]  # fmt: skip
+        if layout.show_type:
+            cells.append(max(type_header, min(type_width, layout.type_limit)))
+        return sum(cells) + 3 * len(cells) + 1
+
+    def fits() -> bool:
+        return width is None or total() <= width
+
+    def keep_percent_of_totals() -> None:
+        layout.percent = {c.spec.name for c in layout.columns if c.spec.name in (c.spec.percent_of, sort_key)}
+
+    def shorten_names(floor: int) -> None:
+        # The largest limit at or above ``floor`` that fits (the floor when none does): the
+        # table's width only grows with the limit, so a bisection finds it.
+        lo, hi = floor, min(layout.name_limit, max(map(len, names)))
+        if hi <= lo:
+            return
+        while lo < hi:
+            layout.name_limit = (lo + hi + 1) // 2
+            if fits():
+                lo = layout.name_limit
+            else:
+                hi = layout.name_limit - 1
+        layout.name_limit = lo
+
+    def drop_columns(order: Sequence[str]) -> None:
+        for name in order:
+            if fits():
+                return
+            if name == sort_key or all(c.spec.name != name for c in layout.columns):
+                continue
+            gone = {name} | {c.spec.name for c in layout.columns if c.spec.needs == name}
+            layout.dropped += [c.spec.name for c in layout.columns if c.spec.name in gone]
+            layout.columns = [c for c in layout.columns if c.spec.name not in gone]
+
+    def shorten_or_drop_type() -> None:
+        layout.type_limit = min(type_width, max(TYPE_MIN, type_width - (total() - (width or 0))))
+        if not fits():
+            layout.show_type = False
+
+    def no_percent() -> None:
+        layout.percent = set()
+
+    rest = [c.spec.name for c in reversed(columns) if c.spec.name not in NARROW_DROP_ORDER and c.spec.name != "cpu_us"]
+    steps: list[Callable[[], None]] = [
+        keep_percent_of_totals, lambda: shorten_names(NAME_SOFT_LIMIT), lambda: drop_columns(NARROW_DROP_ORDER),
+        lambda: shorten_names(NAME_MIN), shorten_or_drop_type, no_percent, lambda: drop_columns(rest),
+    ]  # fmt: skip
+    for step in steps:
+        if fits():
+            break
+        step()
+    return layout
+
+
+def _legend(layout: _Layout) -> str:
+    """One line saying what the ``(x%)`` in the cells is a share of."""
+    bases: list[str] = []
+    for c in layout.columns:
+        base = c.spec.percent_of
+        if c.spec.name in layout.percent and base is not None and base not in bases:
+            bases.append(base)
+    if not bases:
+        return ""
+    of = " or ".join(COLUMN[b].label for b in bases)
+    which = " (the column's own)" if len(bases) > 1 else ""
+    return f"(x%) = share of the root's {of}{which} · blank = zero or not recorded"
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to ``limit`` characters in the middle (``autograd::en…AddmmBackward0``), so
+    both the start of a name and its distinctive end stay."""
+    if len(text) <= limit:
+        return text
+    head = (limit - len(CLIP) + 1) // 2
+    tail = limit - len(CLIP) - head
+    return text[:head] + CLIP + (text[len(text) - tail :] if tail > 0 else "")

@@ -10,6 +10,7 @@ rows the user sees.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anywidget
@@ -17,7 +18,7 @@ import traitlets
 
 from .._tree.tree import Tree
 from .._vocab import STATE, STATE_KEYS, StateKey
-from .html import static_file, static_table
+from .html import WIDGET_VIEW, static_file, static_table
 from .payload import payload, payload_bytes
 from .rows import resolve_sort, visible_rows
 from .state import check_state
@@ -25,8 +26,6 @@ from .table import render_table
 
 if TYPE_CHECKING:
     import pandas as pd
-
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def _trait(key: StateKey) -> traitlets.TraitType:
@@ -57,7 +56,15 @@ class ProfileWidget(anywidget.AnyWidget):
 
     def __init__(self, tree: Tree, summary: dict[str, Any], **state: Any) -> None:
         self._tree = tree
+        self._summary = summary
         super().__init__(data=payload_bytes(payload(tree, summary)), **check_state(tree, state))
+
+    def __repr__(self) -> str:
+        return f"<torchprof widget {self._tree.columns['name'][0]!r}: {len(self._tree)} nodes>"
+
+    def _ipython_display_(self) -> None:
+        # The static table too, so what cannot render the widget shows the profile (see show()).
+        show(self._tree, self._summary, self)
 
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:
@@ -107,13 +114,36 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def mimebundle(tree: Tree, summary: dict[str, Any]) -> dict[str, Any]:
-    """The profile's rich display: the terminal table as text/plain and a static HTML table of
-    the top rows, always, so nbconvert, GitHub and consoles show something useful; plus the
-    widget when a kernel (and so a widget manager) can render it."""
-    bundle: dict[str, Any] = {"text/plain": render_table(tree), "text/html": static_table(tree, summary)}
-    if _in_kernel():
-        bundle_and_meta: Any = ProfileWidget(tree, summary)._repr_mimebundle_()
-        data = bundle_and_meta[0]  # ipywidgets returns (data, metadata)
-        bundle[WIDGET_VIEW] = data[WIDGET_VIEW]
-    return bundle
+def static_bundle(tree: Tree, summary: dict[str, Any], *, min_pct: float = 1.0, sort_by: str = "cpu_us") -> dict[str, str]:
+    """The profile as a front end without widgets shows it: the terminal table as text/plain and
+    the static HTML table (nbconvert, GitHub, consoles, a notebook reopened without its widgets)."""
+    return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by),
+            "text/html": static_table(tree, summary, min_pct=min_pct, sort_by=sort_by)}  # fmt: skip
+
+
+def show(tree: Tree, summary: dict[str, Any], widget: ProfileWidget | None = None) -> None:
+    """Display the profile in IPython: the static table, then, in a kernel, the widget (see
+    :func:`show_with_fallback`)."""
+    # A widget's own threshold and sort, so its table shows what it opened with.
+    view_of = {"min_pct": widget.min_pct, "sort_by": widget.sort_by} if widget is not None else {}
+    show_with_fallback(static_bundle(tree, summary, **view_of), lambda: widget or ProfileWidget(tree, summary))
+
+
+def show_with_fallback(static: dict[str, str], make_widget: Callable[[], Any]) -> None:
+    """Display ``static`` (text/plain and a text/html wrapped as :data:`~.html.FALLBACK_CLASS`),
+    then, in a kernel, the widget ``make_widget`` returns.
+
+    Two outputs rather than one bundle: a notebook front end renders only the richest type of
+    each output, so the widget's output, reopened without the widget's state, would show JupyterLab's
+    "model not found" error and never its HTML. The table comes first and its CSS shows exactly
+    one of the two where the front end can run the widget. The widget's output carries an empty
+    text/plain, so what cannot render it (nbconvert without widget state, an untrusted notebook)
+    shows nothing more than the table. A terminal IPython gets the table as text."""
+    from IPython.display import display
+
+    display(static, raw=True)
+    if not _in_kernel():
+        return
+    view: Any = make_widget()._repr_mimebundle_()
+    data = view[0] if isinstance(view, tuple) else view  # anywidget returns (data, metadata)
+    display({WIDGET_VIEW: data[WIDGET_VIEW], "text/plain": ""}, raw=True)
