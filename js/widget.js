@@ -2185,8 +2185,9 @@ function createFlame(ctx) {
     legend);
   const canvas = /** @type {HTMLCanvasElement} */ (h("canvas", { class: "tp-flame-canvas", "data-testid": "flame-canvas", role: "img", "aria-label": "Flame graph of the layer tree" }));
   const tip = h("div", { class: "tp-tip", "data-testid": "flame-tip", hidden: true, role: "tooltip" });
-  const scroll = h("div", { class: "tp-flame-scroll", tabindex: "0", "data-testid": "flame" }, canvas, tip);
-  const el = h("div", { class: "tp-panel tp-panel-flame", "data-view": "flame" }, bar, scroll);
+  const scroll = h("div", { class: "tp-flame-scroll", tabindex: "0", "data-testid": "flame" }, canvas);
+  // The tooltip lives in the panel, not in the scrolling box, so a short icicle does not clip it.
+  const el = h("div", { class: "tp-panel tp-panel-flame", "data-view": "flame" }, bar, scroll, tip);
   /** @type {FlameLayout|null} */
   let layout = null;
   let viewed = viewedTable(data, "");
@@ -2224,11 +2225,16 @@ function createFlame(ctx) {
     const { node, x, w, level, count } = layout;
     /** @type {Record<string, string>} */
     const colours = { fwd: pal.fwd, bwd: pal.bwd, other: pal.other };
+    let matches = 0;
+    let dimmed = 0;
     for (let r = 0; r < count; r++) {
       const i = node[r];
       const top = level[r] * FLAME_ROW;
       const rw = Math.max(w[r] - 1, 0.5);
-      g.globalAlpha = match && !match(i) && r !== 0 ? 0.28 : 1;
+      // The search shows here too: bars that do not match fade (the zoomed node aside).
+      const faded = !!match && r !== 0 && !match(i);
+      if (match && r !== 0) faded ? dimmed++ : matches++;
+      g.globalAlpha = faded ? 0.28 : 1;
       if (byType) {
         const hue = typeHue(table.type[i] || table.vocab.kinds[table.kind[i]]);
         g.fillStyle = `hsl(${hue} ${pal.dark ? "45%" : "60%"} ${pal.dark ? "58%" : "74%"})`;
@@ -2257,14 +2263,21 @@ function createFlame(ctx) {
       }
     }
     g.globalAlpha = 1;
+    // The table's selection, outlined.
+    let outlined = "";
     for (let r = 0; r < count; r++) {
       if (node[r] !== selected) continue;
       g.strokeStyle = pal.accent;
       g.lineWidth = 2;
       g.strokeRect(x[r] + 1, level[r] * FLAME_ROW + 1, Math.max(w[r] - 3, 1), FLAME_ROW - 3);
+      outlined = table.path[selected];
     }
+    // What was drawn, for tests and for anyone timing it: rectangles, draw time, search and selection.
     el.dataset.drawMs = (performance.now() - t0).toFixed(1);
     el.dataset.rects = String(count);
+    el.dataset.matches = String(matches);
+    el.dataset.dimmed = String(dimmed);
+    el.dataset.selected = outlined;
   }
 
   function fillCrumbs() {
@@ -2327,10 +2340,13 @@ function createFlame(ctx) {
     if (viewed.folded) lines.push(`ran in ${viewed.folded.runs[i]} of ${viewed.folded.count} steps (means per step)`);
     tip.textContent = lines.join("\n");
     tip.hidden = false;
-    const box = scroll.getBoundingClientRect();
-    const left = Math.min(event.clientX - box.left + 12, Math.max(0, scroll.clientWidth - tip.offsetWidth - 4));
+    const box = el.getBoundingClientRect();
+    const left = Math.min(event.clientX - box.left + 12, Math.max(0, el.clientWidth - tip.offsetWidth - 4));
+    // Below the pointer, or above it where the panel ends first.
+    const below = event.clientY - box.top + 14;
+    const top = below + tip.offsetHeight > el.clientHeight && event.clientY - box.top > tip.offsetHeight + 8 ? event.clientY - box.top - tip.offsetHeight - 8 : below;
     tip.style.left = left + "px";
-    tip.style.top = event.clientY - box.top + scroll.scrollTop + 14 + "px";
+    tip.style.top = top + "px";
   }
 
   /** @param {MouseEvent} event */

@@ -98,7 +98,7 @@ def test_a_view_of_one_step_is_its_subtree_with_percentages_of_that_step():
     rows = visible_rows(tree, min_pct=30, root=root, expanded=None)
     # fc2 is 40 of step #10's 150 (27%): under 30% of the step; fc1 (10) too.
     assert [tree.columns["path"][r] for r in rows] == ["ProfilerStep#10", "ProfilerStep#10/Net"]
-    with pytest.raises(ValueError, match="no step '4'.*1, 2, 10"):
+    with pytest.raises(ValueError, match=r"no step '4'.*1, 2, 10"):
         check_state(tree, {"step": "4"})
     with pytest.raises(ValueError, match="two recorded steps"):
         check_state(build(training_step()), {"step": "all"})

@@ -19,14 +19,14 @@ import pytest
 from synthetic import columns, ev, training_step
 from torchprof._profile import Profile
 from torchprof._records import ModuleInfo, Recording
+from torchprof._tree.aggregate import across_steps, by_type, step_rows
 from torchprof._tree.builder import TreeBuilder
 from torchprof._views import format as fmt
 from torchprof._views.html import static_table
 from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
-from torchprof._vocab import COLUMNS
-from torchprof._tree.aggregate import across_steps, by_type, step_rows
 from torchprof._views.rows import natural_key, path_test, select_rows, shown_values, text_test, visible_rows
 from torchprof._views.state import default_expanded
+from torchprof._vocab import COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "js" / "fixtures" / "crosscheck.json"
