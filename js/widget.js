@@ -49,6 +49,7 @@
  * @property {string[]} flame_colours
  * @property {string} all_steps the `step` value of every step folded into one tree
  * @property {string} step_prefix name prefix of the iteration regions
+ * @property {string} backward_prefix name prefix of the autograd engine's per-node backward ranges
  * @property {string} path_search prefix of a search on paths
  * @property {string} threshold_column what min_pct compares
  */
@@ -1324,6 +1325,17 @@ export function byType(data, root = 0) {
   return out.sort((a, b) => b.sums.cpu_us - a.sums.cpu_us);
 }
 
+/**
+ * An op's name as a short note shows it: an autograd engine range by its node ("ConvolutionBackward0
+ * (bwd)", not "autograd::engine::evaluate_function: ConvolutionBackward0").
+ * @param {Data} data @param {number} i
+ */
+export function shortOpName(data, i) {
+  const name = data.name[i];
+  const prefix = data.vocab.backward_prefix;
+  return prefix && name.startsWith(prefix) ? `${name.slice(prefix.length)} (bwd)` : name;
+}
+
 // -- the keyboard ---------------------------------------------------------------------------
 
 /**
@@ -2498,7 +2510,7 @@ function createTop(ctx) {
       const selected = rowOfPath(table, st.selected);
       layersBox.replaceChildren(...top.map((t, k) => {
         const i = t.row;
-        const ops = t.ops.slice(0, 3).map((o) => `${table.name[o.row]} ${cellPercent(o.value, t.value) || formatTime(o.value)}`).join(", ");
+        const ops = t.ops.slice(0, 3).map((o) => `${shortOpName(table, o.row)} ${cellPercent(o.value, t.value) || formatTime(o.value)}`).join(", ");
         const tag = table.vocab.kinds[table.kind[i]] === "module" && table.type[i] !== table.name[i] ? table.type[i] || "" : "";
         const where = table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i];
         const row = line(k + 1, where, `${table.path[i]}\n${label}: ${formatTime(t.value)}${ops ? "\nops: " + ops : ""}\nDouble-click or Enter: show in the table`,
@@ -2515,7 +2527,7 @@ function createTop(ctx) {
       const ranked = groups.filter((g) => g.sums[alt] > 0).sort((a, b) => b.sums[alt] - a.sums[alt]);
       typesBox.replaceChildren(...ranked.map((g, k) => line(k + 1, g.type, `${g.type}: ${g.modules} modules\n${label} (ops folded in): ${formatTime(g.sums[alt])}\n${table.spec[totalColumn].label} (outermost of each): ${formatTime(g.sums[totalColumn])}\ncalls: ${g.sums.calls}`,
         `${g.modules}×`, formatTime(g.sums[alt]), cellPercent(g.sums[alt], base), (100 * g.sums[alt]) / base,
-        `${table.spec[totalColumn].label} ${formatTime(g.sums[totalColumn])} · ${g.sums.calls} calls`)));
+        `${table.spec[totalColumn].label} ${formatTime(g.sums[totalColumn])} · ${g.sums.calls} ${g.sums.calls === 1 ? "call" : "calls"}`)));
       if (!top.length) layersBox.append(h("p", { class: "tp-empty", text: "No layer has self time here." }));
     },
     resized() {},

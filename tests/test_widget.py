@@ -284,7 +284,8 @@ def test_front_end_changes_arrive_as_traits_and_python_changes_go_out(prof):
     w = prof.widget()
     # What the front end sends after clicks (ipywidgets applies it with set_state).
     clicked = {"min_pct": 12.5, "sort_by": "flops", "ascending": True, "show_ops": True, "search": "fc",
-               "expanded": ["Net", "Net.enc"]}  # fmt: skip
+               "expanded": ["Net", "Net.enc"], "view": "flame", "step": "", "selected": "Net.enc",
+               "metric": "bwd_cpu_us", "flame_colour": "type", "zoom": "Net"}  # fmt: skip
     w.set_state(clicked)
     assert w.state == clicked
     # What Python sends back: every view trait is synced, the data goes as one binary buffer.

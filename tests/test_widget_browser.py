@@ -19,7 +19,7 @@ from browser_util import ARTIFACTS, chromium, new_page, page_state, serve, write
 from torchprof._tree.aggregate import across_steps
 from torchprof._views import format as fmt
 from torchprof._views.rows import select_rows, visible_rows
-from torchprof._vocab import COLUMN
+from torchprof._vocab import BACKWARD_PREFIX, COLUMN
 
 pytestmark = pytest.mark.browser
 
@@ -170,18 +170,34 @@ def test_no_number_or_header_is_cut_at_700_970_and_1400_px_in_light_and_dark(bro
     record("truncation", counts)
 
 
-def test_names_give_way_in_the_middle_and_show_the_whole_path_on_hover(browser, resnet, report_top):
-    page = open_page(browser, report_top, 700)
-    path = "(backward, no module)"
-    cell = row(page, path).locator(".tp-name")
-    assert cell.get_attribute("title").split("\n")[0] == path
-    label = cell.locator(".tp-label")
-    assert label.text_content() == path, "the label holds the whole name"
-    head = label.locator(".tp-label-head")
-    assert head.evaluate("(e) => e.scrollWidth > e.clientWidth"), "the head is cut at 700 px"
-    tail = label.locator(".tp-label-tail")
-    assert path.endswith(tail.text_content()) and tail.evaluate("(e) => e.scrollWidth <= e.clientWidth"), "the tail shows whole"
+def test_names_give_way_in_the_middle_and_show_the_whole_path_on_hover(browser, resnet, report_top, tmp_path):
+    import torch
+
+    import torchprof
+
+    # Four regions whose long names differ only at the end: once truncated at the end they all
+    # read the same ("…layer…"); in the middle, their endings stay.
+    names = [f"transformer_encoder_block_attention_layer_{k}" for k in (8, 9, 10, 11)]
+    with torchprof.Profiler() as prof:
+        for name in names:
+            with torch.profiler.record_function(name):
+                torch.randn(64, 64) @ torch.randn(64, 64)
+    path = tmp_path / "long.html"
+    prof.to_html(str(path), min_pct=0)
+    page = open_page(browser, path, 420)  # a narrow output: the Node column is at its minimum
+    tails = []
+    for name in names:
+        cell = row(page, name).locator(".tp-name")
+        assert cell.get_attribute("title").split("\n")[0] == name, "the whole path on hover"
+        label = cell.locator(".tp-label")
+        assert label.text_content() == name, "the label holds the whole name"
+        head, tail = label.locator(".tp-label-head"), label.locator(".tp-label-tail")
+        assert head.evaluate("(e) => e.scrollWidth > e.clientWidth"), "the head gives way"
+        assert tail.evaluate("(e) => e.scrollWidth <= e.clientWidth"), "the tail shows whole"
+        tails.append(tail.text_content())
+    assert len(set(tails)) == 4 and all(n.endswith(t) for n, t in zip(names, tails))
     # An unlabelled root module is not named twice ("ResNet ResNet"): its tag is its class only when that differs.
+    page = open_page(browser, report_top, 700)
     assert row(page, "ResNet").locator(".tp-tag").inner_text() == ""
     assert row(page, "ResNet.layer1").locator(".tp-tag").inner_text() == "Sequential"
 
@@ -455,7 +471,9 @@ def test_top_view_ranks_layers_and_module_types_by_self_time_with_their_ops(brow
     assert first.locator(".tp-v").inner_text() == fmt.time_us(df.loc[want[0], "layer_self_cpu_us"])
     ops = df[(df["parent"] == want[0]) & (df["kind"] == "op")].sort_values("cpu_us", ascending=False)
     if len(ops):
-        assert first.locator(".tp-top-note").inner_text().startswith("ops: " + ops.index[0].rsplit("/", 1)[-1])
+        name = df.loc[ops.index[0], "name"]
+        short = f"{name[len(BACKWARD_PREFIX):]} (bwd)" if name.startswith(BACKWARD_PREFIX) else name
+        assert first.locator(".tp-top-note").inner_text().startswith("ops: " + short)
     by_type = resnet.by_type().sort_values("layer_self_cpu_us", ascending=False, kind="stable")
     types = page.locator('[data-testid="top-types"] .tp-top-name .tp-label').all_text_contents()
     assert types == [t for t in by_type.index if by_type.loc[t, "layer_self_cpu_us"] > 0]

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   flameMetrics, flameMetric, flameLayout, flameHit, execChildren, phaseColumns, phaseShares, typeHue, ancestry,
-  topColumn, topLayers, byType, luminance, VIEW_RENDERERS,
+  topColumn, topLayers, byType, luminance, VIEW_RENDERERS, shortOpName,
 } from "../../js/widget.js";
 import { small, decode, VOCAB } from "./helpers.mjs";
 
@@ -125,6 +125,12 @@ test("the Top view ranks layers by self time with their ops folded in, and names
   assert.deepEqual(top[0].ops.map((o) => [data.name[o.row], o.value]), [["aten::addmm", 60]], "fc2's 70 is mostly its addmm");
   assert.deepEqual(topLayers(data, 1, "self_cpu_us").map((t) => data.name[t.row]), ["fc2", "fc1"], "a subtree's layers only");
   assert.equal(topLayers(data, 0, "self_cpu_us", 2).length, 2);
+  const bwd = decode([
+    { path: "m", name: "m", kind: "module", parent: -1, cpu_us: 2 },
+    { path: "m/b", name: `${VOCAB.backward_prefix}ConvolutionBackward0`, kind: "op", parent: 0, cpu_us: 1, backward: true },
+  ]);
+  assert.equal(shortOpName(bwd, 1), "ConvolutionBackward0 (bwd)", "an autograd node by its name");
+  assert.equal(shortOpName(data, 3), "aten::addmm");
 });
 
 test("by module type: totals from the outermost module of a class, self values and calls everywhere", () => {

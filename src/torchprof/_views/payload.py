@@ -21,6 +21,7 @@ from .._tree.aggregate import StepsTree, across_steps
 from .._tree.tree import Tree
 from .._vocab import (
     ALL_STEPS,
+    BACKWARD_PREFIX,
     COLUMNS,
     CSV_FORMULA_START,
     FLAME_COLOURS,
@@ -53,7 +54,8 @@ def vocabulary() -> dict[str, Any]:
     """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
     table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
     defaults, the flag bits, the characters a CSV text cell must not start with, the views, the
-    Flame colourings, the step names and the search and threshold rules' constants."""
+    Flame colourings, the step and backward-node name prefixes and the search and threshold
+    rules' constants."""
     return {
         "columns": [c.spec() for c in COLUMNS],
         "view_columns": list(VIEW_COLUMNS),
@@ -68,6 +70,7 @@ def vocabulary() -> dict[str, Any]:
         "flame_colours": list(FLAME_COLOURS),
         "all_steps": ALL_STEPS,
         "step_prefix": STEP_PREFIX,
+        "backward_prefix": BACKWARD_PREFIX,
         "path_search": PATH_SEARCH,
         "threshold_column": THRESHOLD_COLUMN,
     }  # fmt: skip
