@@ -1884,6 +1884,7 @@ function createTable(ctx) {
   let st = ctx.state();
   let viewed = viewedTable(data, "");
   let selectedRow = -1;
+  let revealed = "";
   let searchText = "";
 
   /** New columns (the folded steps add two): header and row template rebuilt, widths measured. */
@@ -2118,6 +2119,11 @@ function createTable(ctx) {
       else scroller.removeAttribute("aria-activedescendant");
       sizer.style.height = vis.rows.length * ROW_HEIGHT + "px";
       if (tableChanged) scroller.scrollTop = 0;
+      // A row selected elsewhere (the Flame, the Top view, Python) is scrolled into view once.
+      if (st.selected !== revealed) {
+        revealed = st.selected;
+        reveal(vis.rows.indexOf(selectedRow));
+      }
       paint();
     },
     resized() {
@@ -2596,14 +2602,16 @@ function build(root, data) {
   const controls = h("div", { class: "tp-controls" },
     switcher,
     ...(step ? [h("label", { class: "tp-ctl", title: "View one step (percentages are of that step), every step folded into one tree (mean, min and max per row), or the whole run" }, "step ", step)] : []),
-    h("label", { class: "tp-ctl", title: "Hide rows whose CPU total is below this share of the viewed root's (whatever the sort); the ancestors of shown rows stay. Logarithmic: 0, then 0.01% to 100%." }, "min ", slider, sliderValue, h("span", { class: "tp-ctl-unit", text: "of CPU total" })),
-    h("label", { class: "tp-ctl", title: "Show aten ops and kernels under their layers. Numbers never change silently: a layer's Self counts every op row that is not shown" }, ops, " aten ops"),
+    // data-for: the views a control acts on (hidden in the others, so none sits there doing nothing).
+    h("label", { class: "tp-ctl", "data-for": "table", title: "Hide rows whose CPU total is below this share of the viewed root's (whatever the sort); the ancestors of shown rows stay. Logarithmic: 0, then 0.01% to 100%." }, "min ", slider, sliderValue, h("span", { class: "tp-ctl-unit", text: "of CPU total" })),
+    h("label", { class: "tp-ctl", "data-for": "table flame", title: "Show aten ops and kernels under their layers. Numbers never change silently: a layer's Self counts every op row that is not shown" }, ops, " aten ops"),
     search,
-    h("label", { class: "tp-ctl tp-table-only" }, "sort ", sort),
-    h("button", { type: "button", class: "tp-btn tp-table-only", "data-testid": "expand-all", text: "Expand all" }),
-    h("button", { type: "button", class: "tp-btn tp-table-only", "data-testid": "collapse-all", text: "Collapse all" }),
+    h("label", { class: "tp-ctl", "data-for": "table" }, "sort ", sort),
+    h("button", { type: "button", class: "tp-btn", "data-for": "table", "data-testid": "expand-all", text: "Expand all" }),
+    h("button", { type: "button", class: "tp-btn", "data-for": "table", "data-testid": "collapse-all", text: "Collapse all" }),
     h("button", { type: "button", class: "tp-btn", "data-testid": "export-csv", title: "Download every row of the part of the run viewed as CSV (the DataFrame's columns), whatever is expanded or filtered", text: "Export CSV" }),
     rowCount);
+  rowCount.dataset.for = "table";
   const noteText = h("span", { "data-testid": "hidden-note" });
   const note = h("div", { class: "tp-note", hidden: true }, noteText, " ", h("button", { type: "button", class: "tp-link", "data-testid": "show-hidden", text: "Show them" }));
   const body = h("div", { class: "tp-body" });
@@ -2688,8 +2696,11 @@ function mount(root, model, data) {
     const view = VIEW_RENDERERS[st.view] ? st.view : "table";
     for (const b of switcher.children) b.setAttribute("aria-pressed", String(/** @type {HTMLElement} */ (b).dataset.view === view));
     root.dataset.view = view;
+    for (const control of root.querySelectorAll(".tp-controls [data-for]")) {
+      /** @type {HTMLElement} */ (control).hidden = !(/** @type {HTMLElement} */ (control).dataset.for || "").split(" ").includes(view);
+    }
     const hidden = hiddenCounts(viewed.table, vstate, vis.shown);
-    const text = hiddenNote(hidden, st.min_pct || 0, st.search);
+    const text = view === "table" ? hiddenNote(hidden, st.min_pct || 0, st.search) : "";
     note.hidden = !text;
     noteText.textContent = text;
     note.title = hidden.ops && !st.show_ops ? `${hidden.ops} op and kernel rows are folded into their layers (tick “aten ops” to list them)` : "";

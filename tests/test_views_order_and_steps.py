@@ -169,3 +169,33 @@ def test_a_cpu_run_with_memory_records_no_device_memory():
     assert tree.columns["cpu_mem"][0] == 4096
     with_device = build([ev("module", "Net", 0, 10, type_="Net"), ev("memory", "[memory]", 2, 2, nbytes=512, cuda=True)], memory=True)
     assert with_device.columns["cuda_mem"][0] == 512
+
+
+def test_the_steps_of_a_real_ddp_trace_fold_into_their_means_in_the_order_they_ran():
+    """A recommendation model trained with DDP on an A100 (six ProfilerSteps, NCCL, backward): the
+    tree lists its steps by time (#1014, #1010, ...); every view lists them as they ran."""
+    import statistics
+
+    import torchprof
+    from conftest import shared_trace
+
+    prof = torchprof.load_trace(str(shared_trace("a100-ddp-training.json.gz")))
+    tree = prof.tree
+    names, paths = tree.columns["name"], tree.columns["path"]
+    steps = step_rows(tree)
+    assert [names[r] for r in steps] == [f"ProfilerStep#{n}" for n in range(1009, 1015)]
+    assert [names[r] for r in visible_rows(tree, expanded=set())][1:7] == [names[r] for r in steps]
+    assert [names[i] for i in tree.children()[0][:6]] != [names[r] for r in steps], "the tree itself orders them by time"
+    folded = across_steps(tree)
+    assert folded is not None and folded.steps == 6
+    t = folded.tree
+    checked = 0
+    for i in range(1, len(t)):
+        if folded.runs[i] != 6 or t.columns["depth"][i] > 2:
+            continue
+        per_step = [tree.columns["cuda_us"][paths.index(f"{paths[r]}/{t.columns['path'][i]}")] for r in steps]
+        assert t.columns["cuda_us"][i] == pytest.approx(statistics.fmean(per_step)), t.columns["path"][i]
+        assert folded.low["cuda_us"][i] == min(per_step) and folded.high["cuda_us"][i] == max(per_step)
+        checked += 1
+    assert checked >= 3
+    assert t.columns["cpu_us"][0] == pytest.approx(statistics.fmean(tree.columns["cpu_us"][r] for r in steps))

@@ -162,6 +162,8 @@ def test_no_number_or_header_is_cut_at_700_970_and_1400_px_in_light_and_dark(bro
                 assert not has_pct, "at 700 px the percentages go so the numbers fit"
             if width == 1400:
                 assert has_pct, "at 1400 px there is room for the percentages"
+                pcts = page.locator('[role="row"][data-path] .tp-pct').all_text_contents()
+                assert any(pcts) and not [p for p in pcts if re.fullmatch(r"-?0(\.0)?%", p)], "no cell says 0.0%"
             if width == 970:
                 ARTIFACTS.mkdir(exist_ok=True)
                 page.locator('[data-testid="torchprof"]').screenshot(path=str(ARTIFACTS / f"widget-970-{scheme}.png"))
@@ -348,6 +350,9 @@ def test_flame_view_sizes_bars_by_the_metric_zooms_and_follows_the_table(browser
         panel = page.locator('.tp-panel-flame')
         page.wait_for_function("() => Number(document.querySelector('.tp-panel-flame').dataset.rects) > 10")
         assert page_state(page)["view"] == "flame"
+        # Only the controls that act on the Flame show: the threshold and the sort are the table's.
+        assert page.locator('[data-testid="min-pct"]').is_hidden() and page.locator('[data-testid="sort"]').is_hidden()
+        assert page.locator('[data-testid="show-ops"]').is_visible() and page.locator('[data-testid="search"]').is_visible()
         rects = flame_rects(page)
         by_path = {r["path"]: r for r in rects}
         df = resnet.df
@@ -462,6 +467,8 @@ def test_flame_draws_a_50k_node_tree_in_under_200_ms(browser, tmp_path):
 def test_top_view_ranks_layers_and_module_types_by_self_time_with_their_ops(browser, resnet, report):
     page = open_page(browser, report, 1400)
     page.click('[data-testid="view-top"]')
+    assert page.locator('[data-testid="show-ops"]').is_hidden(), "Top always folds the ops in"
+    assert page.locator('[data-testid="search"]').is_visible()
     df = resnet.df
     layers = df[df["kind"].isin(["module", "region"]) & (df.index != "profile")]
     want = list(layers.sort_values("layer_self_cpu_us", ascending=False, kind="stable").index[:10])
@@ -561,4 +568,32 @@ def test_arrow_keys_move_open_and_close_rows_and_keys_stay_in_the_widget(browser
             page.keyboard.press(key)
         assert page.evaluate("() => window.leaked") == []
         assert page.locator('[data-testid="torchprof"]').get_attribute("data-lm-suppress-shortcuts") == "true"
+        assert page.errors == []
+
+
+def test_a_real_ddp_trace_lists_its_steps_in_order_and_sizes_the_flame_by_device_time(browser, tmp_path):
+    import torchprof
+    from conftest import shared_trace
+
+    prof = torchprof.load_trace(str(shared_trace("a100-ddp-training.json.gz")))
+    w = prof.widget()
+    with widget_page(browser, w, tmp_path, width=1400) as page:
+        steps = [f"step #{n}" for n in range(1009, 1015)]
+        assert page.locator('[data-testid="step"] option').all_inner_texts() == ["whole run", "all 6 steps (mean)", *steps]
+        rows = page.locator('[data-testid="scroller"] [role="row"][data-path]').evaluate_all("rs => rs.map(r => r.dataset.path)")
+        assert [p for p in rows if p.startswith("ProfilerStep#") and "/" not in p] == [f"ProfilerStep#{n}" for n in range(1009, 1015)]
+        # Every step folded, in the Flame, sized by device time.
+        page.locator('[data-testid="step"]').select_option("all")
+        page.click('[data-testid="view-flame"]')
+        page.locator('[data-testid="flame-metric"]').select_option("cuda_us")
+        labels = page.locator('[data-testid="flame-metric"] option').all_inner_texts()
+        assert {"CPU total", "Self CPU", "CPU bwd", "CUDA total", "Self CUDA"} <= set(labels)
+        folded = across_steps(prof.tree)
+        t = folded.tree
+        rects = {r["path"]: r for r in flame_rects(page)}
+        assert "all steps" in rects and len(rects) > 20
+        root_w = rects["all steps"]["w"]
+        for p, r in list(rects.items())[1:6]:
+            i = t.columns["path"].index(p)
+            assert r["w"] / root_w == pytest.approx(t.columns["cuda_us"][i] / t.columns["cuda_us"][0], rel=1e-9), p
         assert page.errors == []
