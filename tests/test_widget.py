@@ -25,7 +25,7 @@ from torchprof._views import format as fmt
 from torchprof._views.html import static_table
 from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
 from torchprof._views.rows import natural_key, path_test, select_rows, shown_values, text_test, visible_rows
-from torchprof._views.state import default_expanded
+from torchprof._views.state import default_expanded, is_metric
 from torchprof._vocab import COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -225,7 +225,8 @@ def crosscheck_fixture() -> dict[str, Any]:
             search.append([pattern, text, text_test(p)(t), path_test(p)(t)])
     natural = sorted(range(len(NATURAL)), key=lambda i: natural_key(NATURAL[i]))
     return {"trees": trees, "format": formats, "percent": percents, "search": search,
-            "natural": {"texts": list(NATURAL), "order": natural}}  # fmt: skip
+            "natural": {"texts": list(NATURAL), "order": natural},
+            "metrics": [c.name for c in COLUMNS if is_metric(c.name)]}  # fmt: skip
 
 
 # -- the front end agrees with Python -------------------------------------------------------------

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
   decodePayload, loadPayload, visibleRows, defaultExpanded, textTest, pathTest, formatTime, formatBytes,
-  formatCount, formatPercent, shownValues, naturalKey, compareNatural, stepRows, byType,
+  formatCount, formatPercent, shownValues, naturalKey, compareNatural, stepRows, byType, flameMetrics,
 } from "../../js/widget.js";
 
 const path = process.env.TORCHPROF_CROSSCHECK || new URL("./fixtures/crosscheck.json", import.meta.url);
@@ -40,8 +40,9 @@ for (const tree of fixture.trees) {
     assert.deepEqual(defaultExpanded(data, true), tree.default_expanded[1]);
   });
 
-  test(`${tree.name}: steps in the order they ran and module types summed as prof.by_type() sums them`, () => {
+  test(`${tree.name}: steps in the order they ran, module types summed as prof.by_type() sums them, Flame metrics Python accepts`, () => {
     const data = decodePayload(tree.payload);
+    for (const m of flameMetrics(data)) assert.ok(fixture.metrics.includes(m.key), m.key);
     assert.deepEqual(stepRows(data), tree.step_rows);
     const got = byType(data).map((g) => ({ type: g.type, modules: g.modules,
       ...Object.fromEntries(["self_cpu_us", "layer_self_cpu_us", "cpu_us", "calls"].map((c) => [c, Number.isNaN(g.sums[c]) ? null : g.sums[c]])) }));

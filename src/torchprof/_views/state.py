@@ -8,7 +8,7 @@ from typing import Any
 
 from .._tree.aggregate import StepsTree, step_rows
 from .._tree.tree import Tree
-from .._vocab import ALL_STEPS, COLUMN, FLAME_COLOURS, LAYER_KINDS, STATE, STATE_KEYS, STEP_PREFIX, VIEW_COLUMNS, VIEWS
+from .._vocab import ALL_STEPS, COLUMN, COLUMNS, FLAME_COLOURS, LAYER_KINDS, STATE, STATE_KEYS, STEP_PREFIX, VIEW_COLUMNS, VIEWS
 from .rows import resolve_sort
 
 _DEFAULTS = {k.name: k.default for k in STATE}
@@ -107,10 +107,20 @@ def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def is_metric(name: str) -> bool:
+    """A column the Flame view can size bars by (``flameMetrics`` in widget.js): one of the
+    table's times or a FLOP count that adds up over a subtree, or one of its self times (sized by
+    its subtree column)."""
+    spec = COLUMN.get(name)
+    if spec is None or not (name in VIEW_COLUMNS or (spec.unit == "count" and spec.threshold)):
+        return False
+    if spec.rollup == "total":
+        return spec.unit == "time" or (spec.unit == "count" and spec.threshold)
+    return spec.rollup == "self" and spec.subtree is not None
+
+
 def check_metric(value: Any) -> str:
-    """A column the Flame view can size bars by: a numeric total or self column."""
-    spec = COLUMN.get(str(value))
-    if spec is None or not spec.numeric or spec.rollup not in ("total", "self"):
-        choices = [name for name in VIEW_COLUMNS if COLUMN[name].rollup in ("total", "self")]
-        raise ValueError(f"metric must be a total or self column ({', '.join(choices)}); got {value!r}")
-    return spec.name
+    if not is_metric(str(value)):
+        choices = [c.name for c in COLUMNS if is_metric(c.name)]
+        raise ValueError(f"metric must be one of {', '.join(choices)}; got {value!r}")
+    return str(value)
