@@ -2533,7 +2533,7 @@ function createTop(ctx) {
       const ranked = groups.filter((g) => g.sums[alt] > 0).sort((a, b) => b.sums[alt] - a.sums[alt]);
       typesBox.replaceChildren(...ranked.map((g, k) => line(k + 1, g.type, `${g.type}: ${g.modules} modules\n${label} (ops folded in): ${formatTime(g.sums[alt])}\n${table.spec[totalColumn].label} (outermost of each): ${formatTime(g.sums[totalColumn])}\ncalls: ${g.sums.calls}`,
         `${g.modules}×`, formatTime(g.sums[alt]), cellPercent(g.sums[alt], base), (100 * g.sums[alt]) / base,
-        `${table.spec[totalColumn].label} ${formatTime(g.sums[totalColumn])} · ${g.sums.calls} ${g.sums.calls === 1 ? "call" : "calls"}`)));
+        `${table.spec[totalColumn].label} ${formatTime(g.sums[totalColumn])} · ${g.sums.calls} ${g.sums.calls === 1 ? "call" : "calls"}${viewed.folded ? ` in ${viewed.folded.count} steps` : ""}`)));
       if (!top.length) layersBox.append(h("p", { class: "tp-empty", text: "No layer has self time here." }));
     },
     resized() {},
