@@ -169,7 +169,16 @@ def write_widget_page(widget: Any, directory: Path) -> Path:
 
 
 STATE_JS = """(model) => Object.fromEntries(
-  ["min_pct", "sort_by", "ascending", "show_ops", "search", "expanded"].map((k) => [k, model.get(k)]))"""
+  ["min_pct", "sort_by", "ascending", "show_ops", "search", "expanded", "view", "step", "selected", "metric",
+   "flame_colour", "zoom"].map((k) => [k, model.get(k)]))"""
+
+
+def slider_position(pct: float) -> str:
+    """The min-% slider's position for a percentage (its scale is logarithmic: 0, then 0.01% to
+    100% over 1000 steps; ``pctToSlider`` in widget.js)."""
+    import math
+
+    return "0" if pct <= 0 else str(max(1, min(1000, round((math.log10(pct) + 2) / 4 * 1000))))
 
 
 def page_state(page: Any, handle: str = "torchprofPage") -> dict[str, Any]:

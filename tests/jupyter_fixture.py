@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,9 @@ class JupyterServer:
     """The server's stdout+stderr, quoted when something goes wrong."""
 
     def lab_url(self, notebook: str) -> str:
-        return f"{self.url}lab/tree/{notebook}"
+        # A workspace of its own: JupyterLab reopens the tabs of the workspace it is given, so in
+        # the shared one a notebook an earlier test left open would come back in front.
+        return f"{self.url}lab/workspaces/tp-{uuid.uuid4().hex[:12]}/tree/{notebook}"
 
     def log_tail(self, chars: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]

@@ -54,7 +54,7 @@ def check_colours_and_sorting(page, cmp, handle: str) -> None:
     red = slower.locator(".tp-v").evaluate("e => getComputedStyle(e).color")
     assert green == "rgb(26, 127, 55)" and red == "rgb(207, 34, 46)"
     assert "tp-faster" not in (delta_cell(page, "Net", "cpu_us_base").get_attribute("class") or "")
-    assert page.locator('[role="row"][data-path="Net.c"] .tp-label').inner_text() == "c (added)"
+    assert page.locator('[role="row"][data-path="Net.c"] .tp-label').text_content() == "c (added)"
     header = page.locator('.tp-head [data-col="cpu_us_delta"]')
     header.click()  # regressions first
     assert page_state(page, handle)["sort_by"] == "cpu_us_delta"

@@ -21,6 +21,7 @@ import pytest
 pytest.register_assert_rewrite("jupyter_fixture")  # its helpers assert; imported before pytest_plugins loads it
 from playwright.sync_api import Locator, Page, expect  # noqa: E402
 
+from browser_util import slider_position  # noqa: E402
 from jupyter_fixture import (  # noqa: E402
     ARTIFACTS,
     JupyterServer,
@@ -186,7 +187,7 @@ def test_user_drills_into_the_slowest_layer_and_the_kernel_sees_every_change(
     _expand(leaf)
     op_rows = widget.locator(f'[role="row"][data-path^="{leaf_path}/"]')
     expect(op_rows.first).to_be_visible()
-    op_names = [name.strip() for name in op_rows.locator('[data-col="name"]').all_inner_texts()]
+    op_names = op_rows.locator('[data-col="name"] .tp-label').all_text_contents()
     assert "aten::conv2d" in op_names, op_names
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -212,24 +213,25 @@ def test_user_drills_into_the_slowest_layer_and_the_kernel_sees_every_change(
     matching = _kernel_state(page)
     assert matching["search"] == "conv1"
     _assert_page_shows_kernel_view(widget, matching)
-    slider.fill("3")
+    slider.fill(slider_position(3))  # the slider is logarithmic: its position for 3%
     state = _kernel_state(page)
     assert (state["search"], state["min_pct"]) == ("conv1", 3)
     assert 0 < len(state["paths"]) < len(matching["paths"])
     _assert_page_shows_kernel_view(widget, state)
 
-    # Export CSV: the download holds exactly the kernel's view_df.
+    # Export CSV: the download holds every row of the profile (whatever is filtered or closed),
+    # as the kernel's df, in a file named after the profile and its model.
     with page.expect_download() as download:
         widget.locator('[data-testid="export-csv"]').click()
-    index = append_and_run_cell(page, "w.view_df.to_csv('view_df.csv', index=False)\nprint('written')")
+    index = append_and_run_cell(page, "w.df.to_csv('df.csv', index=False)\nprint('written')")
     assert cell_stdout(page, index).strip() == "written"
-    assert download.value.suggested_filename.endswith(".csv")
-    _assert_same_csv(Path(download.value.path()), root / "view_df.csv")
+    assert download.value.suggested_filename == f"cell-{MODEL}.csv"
+    _assert_same_csv(Path(download.value.path()), root / "df.csv")
 
     # Python -> page: traits set in a cell move the controls and refilter the rows.
     index = append_and_run_cell(page, "w.search = ''\nw.min_pct = 10\nw.show_ops = False\nprint(len(w.view_df))")
     rows_in_kernel = int(cell_stdout(page, index))
-    expect(slider).to_have_value("10")
+    expect(slider).to_have_value(slider_position(10))
     expect(show_ops).not_to_be_checked()
     expect(search).to_have_value("")
     expect(widget.locator('[data-testid="row-count"]')).to_have_text(f"{rows_in_kernel} of {state['total']} rows")
@@ -241,4 +243,62 @@ def test_user_drills_into_the_slowest_layer_and_the_kernel_sees_every_change(
     page.screenshot(path=str(ARTIFACTS / "jupyterlab-dark.png"))
     execute_command(page, "apputils:change-theme", {"theme": "JupyterLab Light"})
     assert_no_stderr(page)
+    assert not page_errors, page_errors
+
+
+KEYS_NOTEBOOK = "keys.ipynb"
+KEYS_CELLS = [
+    (
+        "import torch, torchprof\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))\n"
+        "with torchprof.Profiler() as prof:\n"
+        "    model(torch.randn(4, 8)).sum().backward()\n"
+        "w = prof.widget(min_pct=0)\n"
+        "w"
+    ),
+    "print(w.selected)",
+]
+
+
+def test_notebook_shortcuts_pressed_in_the_widget_never_reach_the_notebook(
+    jupyter_server: JupyterServer, lab_page: Page, page_errors: list[str]
+) -> None:
+    """JupyterLab runs ``a`` (insert above), ``b`` (insert below) and ``d d`` (delete) from a
+    keydown listener on the document: keys pressed on a row, a caret, a header or a button of
+    the widget must stay in it, while arrow keys move the widget's current row."""
+    page = lab_page
+    write_notebook(jupyter_server.root_dir / KEYS_NOTEBOOK, KEYS_CELLS)
+    open_notebook(page, jupyter_server, KEYS_NOTEBOOK)
+    run_all_cells(page)
+    widget = cell(page, 0).locator('[data-testid="torchprof"]')
+    try:
+        expect(widget.locator('[role="row"][data-path]').first).to_be_visible()
+    except AssertionError:
+        raise AssertionError(f"no widget; the cell's output:\n{cell(page, 0).locator('.jp-OutputArea').inner_text()}") from None
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    count = cells.count()
+
+    def press_all(target: Locator) -> None:
+        target.click()
+        for key in ("a", "b", "d", "d", "Escape", "a", "b", "d", "d"):
+            page.keyboard.press(key)
+
+    rows = widget.locator('[data-testid="scroller"] [role="row"][data-path]')
+    press_all(rows.nth(1).locator(".tp-label"))
+    press_all(widget.locator('[role="columnheader"][data-col="cpu_us"]'))
+    press_all(widget.locator('[data-testid="expand-all"]'))
+    press_all(widget.locator('[data-testid="caret"]:not([disabled])').first)
+    expect(cells).to_have_count(count)
+    # The keys did reach the widget: the arrow keys moved its current row, and Python sees it.
+    rows.nth(1).locator(".tp-label").click()
+    page.keyboard.press("ArrowDown")
+    expected = rows.nth(2).get_attribute("data-path")
+    index = append_and_run_cell(page, "print(w.selected)")
+    assert cell_stdout(page, index).strip() == expected
+    # The same keys outside the widget do run the notebook's shortcuts: the test would see a leak.
+    count = cells.count()
+    cell(page, 0).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    expect(cells).to_have_count(count + 1)
     assert not page_errors, page_errors

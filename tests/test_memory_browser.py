@@ -40,7 +40,7 @@ def open_memory(browser, url: str, ready: str = '[role="row"][data-path]'):
     page = new_page(browser, viewport={"width": 1200, "height": 900})
     page.goto(url)
     page.wait_for_selector(ready)
-    page.click('[data-testid="memory-toggle"]')
+    page.click('[data-testid="view-memory"]')
     page.wait_for_selector('[data-testid="memory-line"]')
     return page
 
@@ -49,7 +49,7 @@ def test_the_report_draws_the_line_the_phases_and_the_peak(browser, keep_and_tem
     path = tmp_path / "report.html"
     keep_and_temp.to_html(str(path))
     page = open_memory(browser, path.as_uri())
-    assert page.get_attribute('[data-testid="memory-toggle"]', "aria-pressed") == "true"
+    assert page.get_attribute('[data-testid="view-memory"]', "aria-pressed") == "true"
     d = page.get_attribute('[data-testid="memory-line"]', "d")
     assert d.startswith("M") and d.count("V") >= 4
     assert page.locator(".tp-mem-band.tp-mem-forward").count() >= 1
@@ -57,7 +57,7 @@ def test_the_report_draws_the_line_the_phases_and_the_peak(browser, keep_and_tem
     assert page.locator('[data-testid="memory-peak-mark"]').count() == 1
     readout = page.text_content('[data-testid="memory-readout"]')
     assert "peak" in readout and "Net.temp" in readout and "(forward)" in readout
-    page.click('[data-testid="memory-toggle"]')
+    page.click('[data-testid="view-table"]')
     assert page.locator('[data-testid="memory"]').is_hidden()
     assert page.errors == [] and page.blocked == []
 

@@ -20,16 +20,19 @@ import pytest
 from synthetic import columns, ev, training_step
 from torchprof._profile import Result
 from torchprof._records import ModuleInfo, Recording
+from torchprof._tree.aggregate import across_steps, by_type, step_rows
 from torchprof._tree.builder import TreeBuilder
 from torchprof._views import format as fmt
 from torchprof._views.html import WIDGET_VIEW, static_table
 from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
-from torchprof._views.rows import _matcher, visible_rows
-from torchprof._views.state import default_expanded
+from torchprof._views.rows import natural_key, path_test, select_rows, shown_values, text_test, visible_rows
+from torchprof._views.state import default_expanded, is_metric
+from torchprof._vocab import COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "js" / "fixtures" / "crosscheck.json"
-STATE_KEYS = ("min_pct", "sort_by", "ascending", "show_ops", "search", "expanded")
+STATE_KEYS = ("min_pct", "sort_by", "ascending", "show_ops", "search", "expanded", "view", "step", "selected", "metric",
+              "flame_colour", "zoom")
 
 
 def node_binary() -> str:
@@ -92,23 +95,58 @@ MIXED_MODULES = {
 }  # fmt: skip
 
 
-def crosscheck_trees() -> list[tuple[str, Result]]:
+def stepped_events() -> list[dict]:
+    """Three ``ProfilerStep`` regions (#1, #2, #10: numbers that sort wrongly as text) running a
+    ``Sequential`` whose children are named 0, 1, 2, 10, 11 (the same), with different times per
+    step, a layer (11) missing from step #2, an optimizer region and backward work."""
+    events = []
+    t = 0.0
+    for step, scale in ((1, 1.0), (2, 1.7), (10, 0.6)):
+        events.append(ev("region", f"ProfilerStep#{step}", t, t + 400))
+        events.append(ev("module", "Seq", t + 1, t + 300, type_="Sequential"))
+        u = t + 2
+        for k, d in ((0, 30), (1, 12), (2, 55), (10, 8), (11, 20)):
+            if step == 2 and k == 11:
+                continue
+            dur = d * scale if k != 10 else d
+            events.append(ev("module", f"Seq.{k}", u, u + dur, type_="Linear" if k % 2 == 0 else "ReLU"))
+            events.append(ev("op", "aten::addmm" if k % 2 == 0 else "aten::relu", u + 1, u + dur - 1, seq=100 * step + k))
+            u += dur + 1
+        events.append(ev("op", "autograd::engine::evaluate_function: AddmmBackward0", t + 310, t + 330 + 5 * scale, tid=2,
+                         seq=100 * step + 2, fwd=1))  # fmt: skip
+        events.append(ev("region", "Optimizer.step#SGD.step", t + 340, t + 390))
+        events.append(ev("op", "aten::add_", t + 341, t + 360 + 10 * scale))
+        t += 400
+    return events
+
+
+def crosscheck_trees() -> list[tuple[str, Any]]:
+    """(name, tree) pairs: the hand-written profiles, and the stepped one folded into one tree."""
+    stepped = profile_from(stepped_events(), wall_us=1200.0)
+    folded = across_steps(stepped.tree)
+    assert folded is not None
     return [
-        ("mixed", profile_from(mixed_events(), MIXED_MODULES, wall_us=170.0, memory=True, cuda=True)),
-        ("training_step", profile_from(training_step(), wall_us=220.0)),
+        ("mixed", profile_from(mixed_events(), MIXED_MODULES, wall_us=170.0, memory=True, cuda=True).tree),
+        ("training_step", profile_from(training_step(), wall_us=220.0).tree),
+        ("steps", stepped.tree),
+        ("steps folded", folded.tree),
     ]
 
 
 SORTS = ("cpu_us", "self_cpu_us", "cuda_us", "self_cuda_us", "bwd_cpu_us", "flops", "macs", "calls", "params",
-         "cpu_mem", "name", "type", "path", "kind", "depth", "self_cpu_time_total")  # fmt: skip
-SEARCHES = ("", "fc", "FC", "aten::*", "*add*", "net.e*", "f?", "[ad]*", "[!a]*", "relu", "ünï", "nomatch", " ", "step")
+         "cpu_mem", "name", "type", "path", "kind", "depth", "self_cpu_time_total", "exec_order",
+         "bwd_self_cpu_us")  # fmt: skip
+SEARCHES = ("", "fc", "FC", "aten::*", "*add*", "net.e*", "f?", "[ad]*", "[!a]*", "relu", "ünï", "nomatch", " ", "step",
+            "path:enc", "path:net.*", "path:*fc", "path:fc/*", "PATH:Seq.1?", "path:", "1", "1?")  # fmt: skip
 MIN_PCTS = (0.0, 1.0, 7.5, 30.0, 100.0)
 
 
 def _states(tree) -> list[dict[str, Any]]:
-    """A covering set of states: every sort key x direction x ops x search, with thresholds and
-    expansions rotating through their values."""
-    expansions: list[Any] = [None, "default", ["Net"], ["Net", "Net.enc", "Net.dec", "Net.enc.fc"]]
+    """A covering set of states: every sort key x direction x ops x search, with thresholds,
+    expansions and viewed roots (the whole run, each step) rotating through their values."""
+    roots = [0, *step_rows(tree)]
+    expansions: list[Any] = [None, "default", ["Net"], ["Net", "Net.enc", "Net.dec", "Net.enc.fc"],
+                             ["Seq", "ProfilerStep#1/Seq", "ProfilerStep#2/Seq", "ProfilerStep#10/Seq"]]  # fmt: skip
     out = []
     j = 0
     for sort_by in SORTS:
@@ -116,37 +154,51 @@ def _states(tree) -> list[dict[str, Any]]:
             for show_ops in (False, True):
                 for search in SEARCHES:
                     expanded = expansions[j % len(expansions)]
+                    root = roots[j % len(roots)]
                     if expanded == "default":
-                        expanded = default_expanded(tree, show_ops)
+                        expanded = default_expanded(tree, show_ops, root)
                     out.append({"min_pct": MIN_PCTS[j % len(MIN_PCTS)], "sort_by": sort_by, "ascending": ascending,
-                                "show_ops": show_ops, "search": search, "expanded": expanded})  # fmt: skip
+                                "show_ops": show_ops, "search": search, "expanded": expanded, "root": root})  # fmt: skip
                     j += 1
     return out
+
+
+def _num(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isnan(v) else float(v)
 
 
 FORMAT_VALUES = (0, 0.125, 0.5, 1.5, 2.5, 9.995, 99.95, 99.96, 999.5, 1000, 1234.5, 0.0049, 1e6, 2.5e6, -0.125,
                  -3.7, 1023, 1024, 1536, 1048575, 1.5e9, 7.3e12, 1e-9, 123456789.123, 0.015, 1.005, float("nan"))  # fmt: skip
 GLOBS = ("*", "a*", "*b", "a?c", "[abc]x", "[!abc]x", "[a-c]x", "[c-a]x", "[]]", "[!]]x", "[", "a[", "a[b", "*.*",
          "x.y*", "[a-]", "[-a]", "a\\b", "[\\]", "(", "a+b", "$", "^a", "a|b", "[^a]", "[a-c-e]", "[z-a-c]", "y*",
-         "A*", " ", "", "net", "[a-]x")  # fmt: skip
+         "A*", " ", "", "net", "[a-]x", "layer1", "y.z", "layer4.*.conv?", "*/aten::*", "0")  # fmt: skip
 TEXTS = ("a", "abc", "ax", "bx", "dx", "]", "]x", "[", "a[b", "x.y.z", "-", "a\\b", "\\", "(", "a+b", "$", "^a",
-         "a|b", "^", "b", "d", "e", "a\nb", "ResNet.layer1", "-x")  # fmt: skip
+         "a|b", "^", "b", "d", "e", "a\nb", "resnet.layer1", "-x", "resnet.layer4.0.conv1", "net.fc/aten::addmm",
+         "seq.10")  # fmt: skip
+NATURAL = ("10", "2", "1", "0", "100", "layer10", "layer2", "Layer1", "layer", "a1b2", "a1b10", "a01", "a1", "1a", "a",
+           "", "ProfilerStep#10", "ProfilerStep#9", "x99999999999999999999", "x100000000000000000000", "conv1", "Conv1",
+           "ünï2", "ünï10", "fc.0", "fc.00", "b")  # fmt: skip
 
 
 def crosscheck_fixture() -> dict[str, Any]:
     """Trees, states and Python's answers, for tests/js/crosscheck.test.mjs."""
     trees = []
-    for name, prof in crosscheck_trees():
-        tree = prof.tree
-        data = payload(prof.tree, prof.summary)
+    for name, tree in crosscheck_trees():
+        data = payload(tree, {"name": tree.columns["name"][0]})
+        folding = [c.name for c in COLUMNS if c.subtree is not None]
         cases = []
         for state in _states(tree):
+            expanded = None if state["expanded"] is None else set(state["expanded"])
             rows = visible_rows(tree, min_pct=state["min_pct"], sort_by=state["sort_by"], ascending=state["ascending"],
-                                show_ops=state["show_ops"], search=state["search"],
-                                expanded=None if state["expanded"] is None else set(state["expanded"]))  # fmt: skip
-            cases.append({"state": state, "rows": rows})
-        numbers = {c: [None if isinstance(v, float) and math.isnan(v) else float(v) for v in tree.columns[c]]
-                   for c in NUMBER_COLUMNS}  # fmt: skip
+                                show_ops=state["show_ops"], search=state["search"], expanded=expanded,
+                                root=state["root"])  # fmt: skip
+            shown = select_rows(tree, min_pct=state["min_pct"], show_ops=state["show_ops"], search=state["search"],
+                                root=state["root"])  # fmt: skip
+            values = {c: [_num(shown_values(tree, c, shown)[i]) for i in rows] for c in folding}
+            cases.append({"state": state, "rows": rows, "values": values})
+        numbers = {c: [_num(v) for v in tree.columns[c]] for c in NUMBER_COLUMNS}
+        types = [{"type": g["type"], "modules": g["modules"], **{c: _num(g[c]) for c in ("self_cpu_us", "layer_self_cpu_us", "cpu_us", "calls")}}
+                 for g in by_type(tree)[0]]  # fmt: skip
         trees.append({
             "name": name,
             "payload": payload_json(data),
@@ -155,6 +207,8 @@ def crosscheck_fixture() -> dict[str, Any]:
             "names": tree.columns["name"],
             "numbers": numbers,
             "default_expanded": [default_expanded(tree, False), default_expanded(tree, True)],
+            "step_rows": step_rows(tree),
+            "by_type": types,
             "cases": cases,
         })  # fmt: skip
     nan = float("nan")
@@ -168,9 +222,12 @@ def crosscheck_fixture() -> dict[str, Any]:
     search = []
     for pattern in GLOBS:
         for text in TEXTS:
-            expected = _matcher([pattern])(text) if pattern.strip() else True
-            search.append([pattern, text, expected])
-    return {"trees": trees, "format": formats, "percent": percents, "search": search}
+            p, t = pattern.lower(), text.lower()
+            search.append([pattern, text, text_test(p)(t), path_test(p)(t)])
+    natural = sorted(range(len(NATURAL)), key=lambda i: natural_key(NATURAL[i]))
+    return {"trees": trees, "format": formats, "percent": percents, "search": search,
+            "natural": {"texts": list(NATURAL), "order": natural},
+            "metrics": [c.name for c in COLUMNS if is_metric(c.name)]}  # fmt: skip
 
 
 # -- the front end agrees with Python -------------------------------------------------------------
@@ -183,7 +240,7 @@ def test_js_view_rules_agree_with_python_on_every_state(tmp_path):
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    assert "# fail 0" in result.stdout and "# pass 8" in result.stdout, result.stdout[-2000:]
+    assert "# fail 0" in result.stdout and "# pass 20" in result.stdout, result.stdout[-2000:]
 
 
 def test_committed_crosscheck_fixture_is_current():
@@ -229,7 +286,8 @@ def test_front_end_changes_arrive_as_traits_and_python_changes_go_out(prof):
     w = prof.widget()
     # What the front end sends after clicks (ipywidgets applies it with set_state).
     clicked = {"min_pct": 12.5, "sort_by": "flops", "ascending": True, "show_ops": True, "search": "fc",
-               "expanded": ["Net", "Net.enc"]}  # fmt: skip
+               "expanded": ["Net", "Net.enc"], "view": "flame", "step": "", "selected": "Net.enc",
+               "metric": "bwd_cpu_us", "flame_colour": "type", "zoom": "Net"}  # fmt: skip
     w.set_state(clicked)
     assert w.state == clicked
     # What Python sends back: every view trait is synced, the data goes as one binary buffer.

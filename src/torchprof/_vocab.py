@@ -257,6 +257,10 @@ class Column:
     delta: bool | None = None
     """A change of a time between two runs (a comparison): the front end colours it, green below
     zero (faster), red above (slower)."""
+    subtree: str | None = None
+    """For a self column: the column of the same quantity over the node's whole subtree. A view
+    that hides an op row folds that row's subtree value into its parent's self, so no number
+    changes without a row appearing or disappearing beside it."""
 
     @property
     def numeric(self) -> bool:
@@ -268,9 +272,9 @@ class Column:
 
 
 def _time(name: str, label: str, about: str, *, family: str, percent_of: str, rollup: str = "total",
-          layer_alt: str | None = None, needs: str | None = None) -> Column:  # fmt: skip
+          layer_alt: str | None = None, needs: str | None = None, subtree: str | None = None) -> Column:  # fmt: skip
     return Column(name, label, "time", about, rollup=rollup, family=family, percent_of=percent_of,
-                  layer_alt=layer_alt, sortable=True, threshold=True, needs=needs)  # fmt: skip
+                  layer_alt=layer_alt, sortable=True, threshold=True, needs=needs, subtree=subtree)  # fmt: skip
 
 
 #: The figures a profile of several ranks (``load_trace`` of a distributed job's traces) gives the
@@ -314,17 +318,18 @@ COLUMNS: tuple[Column, ...] = (
     Column("module", "Module", "text", "For module rows, the module's `named_modules()` path under its root's label, the same in every step and context (`path` may add a region prefix such as `ProfilerStep#3/`); None for other rows.", dtype="str", sortable=True),
     Column("parent", "Parent", "text", "Path of the parent row.", dtype="str"),
     Column("depth", "Depth", "int", "Depth in the tree (the root is 0).", dtype="int", sortable=True),
+    Column("exec_order", "Order", "int", "Execution order: nodes are numbered as they first ran (a `Sequential`'s children in call order, a layer's forward work before its backward); sorting siblings by it shows the model's own order.", dtype="int", sortable=True),
     Column("calls", "Calls", "int", "How many times the node ran (a module called 3 times is one row with 3 calls).", dtype="int", rollup="count", sortable=True),
     Column("calls_per_step", "Calls/step", "count", "Calls per recorded `ProfilerStep` (with a schedule and `prof.step()`): under a `ProfilerStep#N` row its calls in that step, above them its calls divided by the steps; NaN without steps.", rollup="none", sortable=True),
-    _time("self_cpu_us", "Self CPU", "CPU time of the node itself, without any child row (ops included), so self times add up to the total.", family="cpu", percent_of="cpu_us", rollup="self", layer_alt="layer_self_cpu_us"),
+    _time("self_cpu_us", "Self CPU", "CPU time of the node itself, without any child row (ops included), so self times add up to the total.", family="cpu", percent_of="cpu_us", rollup="self", layer_alt="layer_self_cpu_us", subtree="cpu_us"),
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
     _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total: work inside a module's forward (recomputation by activation checkpointing is backward).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
     _time("other_cpu_us", "CPU other", "The part of CPU total that is neither forward nor backward: the optimizer, a loss computed outside modules, data loading, collectives outside modules. `fwd + bwd + other == total` on every row.", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
-    _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets, on any accelerator) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us"),
+    _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets, on any accelerator) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us", subtree="cuda_us"),
     _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it: CUDA, ROCm, XPU, MTIA or any other accelerator torch.profiler records (the `cuda_` names follow torch's). Summed over streams, so it can exceed the wall time (`prof.summary` has the busy time); NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
-    _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us"),
+    _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us", subtree="bwd_cpu_us"),
     _time("bwd_cpu_us", "CPU bwd", "The backward part of CPU total: autograd work attributed to the layer whose forward op created it (linked by sequence number).", family="bwd", percent_of="cpu_us"),
-    _time("bwd_self_cuda_us", "Bwd self CUDA", "The backward part of Self CUDA.", family="bwd", percent_of="cuda_us", rollup="self", layer_alt="layer_bwd_self_cuda_us"),
+    _time("bwd_self_cuda_us", "Bwd self CUDA", "The backward part of Self CUDA.", family="bwd", percent_of="cuda_us", rollup="self", layer_alt="layer_bwd_self_cuda_us", subtree="bwd_cuda_us"),
     _time("bwd_cuda_us", "CUDA bwd", "The backward part of CUDA total.", family="bwd", percent_of="cuda_us"),
     _time("fwd_cuda_us", "CUDA fwd", "The forward part of CUDA total (kernels launched by a module's forward).", family="cuda", percent_of="cuda_us", needs="bwd_cuda_us"),
     _time("other_cuda_us", "CUDA other", "The part of CUDA total that is neither forward nor backward.", family="cuda", percent_of="cuda_us", needs="bwd_cuda_us"),
@@ -484,12 +489,26 @@ class StateKey:
     about: str
 
 
+#: The views the widget switches between, in the order of its view switcher ("table" first: the
+#: default). A view is one entry here and one renderer in js/widget.js (``VIEW_RENDERERS``).
+VIEWS: tuple[str, ...] = ("table", "flame", "top", "memory")
+#: How the Flame view colours its bars: by forward/backward/other share, or by module type.
+FLAME_COLOURS: tuple[str, ...] = ("phase", "type")
+#: The ``step`` state value that shows every step folded into one tree (mean, min and max per node).
+ALL_STEPS = "all"
+
 STATE: tuple[StateKey, ...] = (
-    StateKey("min_pct", "float", 1.0, "hide rows below this percent of the root's value"),
-    StateKey("sort_by", "text", "cpu_us", "the df column that orders siblings"),
+    StateKey("min_pct", "float", 1.0, "hide rows below this percent of the viewed root's CPU total"),
+    StateKey("sort_by", "text", "cpu_us", "the df column that orders siblings (exec_order: the order they ran)"),
     StateKey("ascending", "bool", False, "sort ascending instead of descending"),
     StateKey("show_ops", "bool", False, "show aten ops and kernels under their layers"),
-    StateKey("search", "text", "", "substring or glob of name or path; matches and their ancestors show"),
+    StateKey("search", "text", "", "substring or glob of names (path:... for paths); matches and their ancestors show"),
     StateKey("expanded", "paths", None, "paths of expanded rows (None: the default expansion)"),
+    StateKey("view", "text", "table", "the view shown: table, flame, top, or memory (profiles with memory=True)"),
+    StateKey("step", "text", "", "the part of the run viewed: '' the whole run, 'all' every step folded into one tree, or a step number"),
+    StateKey("selected", "text", "", "path of the selected row (shared by the table and the Flame view)"),
+    StateKey("metric", "text", "cpu_us", "the column the Flame view sizes its bars by and the Top view ranks by"),
+    StateKey("flame_colour", "text", "phase", "Flame colours: phase (forward/backward/other) or type"),
+    StateKey("zoom", "text", "", "path of the node the Flame view is zoomed into ('' the viewed root)"),
 )
 STATE_KEYS: tuple[str, ...] = tuple(k.name for k in STATE)

@@ -13,7 +13,8 @@ export const VOCAB = JSON.parse(readFileSync(new URL("./fixtures/vocab.json", im
 export function payloadFrom(nodes, extra = {}) {
   const num = {};
   for (const c of numberColumns(VOCAB)) {
-    const values = nodes.map((node) => (node[c] === undefined ? null : node[c]));
+    // Nodes ran in the order they are listed unless they say otherwise.
+    const values = nodes.map((node, i) => (node[c] === undefined ? (c === "exec_order" ? i : null) : node[c]));
     num[c] = values.every((v) => v === null) ? { const: null } : values;
   }
   const F = VOCAB.flags;

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   visibleRows, makeMatcher, globToRegExp, resolveSort, defaultExpanded, allExpandable,
-  toggleExpanded, expandMatches, expandLeafLayers, isLeafLayer,
+  toggleExpanded, expandMatches, expandLeafLayers, isLeafLayer, matchRange,
 } from "../../js/widget.js";
 import { small, names, decode, VOCAB } from "./helpers.mjs";
 
@@ -26,18 +26,14 @@ test("min_pct hides small rows but keeps the ancestors of shown rows", () => {
   assert.deepEqual(all(data, { min_pct: 30, show_ops: true, search: "addmm" }), ["profile", "Net", "fc2", "aten::addmm"]);
 });
 
-test("min_pct is a percent of the sort column, or of CPU total for calls and params", () => {
+test("min_pct is a percent of the root's CPU total whatever the sort (sorting by backward keeps the optimizer)", () => {
   const data = small();
-  // flops: root 1000; fc1 800 (80%) stays at 50%, fc2 100 (10%) goes.
-  assert.deepEqual(all(data, { min_pct: 50, sort_by: "flops" }), ["profile", "Net", "fc1"]);
-  // calls is not a threshold metric: cpu_us decides (fc2 at 35%, Net at 75%).
-  assert.deepEqual(all(data, { min_pct: 30, sort_by: "calls" }), ["profile", "Net", "fc2"]);
-  // Self columns use layer self time while ops are hidden, relative to the root's own (10):
-  // fc2 70 (700%) and fc1 50 (500%) pass 400%, Net's 30 (300%) stays as their parent.
-  assert.deepEqual(all(data, { min_pct: 400, sort_by: "self_cpu_us" }), ["profile", "Net", "fc2", "fc1"]);
-  // With ops shown, fc2's own self time is 10 (100%) and it stays only as the parent of its
-  // addmm (600%); fc1 (self 50) now sorts before fc2 (self 10).
-  assert.deepEqual(all(data, { min_pct: 400, sort_by: "self_cpu_us", show_ops: true }), ["profile", "Net", "fc1", "fc2", "aten::addmm"]);
+  // 10% of CPU total (200) = 20: the optimizer (25, no backward) stays when sorting by backward;
+  // the threshold once followed the sort column and hid it.
+  assert.deepEqual(all(data, { min_pct: 10, sort_by: "bwd_cpu_us" }), ["profile", "Net", "fc2", "fc1", "Optimizer.step#SGD.step"]);
+  for (const sort_by of ["flops", "calls", "self_cpu_us", "params", "name"]) {
+    assert.deepEqual(new Set(all(data, { min_pct: 30, sort_by })), new Set(["profile", "Net", "fc2"]), sort_by);
+  }
 });
 
 test("sorting orders siblings within their parent and keeps the hierarchy", () => {
@@ -75,18 +71,32 @@ test("ties keep tree order (a stable sort)", () => {
   assert.deepEqual(all(data, { ascending: true }), ["r", "b", "a", "c"]);
 });
 
-test("search keeps matches and their ancestors; globs match the path or its last dotted part", () => {
+test("search matches names (a substring, or a glob of the whole name); path: matches paths", () => {
   const data = small();
   assert.deepEqual(all(data, { search: "fc2" }), ["profile", "Net", "fc2"]);
   assert.deepEqual(all(data, { search: "FC" }), ["profile", "Net", "fc2", "fc1"]);
   assert.deepEqual(all(data, { search: "fc?" }), ["profile", "Net", "fc2", "fc1"]);
-  assert.deepEqual(all(data, { search: "net.*" }), ["profile", "Net", "fc2", "fc1"]);
+  // A name search no longer matches a whole path: "net" finds Net, not everything under it.
+  assert.deepEqual(all(data, { search: "net" }), ["profile", "Net"]);
+  assert.deepEqual(all(data, { search: "net.*" }), ["profile"], "a glob is matched against the whole name");
+  assert.deepEqual(all(data, { search: "path:net.*" }), ["profile", "Net", "fc2", "fc1"]);
+  assert.deepEqual(all(data, { search: "path:fc?" }), ["profile", "Net", "fc2", "fc1"], "a path glob may match a tail after . or /");
+  assert.deepEqual(all(data, { search: "PATH: fc2/", show_ops: true }), ["profile", "Net", "fc2", "aten::addmm"]);
   assert.deepEqual(all(data, { search: "step" }), ["profile", "Optimizer.step#SGD.step"]);
   assert.deepEqual(all(data, { search: "aten::*", show_ops: true }),
     ["profile", "Net", "fc2", "aten::addmm", "Optimizer.step#SGD.step", "aten::add_"]);
   assert.deepEqual(all(data, { search: "nothing" }), ["profile"]);
   assert.deepEqual(all(data, { search: "   " }), all(data), "a blank search filters nothing");
   assert.deepEqual(all(data, { search: ["fc1", "optim*"] }), ["profile", "Net", "fc1", "Optimizer.step#SGD.step"]);
+});
+
+test("the matched part of a name is what gets highlighted", () => {
+  assert.deepEqual(matchRange(VOCAB, "conv", "layer1.conv2"), [7, 11]);
+  assert.deepEqual(matchRange(VOCAB, "CONV", "Conv2d"), [0, 4]);
+  assert.deepEqual(matchRange(VOCAB, "conv?", "conv2"), [0, 5], "a glob match is the whole name");
+  assert.equal(matchRange(VOCAB, "conv?", "conv22"), null);
+  assert.equal(matchRange(VOCAB, "path:conv", "conv2"), null, "a path search marks no name");
+  assert.equal(matchRange(VOCAB, "", "conv2"), null);
 });
 
 test("collapsed rows hide their children, and carets mark rows that have children", () => {
@@ -140,7 +150,8 @@ test("glob translation follows fnmatch: classes, negation, literal brackets, spe
   assert.ok(m("a+b(c)$", "a+b(c)$"), "regex syntax in a glob is literal");
   assert.ok(m("*", "a\nb"), "* crosses line breaks like fnmatch");
   assert.ok(!m("[z-a]", "z") && !m("[z-a]", "a"), "a reversed range matches nothing");
-  const match = makeMatcher("*conv*");
-  assert.ok(match("resnet.layer1.0.conv1"));
-  assert.equal(makeMatcher(""), null);
+  const data = small();
+  const match = makeMatcher(data, "*c2");
+  assert.deepEqual([...Array(data.n).keys()].filter(match), [2]);
+  assert.equal(makeMatcher(data, ""), null);
 });

@@ -155,6 +155,20 @@ def _over_time(values: Callable[[Any, bool], list[float | None]], device: bool) 
     return compute
 
 
+def _device_mem(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list[Any]]:
+    """A device memory column: NaN everywhere unless memory was recorded on a device. A CPU run
+    with ``memory=True`` recorded no device bytes at all, which is "not recorded", not 0."""
+    return lambda f: fn(f) if f.builder.memory and (f.builder.cuda or any(f.nodes.cuda_mem)) else [NAN] * len(f.order)
+
+
+def _exec_order(f: Finishing) -> list[int]:
+    """Each row's rank in execution order. Nodes are created as their first range is placed, and
+    ranges are placed in time order (a parent before its children, forward before the backward
+    that follows it), so the node id orders nodes by when they first ran."""
+    rank = {nid: r for r, nid in enumerate(sorted(f.order))}
+    return [rank[nid] for nid in f.order]
+
+
 def _counted(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list[Any]]:
     """A FLOP column: NaN everywhere when shapes were not recorded."""
     return lambda f: fn(f) if f.has_flops else [NAN] * len(f.order)
@@ -169,6 +183,7 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "module": lambda f: [f.nodes.label[nid] if f.nodes.kind[nid] == MODULE else None for nid in f.order],
     "parent": lambda f: [f.paths[f.nodes.parent[nid]] if f.nodes.parent[nid] >= 0 else None for nid in f.order],
     "depth": lambda f: f.per_row(f.depth),
+    "exec_order": _exec_order,
     "calls": lambda f: [f.nodes.calls[nid] if nid != f.builder.root else 1 for nid in f.order],
     "calls_per_step": lambda f: _calls_per_step(f),
     "self_cpu_us": lambda f: f.us(f.nodes.cpu_ns),
@@ -191,8 +206,8 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "idle_cuda_us": _cuda(lambda f: f.device_us(_device.IDLE)),
     "self_cpu_mem": _mem(lambda f: [float(v) for v in f.per_row(f.nodes.cpu_mem)]),
     "cpu_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cpu_mem"])]),
-    "self_cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.nodes.cuda_mem)]),
-    "cuda_mem": _mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cuda_mem"])]),
+    "self_cuda_mem": _device_mem(lambda f: [float(v) for v in f.per_row(f.nodes.cuda_mem)]),
+    "cuda_mem": _device_mem(lambda f: [float(v) for v in f.per_row(f.sums.total["cuda_mem"])]),
     "act_cpu_mem": _over_time(act_values, False),
     "peak_cpu_mem": _over_time(peak_values, False),
     "act_cuda_mem": _over_time(act_values, True),

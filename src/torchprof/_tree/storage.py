@@ -66,7 +66,9 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
         for col in COLUMNS:
             values = saved.get(col.name)
             if values is None:
-                values = [float("nan") if col.dtype == "float" else None] * n
+                # An int column a newer torchprof added (exec_order) reads 0 everywhere: ties,
+                # so sorts by it keep the saved order.
+                values = [float("nan") if col.dtype == "float" else 0 if col.dtype == "int" else None] * n
             elif len(values) != n:
                 raise ValueError(f"column {col.name!r} has {len(values)} values for {n} rows")
             columns[col.name] = list(map(_from_json, values)) if col.name in _FLOATS else list(values)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._tree.aggregate import across_steps
 from .._tree.tree import Tree
 from .._vocab import COLUMN, NodeKind
 from .cells import cell_text, view_columns
@@ -80,7 +81,8 @@ def report_html(tree: Tree, summary: dict[str, Any], **state: Any) -> str:
     """One self-contained page with the widget's interactive view: the ES module and its CSS
     inlined, the data as escaped JSON, a Content-Security-Policy that allows only the page's own
     inline code, so it works with no kernel and no network."""
-    spec = {"state": check_state(tree, state), "payload": payload_json(payload(tree, summary))}
+    folded = across_steps(tree)
+    spec = {"state": check_state(tree, state, folded), "payload": payload_json(payload(tree, summary, folded))}
     module = _inline_module_source() + _BOOT
     digest = base64.b64encode(hashlib.sha256(module.encode("utf-8")).digest()).decode("ascii")
     csp = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"

@@ -18,20 +18,27 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
+from .._tree.aggregate import StepsTree, across_steps
 from .._tree.tree import Tree
 from .._vocab import (
+    ALL_STEPS,
+    BACKWARD_PREFIX,
     COLUMNS,
     CSV_FORMULA_START,
+    FLAME_COLOURS,
     LAYER_KINDS,
     NODE_KIND_LABELS,
     SORT_ALIASES,
     STATE,
+    STEP_PREFIX,
     VIEW_COLUMNS,
+    VIEWS,
     Column,
     NodeKind,
 )
 from .format import summary_items
 from .memory import memory_payload
+from .rows import PATH_SEARCH, THRESHOLD_COLUMN
 
 FORMAT = "torchprof-1"
 MAGIC = b"TPF1"
@@ -49,9 +56,10 @@ TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not 
 def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] = VIEW_COLUMNS) -> dict[str, Any]:
     """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
     table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
-    defaults, the flag bits, and the characters a CSV text cell must not start with. Another
-    table of the same shape (a comparison of two runs) sends its own ``columns`` and
-    ``view_columns``."""
+    defaults, the flag bits, the characters a CSV text cell must not start with, the views, the
+    Flame colourings, the step and backward-node name prefixes and the search and threshold
+    rules' constants. Another table of the same shape (a comparison of two runs) sends its own
+    ``columns`` and ``view_columns``."""
     return {
         "columns": [c.spec() for c in columns],
         "view_columns": list(view_columns),
@@ -62,6 +70,13 @@ def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] 
         "flags": {"kind": FLAG_KIND, "backward": FLAG_BACKWARD, "absolute_path": FLAG_ABSOLUTE_PATH,
                   "name_in_tail": FLAG_NAME_IN_TAIL},
         "csv_formula_start": CSV_FORMULA_START,
+        "views": list(VIEWS),
+        "flame_colours": list(FLAME_COLOURS),
+        "all_steps": ALL_STEPS,
+        "step_prefix": STEP_PREFIX,
+        "backward_prefix": BACKWARD_PREFIX,
+        "path_search": PATH_SEARCH,
+        "threshold_column": THRESHOLD_COLUMN,
     }  # fmt: skip
 
 
@@ -76,21 +91,15 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def payload(
-    tree: Tree,
-    summary: dict[str, Any],
-    *,
-    columns: Sequence[Column] = COLUMNS,
-    view_columns: Sequence[str] = VIEW_COLUMNS,
-    items: list[tuple[str, str, str]] | None = None,
-) -> dict[str, Any]:
-    """The profile column-wise, as ``decodePayload`` in widget.js reads it.
+def table_payload(tree: Tree, columns: Sequence[Column] = COLUMNS) -> dict[str, Any]:
+    """One tree column-wise: parents, flag bytes, path tails, name exceptions, text and numeric
+    columns (what ``decodeTable`` in widget.js reads).
 
     Paths are sent as the part that extends the parent's path (``.conv1``, ``/aten::addmm``) and
     names, when they are that tail minus its separator, not at all: a path costs about as much as
     its name. A column whose values are all equal (all NaN without CUDA, all 0 without backward)
-    is sent as one constant. ``columns``, ``view_columns`` and the summary's ``items`` are the
-    registry's and the profile's unless a view of another table (a comparison) gives its own.
+    is sent as one constant. ``columns`` are the registry's unless a view of another table (a
+    comparison) gives its own.
     """
     number_columns = NUMBER_COLUMNS if columns is COLUMNS else tuple(c.name for c in columns if c.numeric and c.name != "depth")
     text_columns = TEXT_COLUMNS if columns is COLUMNS else tuple(
@@ -117,16 +126,7 @@ def payload(
             name_exceptions.append([i, names[i]])
         flags[i] = f
         tails.append(tail)
-    num: dict[str, Any] = {}
-    for c in number_columns:
-        values = [float(v) for v in cols[c]]
-        first = values[0] if values else math.nan
-        if all(v == first or (v != v and first != first) for v in values):
-            num[c] = {"const": _clean(first)}
-        else:
-            num[c] = values
     return {
-        "format": FORMAT,
         "n": n,
         "parent": list(parent),
         "flags": flags,
@@ -135,28 +135,89 @@ def payload(
         # Text columns other than those the tree shape gives (path, name, kind, parent); one that
         # is empty everywhere (source without stack=True) is sent as an empty list.
         "text": {c: list(cols[c]) if any(v is not None for v in cols[c]) else [] for c in text_columns},
-        "num": num,
+        "num": _numbers({c: cols[c] for c in number_columns}),
+    }
+
+
+def _numbers(columns: dict[str, list[Any]]) -> dict[str, Any]:
+    """Numeric columns as float lists, or ``{"const": v}`` for a column of one value."""
+    num: dict[str, Any] = {}
+    for c, column in columns.items():
+        values = [float(v) for v in column]
+        first = values[0] if values else math.nan
+        if all(v == first or (v != v and first != first) for v in values):
+            num[c] = {"const": _clean(first)}
+        else:
+            num[c] = values
+    return num
+
+
+def steps_payload(folded: StepsTree) -> dict[str, Any]:
+    """Every step folded into one tree (:func:`~torchprof._tree.aggregate.across_steps`): its
+    table, each time column's least and most value of any step, and how many steps ran each node."""
+    return {
+        **table_payload(folded.tree),
+        "low": _numbers(folded.low),
+        "high": _numbers(folded.high),
+        "runs": folded.runs,
+        "count": folded.steps,
+    }
+
+
+def payload(
+    tree: Tree,
+    summary: dict[str, Any],
+    folded: StepsTree | None = None,
+    *,
+    columns: Sequence[Column] = COLUMNS,
+    view_columns: Sequence[str] = VIEW_COLUMNS,
+    items: list[tuple[str, str, str]] | None = None,
+) -> dict[str, Any]:
+    """The profile column-wise, as ``decodePayload`` in widget.js reads it: the tree's table, the
+    vocabulary, the summary, the steps, memory over time and, with two steps or more, every step
+    folded into one tree (``folded``, computed here when not given). ``columns``, ``view_columns``
+    and the summary's ``items`` are the registry's and the profile's unless a view of another
+    table (a comparison, which folds its steps itself) gives its own."""
+    if folded is None and columns is COLUMNS:
+        folded = across_steps(tree)
+    return {
+        "format": FORMAT,
+        **table_payload(tree, columns),
         "vocab": vocabulary(columns, view_columns),
         "summary": _clean(summary),
         "summary_items": summary_items(summary) if items is None else items,
         "steps": _clean(tree.steps),
         "memory": _clean(memory_payload(tree)),
+        "all_steps": steps_payload(folded) if folded is not None else None,
     }
+
+
+#: Keys of a table that hold numeric columns (sent as float64 buffers in the binary form).
+_NUMERIC_TABLES = ("num", "low", "high")
+
+
+def _json_table(table: dict[str, Any]) -> dict[str, Any]:
+    out = dict(table)
+    out["flags"] = list(table["flags"])
+    for key in _NUMERIC_TABLES:
+        if key in table:
+            out[key] = {c: v if isinstance(v, dict) else _clean(v) for c, v in table[key].items()}
+    return out
 
 
 def payload_json(data: dict[str, Any]) -> dict[str, Any]:
     """The payload with plain lists everywhere (NaN -> null), for JSON."""
-    out = dict(data)
-    out["flags"] = list(data["flags"])
-    out["num"] = {c: v if isinstance(v, dict) else _clean(v) for c, v in data["num"].items()}
+    out = _json_table(data)
+    if data.get("all_steps") is not None:
+        out["all_steps"] = _json_table(data["all_steps"])
     return out
 
 
 def payload_bytes(data: dict[str, Any], level: int = 6) -> bytes:
     """The payload packed for the widget: ``TPF1``, the JSON header's length (uint32 LE), the
     header, then 8-byte aligned little-endian buffers (int32 parents, flag bytes, float64
-    columns) that the header points into; all zlib-compressed."""
-    header = {k: v for k, v in data.items() if k not in ("parent", "flags", "num")}
+    columns, of the tree and of the folded steps) that the header points into; all
+    zlib-compressed."""
     buffers: list[bytes] = []
     offset = 0
 
@@ -174,11 +235,18 @@ def payload_bytes(data: dict[str, Any], level: int = 6) -> bytes:
             arr.byteswap()
         return arr.tobytes()
 
-    header["parent"] = put(typed("i", data["parent"]), data["n"])
-    header["flags"] = put(bytes(data["flags"]), data["n"])
-    header["num"] = {
-        c: v if isinstance(v, dict) else put(typed("d", v), data["n"]) for c, v in data["num"].items()
-    }
+    def pack(table: dict[str, Any]) -> dict[str, Any]:
+        header = dict(table)
+        header["parent"] = put(typed("i", table["parent"]), table["n"])
+        header["flags"] = put(bytes(table["flags"]), table["n"])
+        for key in _NUMERIC_TABLES:
+            if key in table:
+                header[key] = {c: v if isinstance(v, dict) else put(typed("d", v), table["n"]) for c, v in table[key].items()}
+        return header
+
+    header = pack(data)
+    if data.get("all_steps") is not None:
+        header["all_steps"] = pack(data["all_steps"])
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
     start = 8 + len(head)
     blob = b"".join([MAGIC, struct.pack("<I", len(head)), head, b"\0" * (-start % 8), *buffers])

@@ -6,17 +6,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .._tree.aggregate import StepsTree, step_rows
 from .._tree.tree import Tree
-from .._vocab import LAYER_KINDS, STATE, STATE_KEYS
+from .._vocab import ALL_STEPS, COLUMN, COLUMNS, FLAME_COLOURS, LAYER_KINDS, STATE, STATE_KEYS, STEP_PREFIX, VIEW_COLUMNS, VIEWS
 from .rows import resolve_sort
 
 _DEFAULTS = {k.name: k.default for k in STATE}
 
 
-def default_expanded(tree: Tree, show_ops: bool = False) -> list[str]:
-    """Rows open by default: every depth-1 layer (module or region) with children, so rows down
-    to depth 2 show; with ops shown also the depth-2 layers that hold only ops (so their ops are
-    visible). The same rule as ``defaultExpanded`` in widget.js."""
+def default_expanded(tree: Tree, show_ops: bool = False, root: int = 0) -> list[str]:
+    """Rows open by default: every layer (module or region) one level below ``root`` with
+    children, so rows down to two levels below it show; with ops shown also the layers two levels
+    below that hold only ops (so their ops are visible). The same rule as ``defaultExpanded`` in
+    widget.js."""
     cols = tree.columns
     n = len(tree)
     kinds, depth, paths = cols["kind"], cols["depth"], cols["path"]
@@ -28,10 +30,28 @@ def default_expanded(tree: Tree, show_ops: bool = False) -> list[str]:
         if kinds[i] in LAYER_KINDS:
             has_layer_child[p] = True
     out = []
-    for i in range(1, n):
-        if (depth[i] == 1 and kinds[i] in LAYER_KINDS and has_child[i]) or (show_ops and depth[i] == 2 and kinds[i] in LAYER_KINDS and has_child[i] and not has_layer_child[i]):
+    top = depth[root] if n else 0
+    end = root + 1
+    while end < n and depth[end] > top:
+        end += 1
+    for i in range(root + 1, end):
+        d = depth[i] - top
+        if (d == 1 and kinds[i] in LAYER_KINDS and has_child[i]) or (show_ops and d == 2 and kinds[i] in LAYER_KINDS and has_child[i] and not has_layer_child[i]):
             out.append(paths[i])
     return out
+
+
+def step_root(tree: Tree, step: str) -> int:
+    """The row a ``step`` state value views: 0 for the whole run, else the ``ProfilerStep#<step>``
+    row (``ValueError`` naming the recorded steps when there is none)."""
+    if not step or step == ALL_STEPS:
+        return 0
+    names = tree.columns["name"]
+    for row in step_rows(tree):
+        if names[row] == STEP_PREFIX + step:
+            return row
+    recorded = ", ".join(names[r][len(STEP_PREFIX) :] for r in step_rows(tree)) or "none"
+    raise ValueError(f"no step {step!r} in this profile (steps: {recorded}; or {ALL_STEPS!r}, or '' for the whole run)")
 
 
 def expanded_to_depth(tree: Tree, depth: int) -> list[str]:
@@ -43,8 +63,9 @@ def expanded_to_depth(tree: Tree, depth: int) -> list[str]:
     return [cols["path"][i] for i in range(len(tree)) if has_children[i] and cols["depth"][i] < depth]
 
 
-def check_state(tree: Tree, state: dict[str, Any]) -> dict[str, Any]:
-    """Complete, checked view state from user keywords (unknown keys and bad values raise)."""
+def check_state(tree: Tree, state: dict[str, Any], folded: StepsTree | None = None) -> dict[str, Any]:
+    """Complete, checked view state from user keywords (unknown keys and bad values raise).
+    ``folded`` is the profile's steps folded into one tree, for ``step="all"``."""
     unknown = set(state) - set(STATE_KEYS)
     if unknown:
         raise TypeError(f"unknown view option(s) {', '.join(sorted(unknown))}; choose from {', '.join(STATE_KEYS)}")
@@ -54,10 +75,14 @@ def check_state(tree: Tree, state: dict[str, Any]) -> dict[str, Any]:
     show_ops = bool(state.get("show_ops", _DEFAULTS["show_ops"]))
     search = state.get("search") or ""
     if not isinstance(search, str):
-        raise TypeError(f"search must be a string (a substring or a glob such as 'layer1*'), got {search!r}")
+        raise TypeError(f"search must be a string (a name, a glob such as 'layer*', or 'path:' and a path), got {search!r}")
+    step = str(state.get("step") or "")
+    if step == ALL_STEPS and folded is None:
+        raise ValueError(f"step={ALL_STEPS!r} needs at least two recorded steps")
+    root = step_root(tree, step)  # raises for an unknown step
     expanded = state.get("expanded")
     if expanded is None:
-        expanded = default_expanded(tree, show_ops)
+        expanded = default_expanded(folded.tree, show_ops) if step == ALL_STEPS and folded else default_expanded(tree, show_ops, root)
     elif isinstance(expanded, str):
         raise TypeError("expanded must be a list of paths, not a string")
     return {
@@ -67,4 +92,42 @@ def check_state(tree: Tree, state: dict[str, Any]) -> dict[str, Any]:
         "show_ops": show_ops,
         "search": search,
         "expanded": [str(p) for p in expanded],
+        "view": _check_view(tree, state.get("view", _DEFAULTS["view"])),
+        "step": step,
+        "selected": str(state.get("selected") or ""),
+        "metric": check_metric(state.get("metric", _DEFAULTS["metric"])),
+        "flame_colour": check_choice("flame_colour", state.get("flame_colour", _DEFAULTS["flame_colour"]), FLAME_COLOURS),
+        "zoom": str(state.get("zoom") or ""),
     }
+
+
+def _check_view(tree: Tree, value: Any) -> str:
+    view = check_choice("view", value, VIEWS)
+    if view == "memory" and (not tree.has_memory or not tree.memory.get("timeline")):
+        raise ValueError("view='memory' needs a profile recorded with memory=True")
+    return view
+
+
+def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{key} must be one of {', '.join(choices)}; got {value!r}")
+    return str(value)
+
+
+def is_metric(name: str) -> bool:
+    """A column the Flame view can size bars by (``flameMetrics`` in widget.js): one of the
+    table's times or a FLOP count that adds up over a subtree, or one of its self times (sized by
+    its subtree column)."""
+    spec = COLUMN.get(name)
+    if spec is None or not (name in VIEW_COLUMNS or (spec.unit == "count" and spec.threshold)):
+        return False
+    if spec.rollup == "total":
+        return spec.unit == "time" or (spec.unit == "count" and spec.threshold)
+    return spec.rollup == "self" and spec.subtree is not None
+
+
+def check_metric(value: Any) -> str:
+    if not is_metric(str(value)):
+        choices = [c.name for c in COLUMNS if is_metric(c.name)]
+        raise ValueError(f"metric must be one of {', '.join(choices)}; got {value!r}")
+    return str(value)

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from .._tree.aggregate import across_steps
 from .._tree.tree import Tree
-from .._vocab import STATE, STATE_KEYS, StateKey
+from .._vocab import ALL_STEPS, STATE, STATE_KEYS, StateKey
 from .html import WIDGET_VIEW, static_file, static_table
 from .payload import payload, payload_bytes
 from .rows import resolve_sort, visible_rows
-from .state import check_state
+from .state import check_state, step_root
 from .table import render_table
 
 if TYPE_CHECKING:
@@ -44,8 +45,10 @@ class ProfileWidget(anywidget.AnyWidget):
     """The interactive layer tree of one profile.
 
     Synced state (settable from Python, updated by clicks): ``min_pct``, ``sort_by``,
-    ``ascending``, ``show_ops``, ``search``, ``expanded`` (paths of open rows). ``df`` is the
-    whole profile, ``view_df`` the rows currently shown, in view order.
+    ``ascending``, ``show_ops``, ``search``, ``expanded`` (paths of open rows), ``view`` (table,
+    flame or top), ``step`` (the part of the run viewed), ``selected``, ``metric``,
+    ``flame_colour`` and ``zoom``. ``df`` is the whole profile, ``view_df`` the rows of the table
+    view, in view order (of the folded tree for ``step="all"``).
     """
 
     _esm = static_file("widget.js")
@@ -57,7 +60,17 @@ class ProfileWidget(anywidget.AnyWidget):
     def __init__(self, tree: Tree, summary: dict[str, Any], **state: Any) -> None:
         self._tree = tree
         self._summary = summary
-        super().__init__(data=payload_bytes(payload(tree, summary)), **check_state(tree, state))
+        self._folded = across_steps(tree)
+        super().__init__(data=payload_bytes(payload(tree, summary, self._folded)), **check_state(tree, state, self._folded))
+
+    @traitlets.validate("step")
+    def _valid_step(self, proposal: dict[str, Any]) -> str:
+        return check_state(self._tree, {"step": proposal["value"], "expanded": []}, self._folded)["step"]
+
+    @traitlets.validate("view", "metric", "flame_colour")
+    def _valid_choice(self, proposal: dict[str, Any]) -> str:
+        name = proposal["trait"].name
+        return check_state(self._tree, {name: proposal["value"], "expanded": []}, self._folded)[name]
 
     def __repr__(self) -> str:
         return f"<torchprof widget {self._tree.columns['name'][0]!r}: {len(self._tree)} nodes>"
@@ -83,11 +96,19 @@ class ProfileWidget(anywidget.AnyWidget):
         return {k: getattr(self, k) for k in STATE_KEYS}
 
     @property
+    def _viewed(self) -> tuple[Tree, int]:
+        """The tree the table shows and its root row: a step's row, or the folded steps."""
+        if self.step == ALL_STEPS and self._folded is not None:
+            return self._folded.tree, 0
+        return self._tree, step_root(self._tree, self.step)
+
+    @property
     def rows(self) -> list[int]:
-        """Tree row indices shown, in view order."""
+        """Row indices of the table view, in view order (rows of the folded tree for ``step="all"``)."""
         st = self.state
-        return visible_rows(self._tree, min_pct=st["min_pct"], sort_by=st["sort_by"], ascending=st["ascending"],
-                            show_ops=st["show_ops"], search=st["search"], expanded=set(st["expanded"]))  # fmt: skip
+        tree, root = self._viewed
+        return visible_rows(tree, min_pct=st["min_pct"], sort_by=st["sort_by"], ascending=st["ascending"],
+                            show_ops=st["show_ops"], search=st["search"], expanded=set(st["expanded"]), root=root)  # fmt: skip
 
     @property
     def df(self) -> pd.DataFrame:
@@ -102,7 +123,7 @@ class ProfileWidget(anywidget.AnyWidget):
         into view)."""
         from .frame import to_dataframe
 
-        return to_dataframe(self._tree, self.rows)
+        return to_dataframe(self._viewed[0], self.rows)
 
 
 def _in_kernel() -> bool:
