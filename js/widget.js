@@ -1061,6 +1061,7 @@ export function execChildren(data) {
   return cached(data, "execChildren", () => {
     const exec = data.num.exec_order;
     const index = Int32Array.from(data.childIndex);
+    if (!exec) return { start: data.childStart, index }; // a table without it (a comparison): row order
     for (let i = 0; i < data.n; i++) {
       const a = data.childStart[i];
       const b = data.childStart[i + 1];
@@ -2921,6 +2922,15 @@ export const VIEW_RENDERERS = { table: createTable, flame: createFlame, top: cre
 // -- the widget ---------------------------------------------------------------------------------
 
 /**
+ * Whether this payload offers `view`: one its vocabulary lists (a comparison lists fewer), with a
+ * renderer here, and for Memory, a timeline.
+ * @param {Data} data @param {string} view
+ */
+function offersView(data, view) {
+  return data.vocab.views.includes(view) && !!VIEW_RENDERERS[view] && (view !== "memory" || !!data.memory);
+}
+
+/**
  * The widget's shared elements, built once per payload.
  * @typedef {object} Parts
  * @property {HTMLElement} summary
@@ -2948,7 +2958,7 @@ function build(root, data) {
   buildSummary(summary, data);
   const switcher = h("div", { class: "tp-switch", role: "group", "aria-label": "View" });
   for (const view of data.vocab.views) {
-    if (VIEW_RENDERERS[view] && (view !== "memory" || data.memory)) switcher.append(h("button", { type: "button", class: "tp-switch-btn", "data-view": view, "data-testid": `view-${view}`, text: viewLabel(view) }));
+    if (offersView(data, view)) switcher.append(h("button", { type: "button", class: "tp-switch-btn", "data-view": view, "data-testid": `view-${view}`, text: viewLabel(view) }));
   }
   let step = null;
   const steps = stepRows(data);
@@ -2966,7 +2976,8 @@ function build(root, data) {
   const ops = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", "data-testid": "show-ops" }));
   const search = /** @type {HTMLInputElement} */ (h("input", { type: "search", "data-testid": "search", placeholder: "Find: name, glob * ?, or path:…", "aria-label": "Find rows by name (glob * ?), or by path after path:", spellcheck: "false" }));
   const sort = /** @type {HTMLSelectElement} */ (h("select", { class: "tp-select", "data-testid": "sort", "aria-label": "Sort siblings by" }));
-  sort.append(h("option", { value: "exec_order", text: "execution order" }), h("option", { value: "name", text: "name (natural)" }));
+  if (data.spec.exec_order) sort.append(h("option", { value: "exec_order", text: "execution order" }));
+  sort.append(h("option", { value: "name", text: "name (natural)" }));
   for (const col of columnsFor(data)) if (col.type !== "name") sort.append(h("option", { value: col.key, text: col.label }));
   const rowCount = h("span", { class: "tp-count", "data-testid": "row-count", "aria-live": "polite" });
   const controls = h("div", { class: "tp-controls" },
@@ -3063,7 +3074,7 @@ function mount(root, model, data) {
     if (![...sort.options].some((o) => o.value === active)) sort.append(h("option", { value: active, text: data.spec[active]?.label || active }));
     sort.value = active;
     if (step) step.value = st.step;
-    const view = VIEW_RENDERERS[st.view] && (st.view !== "memory" || data.memory) ? st.view : "table";
+    const view = offersView(data, st.view) ? st.view : "table";
     for (const b of switcher.children) b.setAttribute("aria-pressed", String(/** @type {HTMLElement} */ (b).dataset.view === view));
     root.dataset.view = view;
     for (const control of root.querySelectorAll(".tp-controls [data-for]")) {

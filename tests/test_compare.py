@@ -357,3 +357,10 @@ console.log(JSON.stringify(f.cases.map((c) => visibleRows(data, {{ ...c.state, e
     out = subprocess.run([node_binary(), "--input-type=module", "-e", script], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == [c["rows"] for c in cases]
+
+
+def test_a_comparison_offers_the_table_and_flame_views_and_refuses_the_others(runs):
+    cmp = torchprof.compare(runs["base"], runs["slow"])
+    assert cmp.widget(view="flame").view == "flame"
+    with pytest.raises(ValueError, match="view must be one of table, flame for a comparison"):
+        cmp.widget(view="top")

@@ -82,3 +82,19 @@ def test_the_comparison_widget_renders_from_its_synced_bytes(browser, cmp, tmp_p
         page.goto(base + "index.html")
         page.wait_for_selector('body[data-ready="1"] [role="row"][data-path]')
         check_colours_and_sorting(page, cmp, "torchprofPage")
+
+
+def test_each_view_the_comparison_offers_draws_without_errors(browser, cmp, tmp_path):
+    path = tmp_path / "views.html"
+    cmp.to_html(str(path), min_pct=0)
+    page = new_page(browser, viewport={"width": 1200, "height": 800})
+    page.goto(path.as_uri())
+    page.wait_for_selector('[role="row"][data-path]')
+    views = page.locator(".tp-switch-btn").evaluate_all("bs => bs.map(b => b.dataset.view)")
+    assert views == ["table", "flame"]  # no self times to rank (Top), no timeline (Memory)
+    for view in views[1:]:
+        page.click(f'[data-testid="view-{view}"]')
+        panel = page.locator(f'.tp-panel[data-view="{view}"]')
+        panel.wait_for()
+        assert panel.inner_text().strip(), view  # it drew something
+    assert page.errors == [] and page.blocked == []

@@ -450,6 +450,9 @@ COMPARE_VIEW_EXTRA: tuple[Column, ...] = (
            family="cuda", sortable=True),
     COLUMN["input_shapes"], COLUMN["source"], COLUMN["is_backward"],
 )  # fmt: skip
+#: The widget views a comparison offers: the Top view ranks self times, which it has not, and it
+#: has no memory timeline.
+COMPARE_VIEWS: tuple[str, ...] = ("table", "flame")
 #: The columns a comparison's tables show (where they hold data), in order.
 COMPARE_VIEW_COLUMNS: tuple[str, ...] = (
     "cpu_us_base", "cpu_us_new", "cpu_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cuda_us_new", "cuda_us_delta",

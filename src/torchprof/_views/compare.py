@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tree.compare import Diff
 from .._tree.tree import Tree
-from .._vocab import COMPARE_COLUMNS, COMPARE_VIEW_COLUMNS, COMPARE_VIEW_EXTRA, Column, Status, is_missing
+from .._vocab import COMPARE_COLUMNS, COMPARE_VIEW_COLUMNS, COMPARE_VIEW_EXTRA, COMPARE_VIEWS, Column, Status, is_missing
 from . import format as fmt
 from .html import _BOOT, _PAGE_CSS, FALLBACK_CLASS, FALLBACK_CSS, _inline_module_source, script_json, static_file
 from .payload import payload, payload_json
@@ -125,6 +125,8 @@ def check_compare_state(tree: Tree, state: dict[str, Any], default: str) -> dict
     """Complete, checked view state for a comparison (a profile's checks, its own sort keys)."""
     checked = check_state(tree, {**state, "sort_by": SIZE})
     checked["sort_by"] = resolve_sort(state.get("sort_by"), default)
+    if checked["view"] not in COMPARE_VIEWS:
+        raise ValueError(f"view must be one of {', '.join(COMPARE_VIEWS)} for a comparison; got {checked['view']!r}")
     return checked
 
 
@@ -258,8 +260,11 @@ def render_table(
 # -- the front end ------------------------------------------------------------------------------------
 def compare_payload(diff: Diff, items: list[tuple[str, str, str]], label: str) -> dict[str, Any]:
     """The comparison as the widget's payload: the profile's wire format with the comparison's
-    columns as its vocabulary (delta columns flagged for colouring) and its summary items."""
-    return payload(view_tree(diff), {"name": label}, columns=REGISTRY, view_columns=COMPARE_VIEW_COLUMNS, items=items)
+    columns as its vocabulary (delta columns flagged for colouring) and its summary items. Its views
+    are the Table and the Flame (sized by each row's larger CPU total): the Top view ranks self
+    times, which a comparison does not have."""
+    return payload(view_tree(diff), {"name": label}, columns=REGISTRY, view_columns=COMPARE_VIEW_COLUMNS,
+                   views=COMPARE_VIEWS, items=items)  # fmt: skip
 
 
 def report_html(diff: Diff, items: list[tuple[str, str, str]], label: str, **state: Any) -> str:

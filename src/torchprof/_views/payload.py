@@ -53,13 +53,14 @@ NUMBER_COLUMNS = tuple(c.name for c in COLUMNS if c.numeric and c.name != "depth
 TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not in ("path", "name", "kind", "parent"))
 
 
-def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] = VIEW_COLUMNS) -> dict[str, Any]:
+def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] = VIEW_COLUMNS,
+               views: Sequence[str] = VIEWS) -> dict[str, Any]:  # fmt: skip
     """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
     table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
     defaults, the flag bits, the characters a CSV text cell must not start with, the views, the
     Flame colourings, the step and backward-node name prefixes and the search and threshold
     rules' constants. Another table of the same shape (a comparison of two runs) sends its own
-    ``columns`` and ``view_columns``."""
+    ``columns``, ``view_columns`` and ``views``."""
     return {
         "columns": [c.spec() for c in columns],
         "view_columns": list(view_columns),
@@ -70,7 +71,7 @@ def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] 
         "flags": {"kind": FLAG_KIND, "backward": FLAG_BACKWARD, "absolute_path": FLAG_ABSOLUTE_PATH,
                   "name_in_tail": FLAG_NAME_IN_TAIL},
         "csv_formula_start": CSV_FORMULA_START,
-        "views": list(VIEWS),
+        "views": list(views),
         "flame_colours": list(FLAME_COLOURS),
         "all_steps": ALL_STEPS,
         "step_prefix": STEP_PREFIX,
@@ -171,6 +172,7 @@ def payload(
     *,
     columns: Sequence[Column] = COLUMNS,
     view_columns: Sequence[str] = VIEW_COLUMNS,
+    views: Sequence[str] = VIEWS,
     items: list[tuple[str, str, str]] | None = None,
 ) -> dict[str, Any]:
     """The profile column-wise, as ``decodePayload`` in widget.js reads it: the tree's table, the
@@ -183,7 +185,7 @@ def payload(
     return {
         "format": FORMAT,
         **table_payload(tree, columns),
-        "vocab": vocabulary(columns, view_columns),
+        "vocab": vocabulary(columns, view_columns, views),
         "summary": _clean(summary),
         "summary_items": summary_items(summary) if items is None else items,
         "steps": _clean(tree.steps),
