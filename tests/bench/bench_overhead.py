@@ -21,6 +21,9 @@ It prints:
    (``key_averages()`` self CPU time, no hooks at all).
 3. Time to a printed table after the block: ``str(prof)`` (raw results -> tree -> table) against
    torch's ``key_averages().table()`` on the same recorded run (target <= 0.5x).
+4. The share of the FLOPs done by ops inside standard ``torch.nn`` layers (their nearest module
+   is a ``torch.nn`` class, forward or backward): what a capture that takes shapes from the module
+   hooks instead of ``record_shapes`` could count from layer inputs and attributes alone.
 """
 
 from __future__ import annotations
@@ -88,6 +91,31 @@ def op_times(torch_prof: Any) -> dict[str, float]:
     return {e.key: e.self_cpu_time_total for e in torch_prof.key_averages()}
 
 
+def flops_in_standard_layers(prof: Any) -> tuple[float, dict[str, float]]:
+    """Share of the FLOPs done by ops whose nearest module is a ``torch.nn`` class, and the
+    shares per nearest module type (``None``: outside every module, e.g. the optimizer step)."""
+    import torch
+
+    standard = {n for n, c in vars(torch.nn).items() if isinstance(c, type) and issubclass(c, torch.nn.Module)}
+    df = prof.df
+    kind, parent, typ = dict(zip(df["path"], df["kind"])), dict(zip(df["path"], df["parent"])), dict(zip(df["path"], df["type"]))
+    children_flops: dict[str, float] = {}
+    for par, fl in zip(df["parent"], df["flops"].fillna(0)):
+        children_flops[par] = children_flops.get(par, 0.0) + fl
+    by_type: dict[str, float] = {}
+    for path, k, fl in zip(df["path"], df["kind"], df["flops"].fillna(0)):
+        own = fl - children_flops.get(path, 0.0)
+        if k != "op" or own <= 0:
+            continue
+        q = parent.get(path)
+        while isinstance(q, str) and kind.get(q) != "module":
+            q = parent.get(q)
+        t = str(typ.get(q)) if isinstance(q, str) else "None"
+        by_type[t] = by_type.get(t, 0.0) + own
+    total = sum(by_type.values()) or 1.0
+    return sum(v for t, v in by_type.items() if t in standard) / total, {t: v / total for t, v in by_type.items()}
+
+
 def bench(model_name: str, steps: int, rounds: int) -> None:
     from torch.profiler import profile
 
@@ -115,6 +143,7 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
         for key, v in values.items():
             into.setdefault(key, []).append(v)
 
+    last_default: Any = None
     rng = random.Random(0)
     for r in range(rounds + 1):  # round 0 warms up (allocator, oneDNN kernels, lazy imports)
         order = list(variants)
@@ -143,6 +172,7 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
                 t5 = time.perf_counter()
                 to_table.append((t4 - t3, t5 - t4))
                 keep(layers["default"], layer_times(ctx))
+                last_default = ctx
                 keep(ops["default"], op_times(ctx.torch_profile))
             elif name == "torchprof.Profiler(flops=False)":
                 keep(layers["flops=False"], layer_times(ctx))
@@ -171,6 +201,9 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
     ours, theirs = min(t for t, _ in to_table), min(t for _, t in to_table)
     print(f"  time to a printed table: str(prof) {ours * 1e3:.0f} ms, torch key_averages().table() {theirs * 1e3:.0f} ms "
           f"= {ours / theirs:.2f}x (target <= 0.5)")
+    share, by_type = flops_in_standard_layers(last_default)
+    top = ", ".join(f"{t} {v:.1%}" for t, v in sorted(by_type.items(), key=lambda kv: -kv[1])[:5])
+    print(f"  FLOPs in ops inside standard torch.nn layers: {share:.1%} ({top})")
 
 
 def main() -> None:
