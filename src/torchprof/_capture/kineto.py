@@ -152,16 +152,19 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> 
     from torch._C._profiler import _ExtraFields_TorchOp, _TensorMetadata
 
     op_fields: Any = _ExtraFields_TorchOp  # pybind properties (typed as plain values in torch's stubs)
+    # The properties' getters, called directly: no attribute lookup per event.
     seq_of_fields = op_fields.sequence_number.fget
+    inputs_of_fields = op_fields.inputs.fget
+    fields_of = type(flat[0]).extra_fields.fget
     cols.seq = None
-    cols.seq_of = lambda i: seq_of_fields(flat[i].extra_fields)
+    cols.seq_of = lambda i: seq_of_fields(fields_of(flat[i]))
     tensor = _TensorMetadata
 
     def inputs(i: int) -> tuple[list, list] | None:
-        ef = flat[i].extra_fields
+        ef = fields_of(flat[i])
         if type(ef) is not op_fields:
             return None
-        values = ef.inputs
+        values = inputs_of_fields(ef)
         # A tensor list (cat, _foreach_*) gives the sizes of each tensor, as a chrome trace does.
         shapes = [v.sizes if type(v) is tensor else [t.sizes if type(t) is tensor else [] for t in v]
                   if type(v) is list else [] for v in values]  # fmt: skip
