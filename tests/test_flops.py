@@ -138,6 +138,11 @@ AGREES_WITH_FCM = {
     "functional_conv_transpose2d": lambda: (
         Lambda(lambda m, x: F.conv_transpose2d(x, m.weight, stride=2, output_padding=1), weight=torch.randn(4, 3, 3, 3)),
         [rand(1, 4, 5, 5)]),
+    # A functional call inside a custom module's forward: the layer cannot tell its shapes (its
+    # inputs are not the op's), so they must come from the op itself.
+    "functional_linear_in_custom_module": lambda: (
+        Lambda(lambda m, x: F.linear(x, m.w, m.b).relu() @ m.w, w=torch.randn(6, 6), b=torch.randn(6)),
+        [rand(2, 3, 6, grad=True)]),
     "linear_1d_input": lambda: (nn.Linear(8, 4), [rand(8)]),
     "linear_2d_input": lambda: (nn.Linear(8, 4), [rand(5, 8, grad=True)]),
     "linear_3d_input": lambda: (nn.Linear(8, 4), [rand(2, 5, 8)]),

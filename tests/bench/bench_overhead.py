@@ -1,95 +1,227 @@
-"""Profiling overhead: a torchvision training step under torchprof.Profiler vs a bare
-torch.profiler.profile with the same options, measured side by side in one run.
+"""Profiling overhead and per-layer distortion, measured side by side in one process.
 
-    .venv/bin/python tests/bench/bench_overhead.py [--model resnet18] [--rounds 15]
+    .venv/bin/python tests/bench/bench_overhead.py                  # EfficientNet-B0 and a small transformer
+    .venv/bin/python tests/bench/bench_overhead.py --model efficientnet_b0 --rounds 5
 
-Each round times every variant once, in a shuffled order, as the wall time of the whole ``with``
-block (entering, one forward+backward+optimizer step, leaving). Reading results is lazy in both
-(torch builds its FunctionEvents on first use, torchprof its tree), so it is timed separately.
-Prints medians and the ratio torchprof / torch.profiler. Target: <= 1.05.
+For each model (EfficientNet-B0 from torchvision, weights=None, batch 2x3x96x96; a 4-layer
+transformer encoder, batch 8x32 tokens), a block of ``--steps`` training steps runs under each
+variant; every round times each variant once, in a shuffled order, and the best round counts.
+It prints:
+
+1. The wall time of the whole ``with`` block (entering, the steps, leaving), split into the steps
+   and the exit (where torch post-processes what it recorded), for: no profiler,
+   ``torch.profiler.profile()`` with its defaults, ``torchprof.Profiler()`` with its defaults,
+   ``Profiler(flops=False)``, and ``torch.profiler.profile(record_shapes=True)``; and the ratio
+   of torchprof's default to torch's defaults (target <= 1.10).
+2. The per-layer distortion: each module's own CPU time (its ops, forward and backward, not its
+   child modules), best of the rounds, under the default Profiler divided by the same under
+   ``Profiler(flops=False)``, which runs torch's profiler without shapes with the same module hooks
+   (torch alone has no module ranges to compare); median and p90 over modules (target median
+   <= 1.05), and the same ratio per op name against bare ``torch.profiler`` defaults
+   (``key_averages()`` self CPU time, no hooks at all).
+3. Time to a printed table after the block: ``str(prof)`` (raw results -> tree -> table) against
+   torch's ``key_averages().table()`` on the same recorded run (target <= 0.5x).
+4. The share of the FLOPs done by ops inside standard ``torch.nn`` layers (their nearest module
+   is a ``torch.nn`` class, forward or backward): what a capture that takes shapes from the module
+   hooks instead of ``record_shapes`` could count from layer inputs and attributes alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="resnet18")
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--size", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=15)
-    args = parser.parse_args()
-
+def efficientnet() -> tuple[Any, Callable[[], None]]:
     import torch
     import torchvision
-    from torch.profiler import ProfilerActivity, profile
-
-    import torchprof
 
     torch.manual_seed(0)
-    model = torchvision.models.get_model(args.model, weights=None)
+    model = torchvision.models.efficientnet_b0(weights=None)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(args.batch, 3, args.size, args.size)
+    x = torch.randn(2, 3, 96, 96)
 
     def step() -> None:
         model(x).sum().backward()
         opt.step()
         opt.zero_grad()
 
-    def bare(memory: bool):
-        return profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=memory)
+    return model, step
 
-    variants = {
+
+def transformer() -> tuple[Any, Callable[[], None]]:
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 64), torch.nn.TransformerEncoder(layer, num_layers=4), torch.nn.Linear(64, 100))
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.randint(0, 100, (8, 32))
+
+    def step() -> None:
+        model(x).float().mean().backward()
+        opt.step()
+        opt.zero_grad()
+
+    return model, step
+
+
+MODELS = {"efficientnet_b0": efficientnet, "transformer": transformer}
+
+
+def quantile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * (len(values) - 1) + 0.5))]
+
+
+def layer_times(prof: Any) -> dict[str, float]:
+    """Each module's own CPU time in µs (forward and backward, child modules excluded)."""
+    df = prof.df
+    mods = df[df["kind"] == "module"]
+    own = mods["layer_self_cpu_us"].fillna(0) + mods["layer_bwd_self_cpu_us"].fillna(0)
+    return dict(zip(mods["path"], own))
+
+
+def op_times(torch_prof: Any) -> dict[str, float]:
+    return {e.key: e.self_cpu_time_total for e in torch_prof.key_averages()}
+
+
+def flops_in_standard_layers(prof: Any) -> tuple[float, dict[str, float]]:
+    """Share of the FLOPs done by ops whose nearest module is a ``torch.nn`` class, and the
+    shares per nearest module type (``None``: outside every module, e.g. the optimizer step)."""
+    import torch
+
+    standard = {n for n, c in vars(torch.nn).items() if isinstance(c, type) and issubclass(c, torch.nn.Module)}
+    df = prof.df
+    kind, parent, typ = dict(zip(df["path"], df["kind"])), dict(zip(df["path"], df["parent"])), dict(zip(df["path"], df["type"]))
+    children_flops: dict[str, float] = {}
+    for par, fl in zip(df["parent"], df["flops"].fillna(0)):
+        children_flops[par] = children_flops.get(par, 0.0) + fl
+    by_type: dict[str, float] = {}
+    for path, k, fl in zip(df["path"], df["kind"], df["flops"].fillna(0)):
+        own = fl - children_flops.get(path, 0.0)
+        if k != "op" or own <= 0:
+            continue
+        q = parent.get(path)
+        while isinstance(q, str) and kind.get(q) != "module":
+            q = parent.get(q)
+        t = str(typ.get(q)) if isinstance(q, str) else "None"
+        by_type[t] = by_type.get(t, 0.0) + own
+    total = sum(by_type.values()) or 1.0
+    return sum(v for t, v in by_type.items() if t in standard) / total, {t: v / total for t, v in by_type.items()}
+
+
+def bench(model_name: str, steps: int, rounds: int) -> None:
+    from torch.profiler import profile
+
+    import torchprof
+
+    _, step = MODELS[model_name]()
+
+    def block() -> None:
+        for _ in range(steps):
+            step()
+
+    variants: dict[str, Callable[[], Any]] = {
         "no profiler": lambda: None,
-        "torch.profiler": lambda: bare(False),
-        "torchprof": lambda: torchprof.Profiler(),
-        "torch.profiler memory": lambda: bare(True),
-        "torchprof memory": lambda: torchprof.Profiler(memory=True),
+        "torch.profiler defaults": lambda: profile(),
+        "torchprof.Profiler() defaults": lambda: torchprof.Profiler(),
+        "torchprof.Profiler(flops=False)": lambda: torchprof.Profiler(flops=False),
+        "torch.profiler record_shapes=True": lambda: profile(record_shapes=True),
     }
-    for _ in range(2):  # warm-up: allocator, oneDNN kernels, lazy imports
-        for make in variants.values():
-            ctx = make()
-            if ctx is None:
-                step()
-            else:
-                with ctx:
-                    step()
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    results: dict[str, list[float]] = {"torch.profiler": [], "torchprof": []}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    layers: dict[str, dict[str, list[float]]] = {"default": {}, "flops=False": {}}
+    ops: dict[str, dict[str, list[float]]] = {"default": {}, "torch": {}}
+    to_table: list[tuple[float, float]] = []
+
+    def keep(into: dict[str, list[float]], values: dict[str, float]) -> None:
+        for key, v in values.items():
+            into.setdefault(key, []).append(v)
+
+    last_default: Any = None
     rng = random.Random(0)
-    for _ in range(args.rounds):
+    for r in range(rounds + 1):  # round 0 warms up (allocator, oneDNN kernels, lazy imports)
         order = list(variants)
         rng.shuffle(order)
         for name in order:
             ctx = variants[name]()
+            gc.collect()
             t0 = time.perf_counter()
             if ctx is None:
-                step()
+                block()
+                t1 = t2 = time.perf_counter()
             else:
-                with ctx:
-                    step()
-            times[name].append(time.perf_counter() - t0)
-            if name == "torch.profiler":
+                ctx.__enter__()
+                block()
                 t1 = time.perf_counter()
-                ctx.key_averages()
-                results[name].append(time.perf_counter() - t1)
-            elif name == "torchprof":
-                t1 = time.perf_counter()
-                ctx.df
-                results[name].append(time.perf_counter() - t1)
-    med = {name: statistics.median(v) * 1e3 for name, v in times.items()}
-    print(f"{args.model}, batch {args.batch}x3x{args.size}x{args.size}, {args.rounds} rounds, median wall time of the with block:")
-    for name, ms in med.items():
-        print(f"  {name:<24} {ms:8.1f} ms")
-    print(f"overhead ratio torchprof / torch.profiler (same options): {med['torchprof'] / med['torch.profiler']:.3f}   (target <= 1.05)")
-    print(f"  with memory=True:                                      {med['torchprof memory'] / med['torch.profiler memory']:.3f}")
-    print("reading results, median: torch key_averages() "
-          f"{statistics.median(results['torch.profiler']) * 1e3:.1f} ms, torchprof prof.df {statistics.median(results['torchprof']) * 1e3:.1f} ms")
+                ctx.__exit__(None, None, None)
+                t2 = time.perf_counter()
+            if r == 0:
+                continue
+            times[name].append((t1 - t0, t2 - t1))
+            if name == "torchprof.Profiler() defaults":
+                t3 = time.perf_counter()
+                str(ctx)
+                t4 = time.perf_counter()
+                ctx.torch_profile.key_averages().table()
+                t5 = time.perf_counter()
+                to_table.append((t4 - t3, t5 - t4))
+                keep(layers["default"], layer_times(ctx))
+                last_default = ctx
+                keep(ops["default"], op_times(ctx.torch_profile))
+            elif name == "torchprof.Profiler(flops=False)":
+                keep(layers["flops=False"], layer_times(ctx))
+            elif name == "torch.profiler defaults":
+                keep(ops["torch"], op_times(ctx))
+            del ctx
+
+    print(f"\n{model_name}: {steps} training step(s) per block, best of {rounds} rounds")
+    best = {name: min(v, key=lambda t: t[0] + t[1]) for name, v in times.items()}
+    base = sum(best["torch.profiler defaults"])
+    print(f"  {'run':<36} {'block ms':>9} {'steps ms':>9} {'exit ms':>8} {'/ torch defaults':>17}")
+    for name, (run, stop) in best.items():
+        print(f"  {name:<36} {(run + stop) * 1e3:9.1f} {run * 1e3:9.1f} {stop * 1e3:8.1f} {(run + stop) / base:17.2f}")
+    ratio = sum(best["torchprof.Profiler() defaults"]) / base
+    print(f"  overhead: torchprof default / torch.profiler defaults = {ratio:.2f}x (target <= 1.10)")
+
+    def distortion(a: dict[str, list[float]], b: dict[str, list[float]], floor_us: float) -> list[float]:
+        return [min(a[k]) / min(b[k]) for k in a if k in b and min(b[k]) >= floor_us]
+
+    per_layer = distortion(layers["default"], layers["flops=False"], 20.0)
+    per_op = distortion(ops["default"], ops["torch"], 20.0)
+    print(f"  per-layer own CPU time, default / flops=False (no shapes), {len(per_layer)} modules >= 20 µs: "
+          f"median {statistics.median(per_layer):.3f}, p90 {quantile(per_layer, 0.9):.3f} (target median <= 1.05)")
+    print(f"  per-op self CPU time, default / bare torch.profiler defaults, {len(per_op)} ops >= 20 µs: "
+          f"median {statistics.median(per_op):.3f}, p90 {quantile(per_op, 0.9):.3f}")
+    ours, theirs = min(t for t, _ in to_table), min(t for _, t in to_table)
+    print(f"  time to a printed table: str(prof) {ours * 1e3:.0f} ms, torch key_averages().table() {theirs * 1e3:.0f} ms "
+          f"= {ours / theirs:.2f}x (target <= 0.5)")
+    share, by_type = flops_in_standard_layers(last_default)
+    top = ", ".join(f"{t} {v:.1%}" for t, v in sorted(by_type.items(), key=lambda kv: -kv[1])[:5])
+    print(f"  FLOPs in ops inside standard torch.nn layers: {share:.1%} ({top})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=[*MODELS, "both"], default="both")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads (1: steadier figures on a shared machine)")
+    args = parser.parse_args()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import torchprof._capture.quiet  # noqa: F401  (import cost is not profiling overhead)
+
+    for name in MODELS if args.model == "both" else [args.model]:
+        bench(name, args.steps, args.rounds)
 
 
 if __name__ == "__main__":

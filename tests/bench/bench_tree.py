@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/bench/bench_tree.py            # default sizes up to ~1M events
     .venv/bin/python tests/bench/bench_tree.py --quick    # small sizes only
+    .venv/bin/python tests/bench/bench_tree.py --steps 5 20 240 --split   # ~20k/85k/1M events, cProfile split
 
 For each run of a small Transformer training loop (N steps) it records one profile with
 torchprof.Profiler and times, on that same recorded trace:
@@ -42,22 +43,28 @@ def record(steps: int):
 
 def ours(prof) -> tuple[float, int, int]:
     """Seconds for raw results -> DataFrame, number of events, number of tree nodes."""
+    gc.collect()
+    t0 = time.perf_counter()
+    n, rows = build(prof)
+    elapsed = time.perf_counter() - t0
+    return elapsed, n, rows
+
+
+def build(prof) -> tuple[int, int]:
+    """The timed work: raw results -> columns -> tree -> DataFrame (events, rows)."""
     from torchprof._capture.kineto import result_columns
     from torchprof._gc import paused_gc
     from torchprof._tree.builder import TreeBuilder
     from torchprof._views.frame import to_dataframe
 
     result = prof.torch_profile.profiler.kineto_results
-    gc.collect()
-    t0 = time.perf_counter()
     with paused_gc():  # as Profile.tree does
         cols = result_columns(result)
-        builder = TreeBuilder(modules=prof._tracker.modules)
+        builder = TreeBuilder(modules=prof._session.modules)
         builder.add(cols)
         tree = builder.finish()
         df = to_dataframe(tree)
-    elapsed = time.perf_counter() - t0
-    return elapsed, len(cols), len(df)
+    return len(cols), len(df)
 
 
 def torch_events(prof) -> float:
@@ -78,12 +85,37 @@ def from_file(prof) -> float:
         return time.perf_counter() - t0
 
 
+def split(prof) -> None:
+    """Where ours() spends its time, by phase (own time of the functions of each module)."""
+    import cProfile
+    import pstats
+
+    gc.collect()
+    profiler = cProfile.Profile()
+    profiler.runcall(build, prof)
+    stats = pstats.Stats(profiler)
+    by_file: dict[str, float] = {}
+    total = 0.0
+    for (path, _line, func), (_cc, _nc, tottime, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        where = path.split("/torchprof/")[-1] if "/torchprof/" in path else ("torch/pybind (reading events)" if path == "~" else path.rsplit("/", 1)[-1])
+        if where == "torch/pybind (reading events)" and "method" not in func and "built-in" not in func:
+            where = func
+        by_file[where] = by_file.get(where, 0.0) + tottime
+        total += tottime
+    print(f"  cProfile split of ours() (own time, cProfile inflates Python calls): {total:.2f} s")
+    for where, t in sorted(by_file.items(), key=lambda kv: -kv[1])[:10]:
+        print(f"    {t / total:6.1%}  {where}")
+    stats.sort_stats("tottime").print_stats(12)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small sizes only (about a minute)")
     parser.add_argument("--torch-max-events", type=int, default=120_000, help="skip torch's path above this size (it takes ~100 µs/event)")
+    parser.add_argument("--steps", type=int, nargs="+", help="training steps per recorded profile (5: ~20k events, 20: ~85k, 240: ~1M)")
+    parser.add_argument("--split", action="store_true", help="then profile ours() with cProfile on the largest size: where the time goes")
     args = parser.parse_args()
-    sizes = [5, 20] if args.quick else [5, 20, 60, 240]
+    sizes = args.steps or ([5, 20] if args.quick else [5, 20, 60, 240])
     import pandas  # noqa: F401  (import cost is not part of the per-event figure)
 
     ours(record(1))  # warm-up: first-call costs (imports, lazy init) are not per-event work
@@ -98,6 +130,8 @@ def main() -> None:
         ratio = t_torch / t_ours if t_torch == t_torch else float("nan")
         rows.append((steps, n, t_ours * us))
         print(f"{steps:>6} {n:>9} {nodes:>6} | {t_ours * us:>10.2f} {t_torch * us:>11.2f} {ratio:>10.1f} | {t_file * us:>16.2f}", flush=True)
+        if args.split and steps == sizes[-1]:
+            split(prof)
         del prof
         gc.collect()
     first, last = rows[0], rows[-1]

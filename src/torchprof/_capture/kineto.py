@@ -92,29 +92,48 @@ def save_trace(result: Any, path: str) -> None:
 def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list[int], list[int]]:
     """Each event's kind, and the indices of memory events. A module range is one torchprof's
     hooks opened (a function-scope range with our prefix): a user's ``record_function`` with the
-    same name stays a region, so an ordinary region name cannot pass for a module."""
+    same name stays a region, so an ordinary region name cannot pass for a module.
+
+    Reading an event's scope builds a Python object of all its fields (the costliest read here),
+    so it is read once per distinct name, except for names with the module prefix, where a
+    user's region of the same name must stay a region: those are read per event."""
     from torch._C._profiler import RecordScope, _ExtraFields_PyCall, _ExtraFields_PyCCall
 
     kinds = [OP] * len(flat)
     memory: list[int] = []
     user_scope = RecordScope.USER_SCOPE
+    frame_at: set[int] = set()
     if python_frames:
         frame_types = (_ExtraFields_PyCall, _ExtraFields_PyCCall)
         for i, ef in enumerate(map(type(flat[0]).extra_fields.fget, flat)):
             if isinstance(ef, frame_types):
                 kinds[i] = PYFRAME
+                frame_at.add(i)
+    by_name: dict[str, int] = {}
     for i, name in enumerate(names):
-        if name[:6] == ATEN_PREFIX or kinds[i] == PYFRAME:
+        if name[:6] == ATEN_PREFIX:
             continue
-        if name == MEMORY_EVENT:
-            kinds[i] = MEMORY
-            memory.append(i)
-        elif name == OOM_EVENT:
-            kinds[i] = IGNORED
-        elif flat[i].extra_fields.scope == user_scope or name.startswith(COMPILED_REGION_PREFIX):
-            kinds[i] = REGION
-        elif name.startswith(MODULE_PREFIX):
-            kinds[i] = MODULE
+        if frame_at and i in frame_at:
+            continue
+        kind = by_name.get(name)
+        if kind is None:
+            if name == MEMORY_EVENT:
+                kind = MEMORY
+            elif name == OOM_EVENT:
+                kind = IGNORED
+            elif name.startswith(COMPILED_REGION_PREFIX):
+                kind = REGION
+            elif name.startswith(MODULE_PREFIX):
+                kind = REGION if flat[i].extra_fields.scope == user_scope else MODULE
+                kinds[i] = kind
+                continue  # not kept: the next event of this name may be the other kind
+            else:
+                kind = REGION if flat[i].extra_fields.scope == user_scope else OP
+            by_name[name] = kind
+        if kind != OP:
+            kinds[i] = kind
+            if kind == MEMORY:
+                memory.append(i)
     return kinds, memory
 
 
@@ -137,16 +156,19 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> 
     from torch._C._profiler import _ExtraFields_TorchOp, _TensorMetadata
 
     op_fields: Any = _ExtraFields_TorchOp  # pybind properties (typed as plain values in torch's stubs)
+    # The properties' getters, called directly: no attribute lookup per event.
     seq_of_fields = op_fields.sequence_number.fget
+    inputs_of_fields = op_fields.inputs.fget
+    fields_of = type(flat[0]).extra_fields.fget
     cols.seq = None
-    cols.seq_of = lambda i: seq_of_fields(flat[i].extra_fields)
+    cols.seq_of = lambda i: seq_of_fields(fields_of(flat[i]))
     tensor = _TensorMetadata
 
     def inputs(i: int) -> tuple[list, list] | None:
-        ef = flat[i].extra_fields
+        ef = fields_of(flat[i])
         if type(ef) is not op_fields:
             return None
-        values = ef.inputs
+        values = inputs_of_fields(ef)
         # A tensor list (cat, _foreach_*) gives the sizes of each tensor, as a chrome trace does.
         shapes = [v.sizes if type(v) is tensor else [t.sizes if type(t) is tensor else [] for t in v]
                   if type(v) is list else [] for v in values]  # fmt: skip
@@ -184,28 +206,34 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> 
 def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any], list[int]]:
     """Pre-order list of a profiler event tree and each event's parent index.
 
-    Explicit stacks (trees can be 100k nodes wide or deep); children are pushed reversed so they
-    come out in start order. With ``keep``, events of other kinds (device activities) are
-    dropped and their children handed to the nearest kept ancestor.
+    An explicit stack (trees can be 100k nodes wide or deep) of iterators over each open event's
+    children, so children come out in start order and no list of pending events is copied or
+    reversed. With ``keep``, events of other kinds (device activities) are dropped and their
+    children handed to the nearest kept ancestor. Cost: one read of ``children`` per event.
     """
+    if not roots:
+        return [], []
     flat: list[Any] = []
     parent: list[int] = []
-    events = list(reversed(roots))
-    owners = [-1] * len(events)
     add, add_parent = flat.append, parent.append
-    while events:
-        e = events.pop()
-        p = owners.pop()
-        if keep is not None and not isinstance(e.extra_fields, keep):
-            me = p
+    children_of = type(roots[0]).children.fget
+    stack: list[tuple[Any, int]] = [(iter(roots), -1)]
+    push = stack.append
+    while stack:
+        events, p = stack[-1]
+        for e in events:
+            if keep is not None and not isinstance(e.extra_fields, keep):
+                me = p
+            else:
+                me = len(flat)
+                add(e)
+                add_parent(p)
+            children = children_of(e)
+            if children:
+                push((iter(children), me))
+                break  # descend first: pre-order
         else:
-            me = len(flat)
-            add(e)
-            add_parent(p)
-        children = e.children
-        if children:
-            events.extend(reversed(children))
-            owners.extend([me] * len(children))
+            stack.pop()
     return flat, parent
 
 

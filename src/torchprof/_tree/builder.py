@@ -89,8 +89,9 @@ class TreeBuilder:
         self.device_split: dict[int, list[int]] = {}
         self.device_union_ns = [0] * (WORKS + 1)
         self.comm_ns = 0  # time collective communication was in flight, summed over cycles
-        # Per distinct event name: (node key, module path or None, module type, starts backward).
-        self._name_info: dict[str, tuple[str, str | None, str | None, bool, int]] = {}
+        # Per distinct event name: (node key, module path or None, module type, starts backward,
+        # compiled role, has a FLOP formula).
+        self._name_info: dict[str, tuple[str, str | None, str | None, bool, int, bool]] = {}
         # The latest forward node of each module path, and the module node each "(recompute)"
         # node belongs to: a module that runs again inside backward is a recomputation.
         self._forward_node: dict[str, int] = {}
@@ -102,18 +103,20 @@ class TreeBuilder:
         self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
 
     # -- per-name facts, computed once ------------------------------------------------------
-    def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool, int]:
-        """Per distinct name: (node key, module path, module type, starts backward, compiled role)."""
+    def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool, int, bool]:
+        """Per distinct name: (node key, module path, module type, starts backward, compiled role,
+        an op with a FLOP formula)."""
         info = self._name_info.get(name)
         if info is None:
             mod = parse_module_range(name) if kind == MODULE else None
             role = role_of(name)
+            has_formula = self.want_flops and name in _flops.FORMULAS  # (read for ops only)
             if mod is not None:
-                info = (TAG_MODULE + mod[0], mod[0], mod[1], False, role)
+                info = (TAG_MODULE + mod[0], mod[0], mod[1], False, role, has_formula)
             elif kind == REGION:
-                info = (TAG_REGION + name, None, None, False, role)
+                info = (TAG_REGION + name, None, None, False, role, has_formula)
             else:
-                info = (name, None, None, name.startswith(BACKWARD_PREFIX), role)
+                info = (name, None, None, name.startswith(BACKWARD_PREFIX), role, has_formula)
             self._name_info[name] = info
         return info
 
@@ -179,6 +182,7 @@ class TreeBuilder:
         fwd_tid_known = any(fwd_tids)  # traces carry it; the live tree marks backward by name only
         fwd_tid_of = ev.fwd_tid_of
         first_op_child: dict[int, int] | None = None
+        pre_order = ev.parent is not None  # event i's first child, if any, is event i + 1
 
         def backward_seq(i: int) -> tuple[int, Any]:
             """The sequence number and forward thread a backward range names."""
@@ -186,17 +190,21 @@ class TreeBuilder:
             seq, fwd, j = seq_of(i), fwd_tids[i], i
             if seq < 0:
                 # FSDP2 records its "evaluate_function: XBackward0" ranges without a sequence
-                # number; the XBackward0 op inside (the range's first op) carries it.
-                if first_op_child is None:
-                    first_op_child = _first_op_children(order, parent_ev, kinds)
-                j = first_op_child.get(i, -1)
+                # number; the XBackward0 op inside (the range's first op) carries it. (So does
+                # AccumulateGrad's range, in every training step, whose op has none either: in
+                # pre-order its op is the next event, found without the pass over all events.)
+                if pre_order and i + 1 < n and parent_ev[i + 1] == i and kinds[i + 1] == OP:
+                    j = i + 1
+                else:
+                    if first_op_child is None:
+                        first_op_child = _first_op_children(order, parent_ev, kinds)
+                    j = first_op_child.get(i, -1)
                 if j >= 0:
                     seq, fwd = seq_of(j), fwd_tids[j]
             if not fwd and fwd_tid_of is not None and j >= 0 and forward.several_threads:
                 fwd = fwd_tid_of(j)
             return seq, fwd
         node_of = [-1] * n
-        child_ns = [0] * n
         forward = ForwardIndex(fwd_ids_are_tids=fwd_tid_of is not None)
         runtime_by_corr: dict[int, int] = {}
         flop_ops: list[int] = []
@@ -210,7 +218,6 @@ class TreeBuilder:
         root = self.root
         n_kind, n_bwd, n_owner, n_children, n_covered = nodes.kind, nodes.bwd, nodes.owner, nodes.children, nodes.covered
         n_calls, n_cpu = nodes.calls, nodes.cpu_ns
-        formulas = _flops.FORMULAS if self.want_flops else {}
         name_info = self._name_info
         info_of = self._info
 
@@ -224,9 +231,11 @@ class TreeBuilder:
             s = starts[i]
             e = ends[i]
             if p >= 0:
-                pe = ends[p]
-                child_ns[p] += (e if e < pe else pe) - s
                 pnode = node_of[p]
+                # The part of this range inside its parent is not the parent's self time; the
+                # parent's node is final (events come after their parent), so it comes off now.
+                pe = ends[p]
+                n_cpu[pnode] -= (e if e < pe else pe) - s
             else:
                 pnode = root
             name = names[i]
@@ -234,7 +243,7 @@ class TreeBuilder:
             info = name_info.get(name)
             if info is None:
                 info = info_of(name, k)
-            key, mpath, mtype, bwd_name, role = info
+            key, mpath, mtype, bwd_name, role, has_formula = info
             kernel: CompiledKernel | None = None
             if runs and p in runs:  # a kernel or extern op of a compiled graph
                 run = runs[p]
@@ -274,14 +283,14 @@ class TreeBuilder:
                 self._compiled_flops(node, run, kernel)
             node_of[i] = node
             n_calls[node] += 1
-            n_cpu[node] += e - s  # child time is subtracted below, once all children are known
+            n_cpu[node] += e - s  # its children's parts come off as they arrive
             if k == OP:
-                in_recompute = recompute_of.get(pnode, -1)
+                in_recompute = recompute_of.get(pnode, -1) if recompute_of else -1
                 if n_kind[pnode] != OP and (not n_bwd[node] or in_recompute >= 0) and not (fwd_tid_known and fwd_tids[i]):
                     seq = seq_of(i)
                     if seq >= 0:
                         forward.add(tids[i], seq, in_recompute if in_recompute >= 0 else n_owner[node])
-                if name in formulas and not n_covered[pnode] and kernel is None:
+                if has_formula and not n_covered[pnode] and kernel is None:
                     flop_ops.append(i)
             elif k == RUNTIME:
                 c = ev.corr[i]
@@ -289,11 +298,6 @@ class TreeBuilder:
                     runtime_by_corr[c] = p
             elif k == REGION and name.startswith(STEP_PREFIX):
                 self.steps.append({"step": _step_number(name[len(STEP_PREFIX):]), "start_ns": s, "wall_us": (e - s) / 1000.0, "node": node})
-
-        # Child time comes off each parent's self time (a second pass: only now are all known).
-        for i, c in enumerate(child_ns):
-            if c:
-                n_cpu[node_of[i]] -= c
         return node_of, runtime_by_corr, flop_ops, mem_events
 
     def _backward_target(self, pnode: int, owner: int, unattributed: dict[int, int]) -> int:

@@ -65,10 +65,17 @@ def _list_numel(shape: Any) -> int:
 def _broadcast_numel(shapes: Shapes) -> int:
     """Elements of the result of broadcasting every tensor argument together."""
     # Fast path (most elementwise calls): every tensor argument has the same sizes.
-    tensors = [s for s in shapes if s]
-    if tensors:
-        first = tensors[0]
-        if type(first) is list and all(s == first for s in tensors) and all(type(d) is int for d in first):
+    first: Any = None
+    for shape in shapes:
+        if shape:
+            if first is None:
+                first = shape
+            elif shape != first:
+                break
+    else:
+        if first is None:
+            return 1
+        if type(first) is list and all(type(d) is int for d in first):
             return prod(first)
     out: list[int] = []
     for shape in shapes:
