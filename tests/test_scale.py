@@ -288,3 +288,31 @@ def test_rows_deeper_than_the_guide_limit_show_the_innermost_guides(monkeypatch)
         " …   ├──d",  # past it: "… " stands for the levels further out, then the innermost ones
         " …   └──e",
     ]
+
+
+def test_the_submodules_of_a_compiled_root_are_listed_as_named_modules_lists_them_at_any_depth():
+    # After a compiled graph ran, the modules of every root are listed, called or not (a compiled
+    # region runs its layers without calling them): a 3000-deep chain must not recurse there.
+    from torchprof._capture.hooks import named_modules
+
+    shared = nn.Linear(2, 2)
+    model = nn.Sequential(nn.Sequential(shared, nn.ReLU()), shared, nn.Sequential(nn.Identity()))
+    assert list(named_modules(model)) == list(model.named_modules())
+    deep = chain(3000)
+    with recursion_limit(tight_limit()):
+        names = [name for name, _ in named_modules(deep)]
+    assert len(names) == 3000 and names[-1] == ".".join(["inner"] * 2999)
+
+
+@pytest.mark.slow
+def test_a_3000_deep_chain_profiles_its_memory_without_recursion_in_torchprof():
+    torch.manual_seed(0)
+    model = chain(3000)
+    # Room for torch's own imports when the profiler starts, far from the 3000 frames a walk of
+    # the chain by recursion would need.
+    with recursion_limit(tight_limit() + 1000):
+        with torchprof.Profiler(memory=True) as prof:
+            with recursion_limit(20_000), torch.no_grad():  # the model's own recursion
+                model(torch.ones(2))
+        breakdown = prof.memory_breakdown()  # stopping read every module's parameters
+    assert len(prof.df) > 3000 and breakdown is not None

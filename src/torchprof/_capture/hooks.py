@@ -7,7 +7,7 @@ so the trace alone says which layer issued each op, in our tree and in Perfetto 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name
@@ -318,11 +318,28 @@ class ModuleTracker:
         runs its layers without calling them)."""
         if submodules:
             for root, label, _ in list(self._roots.values()):
-                for name, module in root.named_modules():
+                for name, module in named_modules(root):
                     if name:
                         self._objects.setdefault(f"{label}.{name}", module)
         self._collect_infos()
         return self.modules
+
+
+def named_modules(root: Any) -> Iterator[tuple[str, Any]]:
+    """``root.named_modules()``: ``root`` (named ``""``) and every module below it with its dotted
+    name, each once, in the same order; torch's recurses, this walks an explicit stack, so a chain
+    thousands deep walks too."""
+    seen: set[int] = set()
+    stack: list[tuple[str, Any]] = [("", root)]
+    while stack:
+        path, module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        yield path, module
+        for name, child in reversed(list(module._modules.items())):
+            if child is not None:
+                stack.append((f"{path}.{name}" if path else name, child))
 
 
 class GlobalHooks:

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._records import KnownTensor
+from .hooks import named_modules
 
 
 def _device_key(tensor: Any) -> int:
@@ -80,7 +81,7 @@ class TensorWatch:
         and which module owns each parameter (for the breakdown by layer)."""
         add = self._seen.append
         for root, label in roots:
-            for name, module in root.named_modules():
+            for name, module in named_modules(root):  # no recursion: chains may be thousands deep
                 path = f"{label}.{name}" if name else label
                 for p in module._parameters.values():
                     if p is None or id(p) in self._param_of:
