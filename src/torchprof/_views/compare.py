@@ -6,8 +6,6 @@ row's size as the threshold and any comparison column as the sort."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -17,11 +15,11 @@ from .._tree.compare import Diff
 from .._tree.tree import Tree
 from .._vocab import COMPARE_COLUMNS, COMPARE_VIEW_COLUMNS, COMPARE_VIEW_EXTRA, COMPARE_VIEWS, Column, Status, is_missing
 from . import format as fmt
-from .html import _BOOT, _PAGE_CSS, FALLBACK_CLASS, FALLBACK_CSS, _inline_module_source, script_json, static_file
+from .html import FALLBACK_CLASS, FALLBACK_CSS, report_page
 from .payload import payload, payload_json
-from .rows import _sibling_order, select_rows
+from .rows import select_rows, sibling_order
 from .state import check_state
-from .table import _DEPTH_COLOURS, _RESET, ELIDED, MAX_GUIDES, _clip
+from .table import DEPTH_COLOURS, ELIDED, MAX_GUIDES, RESET, clip_middle
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -106,7 +104,7 @@ def compare_rows(
     for i in range(1, n):
         if shown[i]:
             children[parent[i]].append(i)
-    order_kids = _sibling_order(tree.columns[sort_by], not SPEC[sort_by].numeric, ascending)
+    order_kids = sibling_order(tree.columns[sort_by], not SPEC[sort_by].numeric, ascending)
     paths = tree.columns["path"]
     out: list[int] = []
     stack = [0]
@@ -233,7 +231,7 @@ def render_table(
         is_last = r in last
         prefix = base + ("  " if is_last else "│ ")
         prefix_of[r] = prefix if len(prefix) <= width else ELIDED + prefix[len(prefix) - width + len(ELIDED) :]
-        labels.append(base + ("└──" if is_last else "├──") + _clip(fmt.printable(cols["name"][r]), max_name))
+        labels.append(base + ("└──" if is_last else "├──") + clip_middle(fmt.printable(cols["name"][r]), max_name))
     header = ["Node"] + [c.label for c in spec]
     body = [[cell_text(tree, c, r) for c in spec] for r in rows]
     widths = [max(len(header[0]), *(len(s) for s in labels))]
@@ -247,11 +245,11 @@ def render_table(
         name_cell = label.ljust(widths[0])
         texts = [c.rjust(w) for c, w in zip(cells, widths[1:])]
         if colour:
-            name_cell = _DEPTH_COLOURS[cols["depth"][r] % len(_DEPTH_COLOURS)] + name_cell + _RESET
+            name_cell = DEPTH_COLOURS[cols["depth"][r] % len(DEPTH_COLOURS)] + name_cell + RESET
             for j, c in enumerate(spec):
                 v = cols[c.name][r]
                 if c.delta and not is_missing(v) and v != 0:
-                    texts[j] = (_GREEN if v < 0 else _RED) + texts[j] + _RESET
+                    texts[j] = (_GREEN if v < 0 else _RED) + texts[j] + RESET
         out.append("| " + " | ".join([name_cell, *texts]) + " |")
     out.append(rule)
     return "\n".join(out)
@@ -274,20 +272,7 @@ def report_html(diff: Diff, items: list[tuple[str, str, str]], label: str, **sta
     tree = view_tree(diff)
     spec = {"state": check_compare_state(tree, state, default_sort(diff)),
             "payload": payload_json(compare_payload(diff, items, label))}  # fmt: skip
-    module = _inline_module_source() + _BOOT
-    digest = base64.b64encode(hashlib.sha256(module.encode("utf-8")).digest()).decode("ascii")
-    csp = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
-    css = static_file("widget.css").read_text(encoding="utf-8")
-    title = html.escape(f"torchprof · {label}")
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        f"<title>{title}</title>\n<style>{_PAGE_CSS}\n{css}</style>\n</head>\n<body>\n"
-        "<div id=\"torchprof-report\"></div>\n"
-        f"<script type=\"application/json\" id=\"torchprof-data\">{script_json(spec)}</script>\n"
-        f"<script type=\"module\">{module}</script>\n</body>\n</html>\n"
-    )
+    return report_page(spec, label)
 
 
 def static_html(text: str) -> str:

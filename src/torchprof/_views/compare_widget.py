@@ -5,31 +5,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import anywidget
 import traitlets
 
 from .._tree.compare import Diff
-from .._vocab import STATE, STATE_KEYS
 from .compare import check_compare_state, compare_frame, compare_payload, compare_rows, default_sort, resolve_sort, view_tree
-from .html import static_file
 from .payload import payload_bytes
-from .widget import _trait, show_with_fallback
+from .widget import ViewStateWidget, show_with_fallback
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-class CompareWidget(anywidget.AnyWidget):
+class CompareWidget(ViewStateWidget):
     """The interactive diff tree of two runs: delta columns coloured (green faster, red slower),
     siblings sorted by the size of their change; state as a profile's widget (``min_pct``,
     ``sort_by``, ``ascending``, ``show_ops``, ``search``, ``expanded``). ``df`` is the whole
     comparison, ``view_df`` the rows currently shown, in view order."""
-
-    _esm = static_file("widget.js")
-    _css = static_file("widget.css")
-
-    data = traitlets.Bytes(b"", help="the comparison, packed column-wise as a profile's payload").tag(sync=True)
-    locals().update({key.name: _trait(key) for key in STATE})
 
     def __init__(self, diff: Diff, items: list[tuple[str, str, str]], label: str, **state: Any) -> None:
         self._diff = diff
@@ -50,17 +41,6 @@ class CompareWidget(anywidget.AnyWidget):
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:
         return resolve_sort(proposal["value"], self._default_sort)
-
-    @traitlets.validate("min_pct")
-    def _valid_min_pct(self, proposal: dict[str, Any]) -> float:
-        value = proposal["value"]
-        if not 0 <= value <= 100:
-            raise traitlets.TraitError(f"min_pct must be between 0 and 100, got {value!r}")
-        return float(value)
-
-    @property
-    def state(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in STATE_KEYS}
 
     @property
     def rows(self) -> list[int]:

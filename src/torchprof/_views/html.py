@@ -83,11 +83,18 @@ def report_html(tree: Tree, summary: dict[str, Any], **state: Any) -> str:
     inline code, so it works with no kernel and no network."""
     folded = across_steps(tree)
     spec = {"state": check_state(tree, state, folded), "payload": payload_json(payload(tree, summary, folded))}
+    return report_page(spec, str(tree.columns["name"][0]))
+
+
+def report_page(spec: dict[str, Any], label: str) -> str:
+    """The report page of a view: ``spec`` (``state`` and the JSON ``payload``) as escaped JSON,
+    the ES module and its CSS inlined, a Content-Security-Policy allowing only the page's own
+    inline code."""
     module = _inline_module_source() + _BOOT
     digest = base64.b64encode(hashlib.sha256(module.encode("utf-8")).digest()).decode("ascii")
     csp = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
     css = static_file("widget.css").read_text(encoding="utf-8")
-    title = html.escape(f"torchprof · {tree.columns['name'][0]}")
+    title = html.escape(f"torchprof · {label}")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"

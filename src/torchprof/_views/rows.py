@@ -245,7 +245,7 @@ def visible_rows(
             children[parent[i]].append(i)
     key = resolve_sort(sort_by)
     cols = tree.columns
-    order_kids = _sibling_order(shown_values(tree, key, shown), key in TEXT_SORT, ascending)
+    order_kids = sibling_order(shown_values(tree, key, shown), key in TEXT_SORT, ascending)
     kinds, names, exec_order = cols["kind"], cols["name"], cols["exec_order"]
     paths = cols["path"]
     out: list[int] = []
@@ -288,7 +288,7 @@ def natural_key(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _sibling_order(values: list[Any], text: bool, ascending: bool) -> Callable[[list[int]], list[int]]:
+def sibling_order(values: list[Any], text: bool, ascending: bool) -> Callable[[list[int]], list[int]]:
     """Sorts siblings by ``values``: stable (ties keep tree order), missing values last in either
     direction, text in natural order."""
 

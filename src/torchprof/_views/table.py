@@ -15,8 +15,8 @@ from .cells import ViewColumn, cell_text, view_columns
 from .format import printable
 from .rows import resolve_sort, threshold_column, visible_rows
 
-_DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[31m")
-_RESET = "\x1b[0m"
+DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[31m")
+RESET = "\x1b[0m"
 #: Levels of tree guides drawn before a row's name; deeper rows show the innermost ones.
 MAX_GUIDES = 24
 ELIDED = "… "
@@ -78,10 +78,10 @@ def render_table(
                   max_name=max_name, width=width)  # fmt: skip
 
     header = [COLUMN["name"].label] + ([COLUMN["type"].label] if layout.show_type else []) + [c.spec.label for c in layout.columns]
-    labels = [p + _clip(n, layout.name_limit) for p, n in zip(prefixes, names)]
+    labels = [p + clip_middle(n, layout.name_limit) for p, n in zip(prefixes, names)]
     body = []
     for k, r in enumerate(rows):
-        line = [labels[k]] + ([_clip(types[k], layout.type_limit)] if layout.show_type else [])
+        line = [labels[k]] + ([clip_middle(types[k], layout.type_limit)] if layout.show_type else [])
         line += [cell_text(tree, c, r, percent=c.spec.name in layout.percent) for c in layout.columns]
         body.append(line)
     widths = [max(len(header[j]), *(len(line[j]) for line in body)) for j in range(len(header))]
@@ -92,7 +92,7 @@ def render_table(
     def line_of(cells: list[str], depth: int | None = None) -> str:
         texts = [c.ljust(w) if j < left else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths))]
         if depth is not None:
-            texts[0] = _DEPTH_COLOURS[depth % len(_DEPTH_COLOURS)] + texts[0] + _RESET
+            texts[0] = DEPTH_COLOURS[depth % len(DEPTH_COLOURS)] + texts[0] + RESET
         return "| " + " | ".join(texts) + " |"
 
     out = [rule, line_of(header), head_rule]
@@ -240,7 +240,7 @@ def _legend(layout: _Layout) -> str:
     return f"(x%) = share of the root's {of}{which} · blank = zero or not recorded"
 
 
-def _clip(text: str, limit: int) -> str:
+def clip_middle(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters in the middle (``autograd::en…AddmmBackward0``), so
     both the start of a name and its distinctive end stay."""
     if len(text) <= limit:

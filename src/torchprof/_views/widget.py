@@ -41,7 +41,30 @@ def _trait(key: StateKey) -> traitlets.TraitType:
     return trait.tag(sync=True)
 
 
-class ProfileWidget(anywidget.AnyWidget):
+class ViewStateWidget(anywidget.AnyWidget):
+    """js/widget.js with a payload (``data``) and the synced view state of :data:`~torchprof._vocab.STATE`:
+    what a profile's widget and a comparison's share."""
+
+    _esm = static_file("widget.js")
+    _css = static_file("widget.css")
+
+    data = traitlets.Bytes(b"", help="the table, packed column-wise (see _views.payload.payload_bytes)").tag(sync=True)
+    locals().update({key.name: _trait(key) for key in STATE})
+
+    @traitlets.validate("min_pct")
+    def _valid_min_pct(self, proposal: dict[str, Any]) -> float:
+        value = proposal["value"]
+        if not 0 <= value <= 100:
+            raise traitlets.TraitError(f"min_pct must be between 0 and 100, got {value!r}")
+        return float(value)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The view state as keywords for ``widget(**state)`` or ``to_html(**state)``."""
+        return {k: getattr(self, k) for k in STATE_KEYS}
+
+
+class ProfileWidget(ViewStateWidget):
     """The interactive layer tree of one profile.
 
     Synced state (settable from Python, updated by clicks): ``min_pct``, ``sort_by``,
@@ -50,12 +73,6 @@ class ProfileWidget(anywidget.AnyWidget):
     ``flame_colour`` and ``zoom``. ``df`` is the whole profile, ``view_df`` the rows of the table
     view, in view order (of the folded tree for ``step="all"``).
     """
-
-    _esm = static_file("widget.js")
-    _css = static_file("widget.css")
-
-    data = traitlets.Bytes(b"", help="the profile, packed column-wise (see _views.payload.payload_bytes)").tag(sync=True)
-    locals().update({key.name: _trait(key) for key in STATE})
 
     def __init__(self, tree: Tree, summary: dict[str, Any], **state: Any) -> None:
         self._tree = tree
@@ -82,18 +99,6 @@ class ProfileWidget(anywidget.AnyWidget):
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:
         return resolve_sort(proposal["value"])
-
-    @traitlets.validate("min_pct")
-    def _valid_min_pct(self, proposal: dict[str, Any]) -> float:
-        value = proposal["value"]
-        if not 0 <= value <= 100:
-            raise traitlets.TraitError(f"min_pct must be between 0 and 100, got {value!r}")
-        return float(value)
-
-    @property
-    def state(self) -> dict[str, Any]:
-        """The view state as keywords for ``prof.widget(**state)`` or ``prof.to_html(**state)``."""
-        return {k: getattr(self, k) for k in STATE_KEYS}
 
     @property
     def _viewed(self) -> tuple[Tree, int]:
