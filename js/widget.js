@@ -1206,6 +1206,50 @@ export function phaseShares(data, i, phases) {
   return parts.map((v, k) => ({ role: roles[k], share: v / sum })).filter((p) => p.share > 0);
 }
 
+/** What the Flame view's colour choices say. */
+const FLAME_COLOUR_LABELS = /** @type {Record<string, string>} */ ({
+  phase: "forward / backward / other",
+  type: "module type",
+  delta: "change (faster green, slower red)",
+});
+
+/**
+ * The Flame colouring in force: the state's when the payload offers it, else its first.
+ * @param {Data} data @param {string} colour
+ */
+export function flameColouring(data, colour) {
+  return data.vocab.flame_colours.includes(colour) ? colour : data.vocab.flame_colours[0];
+}
+
+/**
+ * A comparison's bars coloured by change: the delta column of the sized metric
+ * (`<metric>_delta`, the run's suffix taken off, else CPU total's), and the largest change below the root, which gets the
+ * deepest colour.
+ * @param {Data} data @param {{width: string}} metric
+ * @returns {{column: string, values: Float64Array, scale: number}}
+ */
+export function flameDeltas(data, metric) {
+  const stem = metric.width.replace(/_(base|new)$/, ""); // a comparison sizes by one run's column
+  const column = data.num[stem + "_delta"] ? stem + "_delta" : "cpu_us_delta";
+  const values = data.num[column] || new Float64Array(data.n).fill(NaN);
+  let scale = 0;
+  for (let i = 1; i < data.n; i++) if (Math.abs(values[i]) > scale) scale = Math.abs(values[i]);
+  return { column, values, scale };
+}
+
+/**
+ * The colour of a change `v` against the largest, `scale`: green for faster (below zero), red
+ * for slower, from pale to deep by the change's size; grey for no change or none recorded.
+ * @param {number} v @param {number} scale @param {boolean} dark
+ */
+export function deltaColour(v, scale, dark) {
+  if (!(v !== 0 && scale > 0) || Number.isNaN(v)) return dark ? "hsl(215 8% 45%)" : "hsl(215 12% 84%)";
+  const size = Math.min(1, Math.abs(v) / scale);
+  const hue = v < 0 ? 135 : 2;
+  const light = dark ? 30 + 25 * (1 - size) : 88 - 40 * size;
+  return `hsl(${hue} ${dark ? 50 : 65}% ${light.toFixed(1)}%)`;
+}
+
 /**
  * A stable hue for a module type (FNV-1a of the text), so a class keeps its colour across
  * profiles and redraws.
@@ -2394,8 +2438,7 @@ function createFlame(ctx) {
   const metricSelect = /** @type {HTMLSelectElement} */ (h("select", { class: "tp-select", "data-testid": "flame-metric", "aria-label": "Bar width" }));
   for (const m of flameMetrics(data)) metricSelect.append(h("option", { value: m.key, text: m.label }));
   const colourSelect = /** @type {HTMLSelectElement} */ (h("select", { class: "tp-select", "data-testid": "flame-colour", "aria-label": "Bar colour" }));
-  colourSelect.append(h("option", { value: data.vocab.flame_colours[0], text: "forward / backward / other" }));
-  for (const c of data.vocab.flame_colours.slice(1)) colourSelect.append(h("option", { value: c, text: c === "type" ? "module type" : c }));
+  for (const c of data.vocab.flame_colours) colourSelect.append(h("option", { value: c, text: FLAME_COLOUR_LABELS[c] || c }));
   const legend = h("span", { class: "tp-legend", "data-testid": "flame-legend" });
   const bar = h("div", { class: "tp-flame-bar" },
     crumbs,
@@ -2436,7 +2479,11 @@ function createFlame(ctx) {
     g.textBaseline = "middle";
     const charWidth = g.measureText("abcdefghijklmnopqrstuvwxyz0123456789").width / 36 || 6;
     const phases = phaseColumns(table, metric);
-    const byType = st.flame_colour === "type";
+    const colouring = flameColouring(table, st.flame_colour);
+    const byType = colouring === "type";
+    const deltas = colouring === "delta" ? flameDeltas(table, metric) : null;
+    let faster = 0;
+    let slower = 0;
     const match = makeMatcher(table, st.search);
     const selected = rowOfPath(table, st.selected);
     const selfValues = metric.self ? table.num[table.spec[metric.self].layer_alt || metric.self] : null;
@@ -2454,7 +2501,13 @@ function createFlame(ctx) {
       const faded = !!match && r !== 0 && !match(i);
       if (match && r !== 0) faded ? dimmed++ : matches++;
       g.globalAlpha = faded ? 0.28 : 1;
-      if (byType) {
+      if (deltas) {
+        const v = deltas.values[i];
+        if (r !== 0 && v < 0) faster++;
+        else if (r !== 0 && v > 0) slower++;
+        g.fillStyle = deltaColour(v, deltas.scale, pal.dark);
+        g.fillRect(x[r], top, rw, FLAME_ROW - 1);
+      } else if (byType) {
         const hue = typeHue(table.type[i] || table.vocab.kinds[table.kind[i]]);
         g.fillStyle = `hsl(${hue} ${pal.dark ? "45%" : "60%"} ${pal.dark ? "58%" : "74%"})`;
         g.fillRect(x[r], top, rw, FLAME_ROW - 1);
@@ -2497,6 +2550,8 @@ function createFlame(ctx) {
     el.dataset.matches = String(matches);
     el.dataset.dimmed = String(dimmed);
     el.dataset.selected = outlined;
+    el.dataset.faster = String(faster);
+    el.dataset.slower = String(slower);
   }
 
   function fillCrumbs() {
@@ -2513,8 +2568,18 @@ function createFlame(ctx) {
   function fillLegend() {
     legend.replaceChildren();
     const table = viewed.table;
-    if (st.flame_colour === "type") {
+    const colouring = flameColouring(table, st.flame_colour);
+    if (colouring === "type") {
       legend.append(h("span", { class: "tp-legend-note", text: "one colour per module type" }));
+    } else if (colouring === "delta") {
+      const column = flameDeltas(table, metric).column;
+      const pal = flamePalette(el);
+      for (const [v, label] of /** @type {[number, string][]} */ ([[-1, "faster"], [1, "slower"]])) {
+        const swatch = h("span", { class: "tp-swatch" });
+        swatch.style.background = deltaColour(v, 1, pal.dark);
+        legend.append(swatch, h("span", { text: label }));
+      }
+      legend.append(h("span", { class: "tp-legend-note", text: `by ${table.spec[column]?.label || column}, deeper for a bigger change` }));
     } else {
       const phases = phaseColumns(table, metric);
       const roles = phaseRoles(table, phases);

@@ -361,6 +361,10 @@ console.log(JSON.stringify(f.cases.map((c) => visibleRows(data, {{ ...c.state, e
 
 def test_a_comparison_offers_the_table_and_flame_views_and_refuses_the_others(runs):
     cmp = torchprof.compare(runs["base"], runs["slow"])
-    assert cmp.widget(view="flame").view == "flame"
+    widget = cmp.widget(view="flame")
+    assert widget.view == "flame" and widget.flame_colour == "delta"  # bars coloured by their change
+    assert widget.metric == "cpu_us_new"  # and as wide as the new run's CPU total
+    with pytest.raises(ValueError, match="flame_colour must be one of delta, type"):
+        cmp.widget(flame_colour="phase")
     with pytest.raises(ValueError, match="view must be one of table, flame for a comparison"):
         cmp.widget(view="top")

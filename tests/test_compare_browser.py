@@ -97,4 +97,9 @@ def test_each_view_the_comparison_offers_draws_without_errors(browser, cmp, tmp_
         panel = page.locator(f'.tp-panel[data-view="{view}"]')
         panel.wait_for()
         assert panel.inner_text().strip(), view  # it drew something
+    # The Flame colours each bar by its change: Net.a got faster, Net.b slower, Net.c is new.
+    flame = page.locator('.tp-panel[data-view="flame"]')
+    assert page.locator('[data-testid="flame-colour"] option').evaluate_all("os => os.map(o => o.value)") == ["delta", "type"]
+    assert int(flame.get_attribute("data-faster")) >= 1 and int(flame.get_attribute("data-slower")) >= 2
+    assert "faster" in flame.inner_text() and "slower" in flame.inner_text()  # the legend
     assert page.errors == [] and page.blocked == []

@@ -419,7 +419,7 @@ def _compare_side(spec: Column, suffix: str, label: str, of: str, *, about: str,
     only the row's size (``cpu_us`` of :data:`COMPARE_VIEW_EXTRA`) is compared with min_pct."""
     return Column(f"{spec.name}_{suffix}", label, "count" if spec.unit == "int" else spec.unit, about, dtype="float",
                   family=spec.family, percent_of=f"{spec.percent_of}_{of}" if spec.percent_of else None, sortable=True,
-                  delta=delta)  # fmt: skip
+                  delta=delta, rollup=spec.rollup if suffix != "delta" else "none")  # fmt: skip
 
 
 def _compare_columns() -> tuple[Column, ...]:
@@ -450,6 +450,9 @@ COMPARE_VIEW_EXTRA: tuple[Column, ...] = (
            family="cuda", sortable=True),
     COLUMN["input_shapes"], COLUMN["source"], COLUMN["is_backward"],
 )  # fmt: skip
+#: What a comparison's Flame view can size its bars by (each run's totals), the new run's CPU
+#: total first.
+COMPARE_FLAME_METRICS: tuple[str, ...] = ("cpu_us_new", "cpu_us_base", "cuda_us_new", "cuda_us_base")
 #: The widget views a comparison offers: the Top view ranks self times, which it has not, and it
 #: has no memory timeline.
 COMPARE_VIEWS: tuple[str, ...] = ("table", "flame")
@@ -497,6 +500,9 @@ class StateKey:
 VIEWS: tuple[str, ...] = ("table", "flame", "top", "memory")
 #: How the Flame view colours its bars: by forward/backward/other share, or by module type.
 FLAME_COLOURS: tuple[str, ...] = ("phase", "type")
+#: How a comparison's Flame view colours its bars: by the change of the sized time (green faster,
+#: red slower, deeper for a bigger change), or by module type.
+COMPARE_FLAME_COLOURS: tuple[str, ...] = ("delta", "type")
 #: The ``step`` state value that shows every step folded into one tree (mean, min and max per node).
 ALL_STEPS = "all"
 

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
   flameMetrics, flameMetric, flameLayout, flameHit, execChildren, phaseColumns, phaseShares, typeHue, ancestry,
-  topColumn, topLayers, byType, luminance, VIEW_RENDERERS, shortOpName,
+  topColumn, topLayers, byType, luminance, VIEW_RENDERERS, shortOpName, deltaColour, flameDeltas,
 } from "../../js/widget.js";
 import { small, decode, VOCAB } from "./helpers.mjs";
 
@@ -150,4 +150,20 @@ test("by module type: totals from the outermost module of a class, self values a
 test("the view switcher is a list: each view the vocabulary names has a renderer", () => {
   assert.deepEqual(VOCAB.views, ["table", "flame", "top", "memory"]);
   for (const view of VOCAB.views) assert.equal(typeof VIEW_RENDERERS[view], "function", view);
+});
+
+test("a comparison's bars: green when faster, red when slower, deeper for a bigger change, grey for none", () => {
+  const hue = (c) => Number(/hsl\((\d+)/.exec(c)[1]);
+  const light = (c) => Number(/ ([\d.]+)%\)$/.exec(c)[1]);
+  assert.equal(hue(deltaColour(-5, 10, false)), 135);
+  assert.equal(hue(deltaColour(5, 10, false)), 2);
+  assert.ok(light(deltaColour(10, 10, false)) < light(deltaColour(1, 10, false))); // deeper = darker on light
+  assert.equal(deltaColour(0, 10, false), deltaColour(NaN, 10, false));
+  assert.equal(deltaColour(3, 0, false), deltaColour(0, 10, false)); // nothing changed anywhere
+  // The sized metric's own delta column when there is one, else CPU total's; the root's change
+  // (the sum of all) does not set the scale.
+  const data = { n: 3, num: { cpu_us_delta: Float64Array.from([-30, -10, 20]), cuda_us_delta: Float64Array.from([5, 1, 2]) } };
+  assert.deepEqual({ ...flameDeltas(data, { width: "cpu_us" }), values: null }, { column: "cpu_us_delta", values: null, scale: 20 });
+  assert.equal(flameDeltas(data, { width: "cuda_us" }).column, "cuda_us_delta");
+  assert.equal(flameDeltas(data, { width: "flops" }).column, "cpu_us_delta");
 });

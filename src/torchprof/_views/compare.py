@@ -13,12 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 from .._tree.compare import Diff
 from .._tree.tree import Tree
-from .._vocab import COMPARE_COLUMNS, COMPARE_VIEW_COLUMNS, COMPARE_VIEW_EXTRA, COMPARE_VIEWS, Column, Status, is_missing
+from .._vocab import (
+    COMPARE_COLUMNS,
+    COMPARE_FLAME_COLOURS,
+    COMPARE_FLAME_METRICS,
+    COMPARE_VIEW_COLUMNS,
+    COMPARE_VIEW_EXTRA,
+    COMPARE_VIEWS,
+    Column,
+    Status,
+    is_missing,
+)
 from . import format as fmt
 from .html import FALLBACK_CLASS, FALLBACK_CSS, report_page
 from .payload import payload, payload_json
 from .rows import select_rows, sibling_order
-from .state import check_state
+from .state import check_choice, check_state
 from .table import DEPTH_COLOURS, ELIDED, MAX_GUIDES, RESET, clip_middle
 
 if TYPE_CHECKING:
@@ -121,8 +131,10 @@ def compare_rows(
 
 def check_compare_state(tree: Tree, state: dict[str, Any], default: str) -> dict[str, Any]:
     """Complete, checked view state for a comparison (a profile's checks, its own sort keys)."""
-    checked = check_state(tree, {**state, "sort_by": SIZE})
+    checked = check_state(tree, {**{k: v for k, v in state.items() if k not in ("flame_colour", "metric")}, "sort_by": SIZE})
     checked["sort_by"] = resolve_sort(state.get("sort_by"), default)
+    checked["flame_colour"] = check_choice("flame_colour", state.get("flame_colour", COMPARE_FLAME_COLOURS[0]), COMPARE_FLAME_COLOURS)
+    checked["metric"] = check_choice("metric", state.get("metric", COMPARE_FLAME_METRICS[0]), COMPARE_FLAME_METRICS)
     if checked["view"] not in COMPARE_VIEWS:
         raise ValueError(f"view must be one of {', '.join(COMPARE_VIEWS)} for a comparison; got {checked['view']!r}")
     return checked
@@ -262,7 +274,7 @@ def compare_payload(diff: Diff, items: list[tuple[str, str, str]], label: str) -
     are the Table and the Flame (sized by each row's larger CPU total): the Top view ranks self
     times, which a comparison does not have."""
     return payload(view_tree(diff), {"name": label}, columns=REGISTRY, view_columns=COMPARE_VIEW_COLUMNS,
-                   views=COMPARE_VIEWS, items=items)  # fmt: skip
+                   views=COMPARE_VIEWS, flame_colours=COMPARE_FLAME_COLOURS, items=items)  # fmt: skip
 
 
 def report_html(diff: Diff, items: list[tuple[str, str, str]], label: str, **state: Any) -> str:

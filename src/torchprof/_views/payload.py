@@ -54,13 +54,13 @@ TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not 
 
 
 def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] = VIEW_COLUMNS,
-               views: Sequence[str] = VIEWS) -> dict[str, Any]:  # fmt: skip
+               views: Sequence[str] = VIEWS, flame_colours: Sequence[str] = FLAME_COLOURS) -> dict[str, Any]:  # fmt: skip
     """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
     table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
     defaults, the flag bits, the characters a CSV text cell must not start with, the views, the
     Flame colourings, the step and backward-node name prefixes and the search and threshold
     rules' constants. Another table of the same shape (a comparison of two runs) sends its own
-    ``columns``, ``view_columns`` and ``views``."""
+    ``columns``, ``view_columns``, ``views`` and ``flame_colours``."""
     return {
         "columns": [c.spec() for c in columns],
         "view_columns": list(view_columns),
@@ -72,7 +72,7 @@ def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] 
                   "name_in_tail": FLAG_NAME_IN_TAIL},
         "csv_formula_start": CSV_FORMULA_START,
         "views": list(views),
-        "flame_colours": list(FLAME_COLOURS),
+        "flame_colours": list(flame_colours),
         "all_steps": ALL_STEPS,
         "step_prefix": STEP_PREFIX,
         "backward_prefix": BACKWARD_PREFIX,
@@ -173,6 +173,7 @@ def payload(
     columns: Sequence[Column] = COLUMNS,
     view_columns: Sequence[str] = VIEW_COLUMNS,
     views: Sequence[str] = VIEWS,
+    flame_colours: Sequence[str] = FLAME_COLOURS,
     items: list[tuple[str, str, str]] | None = None,
 ) -> dict[str, Any]:
     """The profile column-wise, as ``decodePayload`` in widget.js reads it: the tree's table, the
@@ -185,7 +186,7 @@ def payload(
     return {
         "format": FORMAT,
         **table_payload(tree, columns),
-        "vocab": vocabulary(columns, view_columns, views),
+        "vocab": vocabulary(columns, view_columns, views, flame_colours),
         "summary": _clean(summary),
         "summary_items": summary_items(summary) if items is None else items,
         "steps": _clean(tree.steps),
