@@ -476,6 +476,8 @@ def test_without_memory_the_memory_tables_say_how_to_get_them(mlp):
         prof.memory_timeline()
     with pytest.raises(ValueError, match=r"memory=True"):
         prof.memory_breakdown()
+    with pytest.raises(ValueError, match=r"view='memory' needs a profile recorded with memory=True"):
+        prof.widget(view="memory")
     assert "peak_at" not in prof.summary
 
 
