@@ -692,7 +692,7 @@ export function visibleRows(data, state) {
     have.sort(compare);
     if (have.length < rest.length) for (const k of rest) if (!present(k)) have.push(k);
     if (!steps.length) return have;
-    steps.sort((a, b) => exec[a] - exec[b]);
+    if (exec) steps.sort((a, b) => exec[a] - exec[b]);
     return steps.concat(have);
   };
 
@@ -760,7 +760,9 @@ export function stepRows(data) {
     }
   }
   const exec = data.num.exec_order;
-  return out.sort((a, b) => exec[a] - exec[b]);
+  // A table without an execution order (a comparison, whose steps are folded into one
+  // ProfilerStep#* row) has no steps to pick.
+  return exec ? out.sort((a, b) => exec[a] - exec[b]) : [];
 }
 
 /**
@@ -1721,7 +1723,7 @@ export function columnsFor(data, folded = null) {
 // A line of allocated bytes over the run (src/torchprof/_views/memory.py memory_payload) with
 // the forward/backward/optimizer bands, the peak marked, the layer under the cursor named; a
 // click selects that layer in the table. Everything here is plain arithmetic on arrays; the one
-// function that touches the DOM is mountMemory below.
+// function that touches the DOM is createMemory below.
 
 /**
  * One device's line as the payload sends it.

@@ -275,8 +275,9 @@ def test_added_rows_say_so_in_every_view_and_a_search_finds_them(runs):
 def test_the_report_page_embeds_the_comparison(runs, tmp_path):
     cmp = torchprof.compare(runs["base"], runs["slow"])
     path = tmp_path / "diff.html"
-    page = cmp.to_html(str(path), min_pct=0, sort_by="cpu_us_delta")
-    assert path.read_text(encoding="utf-8") == page
+    assert cmp.to_html(str(path), min_pct=0, sort_by="cpu_us_delta") == str(path)  # as a profile's
+    page = path.read_text(encoding="utf-8")
+    assert cmp.to_html(min_pct=0, sort_by="cpu_us_delta") == page  # without a path, the page
     data = json.loads(page.split('id="torchprof-data">', 1)[1].split("</script>", 1)[0])
     assert data["state"]["sort_by"] == "cpu_us_delta" and data["state"]["min_pct"] == 0
     assert data["payload"]["summary"]["name"] == "base → slow"
@@ -368,3 +369,10 @@ def test_a_comparison_offers_the_table_and_flame_views_and_refuses_the_others(ru
         cmp.widget(flame_colour="phase")
     with pytest.raises(ValueError, match="view must be one of table, flame for a comparison"):
         cmp.widget(view="top")
+    with pytest.raises(ValueError, match="no step"):
+        cmp.widget(step="*")  # its steps are folded into one ProfilerStep#* row: none to pick
+    import traitlets
+
+    for name, bad in (("view", "memory"), ("metric", "cpu_us"), ("flame_colour", "phase"), ("step", "*")):
+        with pytest.raises((ValueError, traitlets.TraitError)):
+            setattr(widget, name, bad)  # the same checks when a trait is set later

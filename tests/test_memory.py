@@ -512,3 +512,6 @@ def test_with_a_schedule_the_peak_is_the_highest_cycles_and_kept_bytes_add_up_ov
     timeline = prof.memory_timeline()
     assert timeline["time_us"].is_monotonic_increasing and timeline["allocated"].max() == at["bytes"]
     assert prof.memory_breakdown().loc["temporary", "bytes"] >= 3 * 4 * MB
+    # Every step folded into one tree (step="all"): a peak is the highest of any step, not a mean.
+    folded = prof.widget(step="all", min_pct=0).view_df
+    assert folded.loc["Spiky", "peak_cpu_mem"] == max(peaks)

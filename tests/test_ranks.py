@@ -232,3 +232,26 @@ def test_without_a_group_the_rank_torchrun_gave_the_process_is_recorded(mlp, mon
         mlp(torch.randn(2, 8))
     assert "distributedInfo" not in alone.meta and alone.ranks == []
     assert os.environ.get("RANK") is None
+
+
+def test_a_job_whose_ranks_recorded_memory_keeps_the_highest_ranks_timeline_and_the_largest_peaks(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 8))
+    traces = []
+    for rank, batch in ((0, 16), (1, 64)):  # rank 1 holds four times the activations
+        model(torch.randn(batch, 64)).sum().backward()
+        with torchprof.Profiler(memory=True) as prof:
+            model(torch.randn(batch, 64)).sum().backward()
+        traces.append((prof, prof.export_chrome_trace(str(tmp_path / f"rank{rank}.json"))))
+    job = torchprof.load_trace([path for _, path in traces])
+    one = torchprof.load_trace(traces[1][1])
+    assert job.tree.memory["rank"] == 1  # the line of the rank that peaked highest
+    assert job.summary["peak_at"]["cpu"]["layer"] == one.summary["peak_at"]["cpu"]["layer"]
+    timeline = job.memory_timeline()
+    assert timeline.allocated.max() == one.memory_timeline().allocated.max()
+    assert set(timeline.path) <= set(job.df.index)  # rows moved to the merged tree's
+    df = job.df
+    assert df.loc["Sequential.0", "peak_cpu_mem"] == max(p.df.loc["Sequential.0", "peak_cpu_mem"] for p, _ in traces)
+    assert all(float(v).is_integer() for v in df.exec_order)  # not a mean of two orders

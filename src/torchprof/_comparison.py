@@ -168,12 +168,15 @@ class Comparison:
         return static_bundle(self.table())
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **state: Any) -> str:
-        """A self-contained interactive HTML page of the comparison (no kernel, no network).
-        Returns the HTML and writes it to ``path`` when given."""
+        """A self-contained interactive HTML page of the comparison (no kernel, no network), as a
+        profile's: with ``path`` it is written there and the path is returned (a notebook then
+        shows the file name, not the page); without, the page is returned as a string."""
         from ._views.compare import report_html
 
         page = report_html(self._diff, self.summary_items, self.label, **state)
-        if path is not None:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(page)
-        return page
+        if path is None:
+            return page
+        path = os.fspath(path)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+        return path

@@ -242,7 +242,8 @@ class Column:
     """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
     rollup: str = "none"
     """``total``: a node's value includes its children's; ``self``: it excludes them; ``count``:
-    a per-node count that adds up across groups; ``none``: not additive (text, depth)."""
+    a per-node count that adds up across groups; ``max``: a high-water mark, whose value over
+    several steps or ranks is the largest of theirs; ``none``: not additive (text, depth)."""
     family: str | None = None
     """``cpu``, ``cuda``, ``bwd`` or ``mem``: colours the bar and groups related columns."""
     percent_of: str | None = None
@@ -344,9 +345,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("self_cuda_mem", "Self CUDA net", "bytes", "Net device bytes of the node itself: allocated minus freed inside it (with `memory=True`); see `act_cuda_mem` and `peak_cuda_mem`.", rollup="self", family="mem", sortable=True, threshold=True),
     Column("cuda_mem", "CUDA net", "bytes", "Net device bytes of the node and everything under it: allocated minus freed (with `memory=True`).", rollup="total", family="mem", sortable=True, threshold=True),
     Column("act_cpu_mem", "CPU kept", "bytes", "Host bytes a layer's forward allocated that are still alive when that forward ends: what it keeps for backward (its output included), summed over its calls. A parent counts what its children allocated once, when still alive at its own end; rows above layers add up their layers; NaN for ops, backward rows and sources without allocation addresses.", rollup="total", family="mem", sortable=True, threshold=True),
-    Column("peak_cpu_mem", "CPU peak", "bytes", "The highest host bytes allocated in the whole process (the allocator's total, not only this node's) at any moment while the node ran, forward or backward.", family="mem", sortable=True),
+    Column("peak_cpu_mem", "CPU peak", "bytes", "The highest host bytes allocated in the whole process (the allocator's total, not only this node's) at any moment while the node ran, forward or backward.", family="mem", sortable=True, rollup="max"),
     Column("act_cuda_mem", "CUDA kept", "bytes", "Device bytes a layer's forward allocated that are still alive when that forward ends (as `act_cpu_mem`, on any accelerator).", rollup="total", family="mem", sortable=True, threshold=True),
-    Column("peak_cuda_mem", "CUDA peak", "bytes", "The highest device bytes allocated (the allocator's total of any one device) at any moment while the node ran, forward or backward.", family="mem", sortable=True),
+    Column("peak_cuda_mem", "CUDA peak", "bytes", "The highest device bytes allocated (the allocator's total of any one device) at any moment while the node ran, forward or backward.", family="mem", sortable=True, rollup="max"),
     Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
     Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the recorded operator shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
     Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
@@ -390,6 +391,8 @@ SORTABLE: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.sortable)
 #: Columns that sum across groups of nodes (``by_type``): self values always, totals only for
 #: the outermost node of a group (its children are in it already).
 ADDITIVE: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.rollup in ("total", "self", "count"))
+#: Columns whose value over several steps or ranks is the largest (high-water marks).
+LARGEST: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.rollup == "max")
 
 
 # -- comparing two runs ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._vocab import ADDITIVE, COLUMN, COLUMNS, STEP_PREFIX, NodeKind, is_missing
+from .._vocab import ADDITIVE, COLUMN, COLUMNS, LARGEST, STEP_PREFIX, NodeKind, is_missing
 from .tree import Tree
 
 MODULE = NodeKind.MODULE.label
@@ -152,6 +152,8 @@ def across_steps(tree: Tree) -> StepsTree | None:
     key_of: dict[tuple[int, str, str], int] = {}
     sums: dict[str, list[float]] = {c: [0.0] for c in additive}
     present: dict[str, list[bool]] = {c: [False] for c in additive}
+    nan = float("nan")
+    largest: dict[str, list[float]] = {c: [nan] for c in LARGEST}  # the highest of any step
     per_step: dict[str, list[list[float]]] = {c: [[0.0] * count] for c in SPREAD}
     runs = [count]
     used_paths = {ALL_STEPS_LABEL}
@@ -181,6 +183,8 @@ def across_steps(tree: Tree) -> StepsTree | None:
                     for c in additive:
                         sums[c].append(0.0)
                         present[c].append(False)
+                    for c in LARGEST:
+                        largest[c].append(nan)
                     for c in SPREAD:
                         per_step[c].append([0.0] * count)
                     runs.append(0)
@@ -194,6 +198,10 @@ def across_steps(tree: Tree) -> StepsTree | None:
             for c in SPREAD:
                 v = cols[c][r]
                 per_step[c][node][s] = 0.0 if is_missing(v) else v
+            for c in LARGEST:
+                v = cols[c][r]
+                if not is_missing(v) and not v <= largest[c][node]:
+                    largest[c][node] = v
     size = len(first)
     # Pre-order of the folded tree: children in the order they were first seen, then as the
     # tree sorts siblings (by CPU total, largest first), so row order means what it means in a tree.
@@ -210,9 +218,10 @@ def across_steps(tree: Tree) -> StepsTree | None:
         stack.extend(reversed(mine))
     row_of = {node: row for row, node in enumerate(order)}
     columns: dict[str, list[Any]] = {}
-    nan = float("nan")
     for name in (column.name for column in COLUMNS):
-        if name in sums:
+        if name in largest:
+            columns[name] = [largest[name][node] for node in order]
+        elif name in sums:
             columns[name] = [sums[name][node] / count if present[name][node] else nan for node in order]
         elif name == "path":
             columns[name] = [folded_path[node] for node in order]

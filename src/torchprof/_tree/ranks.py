@@ -7,13 +7,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .._vocab import COLUMN, COLUMNS, RANK_COLUMNS, RANK_METRICS, RANK_SPREAD_METRICS, is_missing
+from .._vocab import COLUMN, COLUMNS, LARGEST, RANK_COLUMNS, RANK_METRICS, RANK_SPREAD_METRICS, is_missing
 from .tree import Tree
 from .union import Union, preorder, summed, unite
 
 NAN = float("nan")
 #: Columns of a node that come from the first rank that has it, not from a figure over ranks.
-_FIRST = frozenset(c.name for c in COLUMNS if not c.numeric) | {"params"}
+_FIRST = frozenset(c.name for c in COLUMNS if not c.numeric) | {"params", "exec_order"}
 _STRUCTURE = frozenset({"path", "name", "kind", "depth", "parent"})
 
 
@@ -42,8 +42,9 @@ def merge_ranks(trees: Sequence[Tree], ranks: Sequence[Any], walls: Sequence[flo
     where any rank ran the node). For the times of
     :data:`~torchprof._vocab.RANK_METRICS` the rows also get the smallest and largest value over
     the ranks, the rank that has the largest (none where every rank has 0) and the spread.
-    Steps are averaged per step number; peaks are the largest of any rank. Text, types and
-    parameter counts come from the first rank that has the node. Cost: O(rows) per rank for each
+    Steps are averaged per step number; peaks (per row and per run) are the largest of any rank,
+    and memory over time is the highest-peaking rank's. Text, types, parameter counts and the
+    execution order come from the first rank that has the node. Cost: O(rows) per rank for each
     numeric column, plus O(nodes) per rank for the ranges.
     """
     count = len(trees)
@@ -55,6 +56,9 @@ def merge_ranks(trees: Sequence[Tree], ranks: Sequence[Any], walls: Sequence[flo
         recorded = [not is_missing(t.columns[spec.name][0]) if len(t) else False for t in trees]
         if not any(recorded):
             columns[spec.name] = [NAN] * n
+            continue
+        if spec.name in LARGEST:
+            columns[spec.name] = _largest_per_node(union, trees, spec.name)
             continue
         total = [0.0] * n
         seen = [False] * n
@@ -98,9 +102,45 @@ def merge_ranks(trees: Sequence[Tree], ranks: Sequence[Any], walls: Sequence[flo
         gpu_busy_us=_mean(t.gpu_busy_us for t in trees),
         gpu_window_us=_mean(t.gpu_window_us for t in trees),
         comm_us=_mean(t.comm_us for t in trees),
+        gpu_time_us={key: _mean(t.gpu_time_us.get(key, NAN) for t in trees)
+                     for key in dict.fromkeys(k for t in trees for k in t.gpu_time_us)},
+        memory=_highest_memory(union, trees, ranks, row_of),
         ranks=list(ranks),
         by_rank=by_rank,
     )
+
+
+def _largest_per_node(union: Union, trees: Sequence[Tree], name: str) -> list[float]:
+    """A high-water mark per node: the largest of any rank's rows of it (NaN where none has one)."""
+    out = [NAN] * len(union)
+    for source, tree in enumerate(trees):
+        for u, v in zip(union.node_of[source], tree.columns[name]):
+            if not is_missing(v) and not v <= out[u]:
+                out[u] = v
+    return out
+
+
+def _highest_memory(union: Union, trees: Sequence[Tree], ranks: Sequence[Any], row_of: dict[int, int]) -> dict[str, Any]:
+    """Memory over time of the rank that peaked highest (on any device), its rows moved to the
+    merged tree's and its rank named (``memory["rank"]``): one rank's line, not a mean of lines
+    that rose and fell at different moments."""
+    best, top = -1, float("-inf")
+    for source, tree in enumerate(trees):
+        for peak in tree.memory.get("devices", {}).values():
+            if peak["peak"] > top:
+                best, top = source, peak["peak"]
+    if best < 0:
+        return {}
+    node_of = union.node_of[best]
+
+    def moved(row: Any) -> Any:
+        return None if row is None else row_of[node_of[row]]
+
+    memory = trees[best].memory
+    devices = {name: {**peak, "row": moved(peak["row"]), "layer_row": moved(peak.get("layer_row"))}
+               for name, peak in memory.get("devices", {}).items()}  # fmt: skip
+    timeline = {name: {**line, "row": [moved(r) for r in line["row"]]} for name, line in memory.get("timeline", {}).items()}
+    return {**memory, "devices": devices, "timeline": timeline, "rank": ranks[best]}
 
 
 def _ranges(union: Union, trees: Sequence[Tree], ranks: Sequence[Any]) -> dict[str, list[Any]]:

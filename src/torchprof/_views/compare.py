@@ -27,7 +27,7 @@ from .._vocab import (
 from . import format as fmt
 from .html import FALLBACK_CLASS, FALLBACK_CSS, report_page
 from .payload import payload, payload_json
-from .rows import select_rows, sibling_order
+from .rows import is_step_row, select_rows, sibling_order
 from .state import check_choice, check_state
 from .table import DEPTH_COLOURS, ELIDED, MAX_GUIDES, RESET, clip_middle
 
@@ -115,7 +115,7 @@ def compare_rows(
         if shown[i]:
             children[parent[i]].append(i)
     order_kids = sibling_order(tree.columns[sort_by], not SPEC[sort_by].numeric, ascending)
-    paths = tree.columns["path"]
+    paths, kinds, names = tree.columns["path"], tree.columns["kind"], tree.columns["name"]
     out: list[int] = []
     stack = [0]
     while stack:
@@ -125,7 +125,10 @@ def compare_rows(
             continue
         kids = children[i]
         if kids:
-            stack.extend(reversed(order_kids(kids)))
+            # The folded ProfilerStep#* row first among its siblings, as a profile's steps are.
+            steps = [k for k in kids if is_step_row(kinds[k], names[k])]
+            rest = [k for k in kids if not is_step_row(kinds[k], names[k])] if steps else kids
+            stack.extend(reversed(steps + order_kids(rest)))
     return out
 
 

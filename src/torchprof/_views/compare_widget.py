@@ -38,6 +38,11 @@ class CompareWidget(ViewStateWidget):
         text = render_table(self._diff, self._items, min_pct=self.min_pct, sort_by=self.sort_by, ascending=self.ascending)
         show(self._diff, self._items, self._label, text, self)
 
+    @traitlets.validate("view", "metric", "flame_colour", "step")
+    def _valid_choice(self, proposal: dict[str, Any]) -> str:
+        name = proposal["trait"].name
+        return str(check_compare_state(self._tree, {name: proposal["value"], "expanded": []}, self._default_sort)[name])
+
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:
         return resolve_sort(proposal["value"], self._default_sort)
