@@ -3041,7 +3041,7 @@ function build(root, data) {
   const slider = /** @type {HTMLInputElement} */ (h("input", { type: "range", min: "0", max: String(SLIDER_STEPS), step: "1", "data-testid": "min-pct", "aria-label": "Minimum percent of CPU total" }));
   const sliderValue = h("output", { class: "tp-slider-value", "data-testid": "min-pct-value" });
   const ops = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", "data-testid": "show-ops" }));
-  const search = /** @type {HTMLInputElement} */ (h("input", { type: "search", "data-testid": "search", placeholder: "Find: name, glob * ?, or path:…", "aria-label": "Find rows by name (glob * ?), or by path after path:", spellcheck: "false" }));
+  const search = /** @type {HTMLInputElement} */ (h("input", { type: "search", "data-testid": "search", "data-for": "table flame top", placeholder: "Find: name, glob * ?, or path:…", "aria-label": "Find rows by name (glob * ?), or by path after path:", spellcheck: "false" }));
   const sort = /** @type {HTMLSelectElement} */ (h("select", { class: "tp-select", "data-testid": "sort", "aria-label": "Sort siblings by" }));
   if (data.spec.exec_order) sort.append(h("option", { value: "exec_order", text: "execution order" }));
   sort.append(h("option", { value: "name", text: "name (natural)" }));

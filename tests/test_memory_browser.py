@@ -50,6 +50,7 @@ def test_the_report_draws_the_line_the_phases_and_the_peak(browser, keep_and_tem
     keep_and_temp.to_html(str(path))
     page = open_memory(browser, path.as_uri())
     assert page.get_attribute('[data-testid="view-memory"]', "aria-pressed") == "true"
+    assert page.locator('[data-testid="search"]').is_hidden()  # the search acts on the other views
     d = page.get_attribute('[data-testid="memory-line"]', "d")
     assert d.startswith("M") and d.count("V") >= 4
     assert page.locator(".tp-mem-band.tp-mem-forward").count() >= 1
