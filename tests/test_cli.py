@@ -168,6 +168,12 @@ def test_missing_script_is_one_error_line(tmp_path):
     assert done.stdout == ""
 
 
+def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):
+    done = run_here("--compare", "before.json", "after.json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "torchprof: error: no such file: before.json\n"  # no hint of a truncated gzip
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

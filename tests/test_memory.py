@@ -515,3 +515,31 @@ def test_with_a_schedule_the_peak_is_the_highest_cycles_and_kept_bytes_add_up_ov
     # Every step folded into one tree (step="all"): a peak is the highest of any step, not a mean.
     folded = prof.widget(step="all", min_pct=0).view_df
     assert folded.loc["Spiky", "peak_cpu_mem"] == max(peaks)
+
+
+def test_with_a_schedule_optimizer_state_read_after_the_cycles_last_allocation_is_still_named():
+    import torch
+
+    import torchprof
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(64, 256)
+    with pytest.warns(UserWarning, match="warmup"):  # every step recorded: torch says so
+        schedule = torch.profiler.schedule(wait=0, warmup=0, active=1, repeat=3)
+    with torchprof.Profiler(model, memory=True, schedule=schedule) as prof:
+        for _ in range(3):
+            model(x).sum().backward()
+            opt.step()  # its state is read right after, with no allocation before the cycle ends
+            opt.zero_grad(set_to_none=False)
+            prof.step()
+    by_layer = prof.memory_breakdown(by="layer")
+    state = by_layer["optimizer_state"]
+    first = next(p for p in by_layer.index if p.endswith("Sequential.0"))
+    # Adam keeps two moments per parameter (and a scalar step): 2 x (256 x 512 + 512) float32
+    # and a few bytes for the first layer, on the layer, not on the optimizer's row.
+    moments = 2 * 4 * (256 * 512 + 512)
+    assert moments <= state[first] <= moments + 64
+    assert state.sum() == prof.memory_breakdown().loc["optimizer_state", "bytes"] > 0
+    assert all(state[p] == 0 for p in by_layer.index if "Optimizer.step" in p)

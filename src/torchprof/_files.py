@@ -38,6 +38,10 @@ def read_head(path: str | os.PathLike[str], size: int = 256) -> bytes:
     """The first ``size`` bytes of a ``.json`` file, or of a ``.json.gz`` file once decompressed
     (only that much is decompressed); :class:`TraceError` when it cannot be read."""
     path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    if os.path.isdir(path):
+        raise TraceError(f"{path} is a directory, not a trace or saved-profile file")
     try:
         with open(path, "rb") as f:
             if f.read(2) != b"\x1f\x8b":

@@ -184,12 +184,15 @@ class MemoryLedger:
                 alive_at[key] = [i for i in mem[: at + 1] if keys.get(i) == key and ev.nbytes[i] > 0
                                  and (free_of.get(i, -1) < 0 or position[free_of[i]] > at)]  # fmt: skip
         wanted = {i for alive in alive_at.values() for i in alive}
+        # Tensors seen until the cycle's last range ends belong to it: an optimizer step's state
+        # is read right after the step, often after the cycle's last allocation.
+        cycle_end = max([starts[mem[-1]], *(ends[i] for i in ranges)])
         context = self._sweep(ev, mem, ranges, node_of, keys, totals, free_of, init, wanted, bool(first_alloc))
         for key, (v, at) in beats.items():
             i = mem[at]
             self.peaks[key] = self._snapshot(ev, key, v, i, alive_at[key] if first_alloc else None, node_of, free_of, context,
                                              first_alloc.get(key, {}), orphan_free.get(key, {}),
-                                             (starts[mem[0]], starts[mem[-1]]))  # fmt: skip
+                                             (starts[mem[0]], cycle_end))  # fmt: skip
 
     def _pair(self, ev: EventColumns, mem: list[int], node_of: list[int]) -> tuple[Any, ...]:
         """Pass 1: device key, total and timeline point of each event; frees paired with
