@@ -168,6 +168,14 @@ def test_missing_script_is_one_error_line(tmp_path):
     assert done.stdout == ""
 
 
+def test_a_script_that_starts_its_own_profiler_is_told_why_it_cannot(tmp_path):
+    script = write_script(tmp_path, tail="import torchprof\n    with torchprof.Profiler():\n        net(torch.randn(4, 8))")
+    done = run_here(str(script), cwd=tmp_path)
+    assert done.returncode == 1
+    assert "ProfilerError: a torchprof Profiler is already running" in done.stderr
+    assert done.stderr.rstrip().endswith("already profiles the whole script: run it with python, or drop the script's Profiler")
+
+
 def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):
     done = run_here("--compare", "before.json", "after.json", cwd=tmp_path)
     assert done.returncode == 2

@@ -360,6 +360,9 @@ def run_script(args: argparse.Namespace) -> int:
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)
+        if isinstance(failure, ProfilerError) and "already running" in str(failure):
+            print("torchprof: the script starts a profiler of its own, and `python -m torchprof` already profiles "
+                  "the whole script: run it with python, or drop the script's Profiler", file=sys.stderr)  # fmt: skip
     return code or status
 
 
