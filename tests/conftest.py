@@ -68,3 +68,56 @@ def _no_hooks_left_behind():
     assert not nn_module._global_forward_pre_hooks, "a test left a global forward pre-hook installed"
     assert not nn_module._global_forward_hooks, "a test left a global forward hook installed"
     assert not torch.autograd.profiler._is_profiler_enabled, "a test left a profiler running"
+
+
+# -- memory: a hand-made model whose layers keep and make known amounts --------------------------------
+def keep_and_temp_net():
+    import torch
+    from torch import nn
+
+    class Keep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            big = torch.ones(1 << 20)  # 4 MiB saved for backward
+            ctx.save_for_backward(big)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (_big,) = ctx.saved_tensors  # what forward kept, released after backward
+            return grad * 2
+
+    class Saver(nn.Module):
+        def forward(self, x):
+            return Keep.apply(x)
+
+    class Temp(nn.Module):
+        def forward(self, x):
+            t = torch.ones(2 << 20)  # an 8 MiB temporary
+            return x + t.sum()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.saver, self.temp, self.fc = Saver(), Temp(), nn.Linear(16, 16)
+
+        def forward(self, x):
+            return self.fc(self.temp(self.saver(x)))
+
+    return Net()
+
+
+@pytest.fixture(scope="module")
+def keep_and_temp():
+    """Net.saver keeps 4 MiB for backward, Net.temp makes an 8 MiB temporary: the peak."""
+    import torch
+
+    import torchprof
+
+    torch.manual_seed(0)
+    net = keep_and_temp_net()
+    x = torch.randn(4, 16, requires_grad=True)
+    net(x).sum().backward()
+    with torchprof.Profiler(memory=True) as prof:
+        net(x).sum().backward()
+    return prof

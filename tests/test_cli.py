@@ -179,7 +179,7 @@ def test_a_script_that_starts_its_own_profiler_is_told_why_it_cannot(tmp_path):
 def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):
     done = run_here("--compare", "before.json", "after.json", cwd=tmp_path)
     assert done.returncode == 2
-    assert done.stderr == "torchprof: error: no such file: before.json\n"  # no hint of a truncated gzip
+    assert done.stderr == "torchprof: error: no such trace or saved-profile file: before.json\n"  # no gzip hint
 
 
 @pytest.mark.parametrize(

@@ -279,55 +279,6 @@ def test_device_memory_of_a_real_a100_trace_peaks_in_the_op_that_allocated_last(
 
 
 # -- live capture on hand-made models ------------------------------------------------------------------
-def keep_and_temp_net():
-    import torch
-    from torch import nn
-
-    class Keep(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            big = torch.ones(MB)  # 4 MiB saved for backward
-            ctx.save_for_backward(big)
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, grad):
-            (_big,) = ctx.saved_tensors  # what forward kept, released after backward
-            return grad * 2
-
-    class Saver(nn.Module):
-        def forward(self, x):
-            return Keep.apply(x)
-
-    class Temp(nn.Module):
-        def forward(self, x):
-            t = torch.ones(2 * MB)  # an 8 MiB temporary
-            return x + t.sum()
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.saver, self.temp, self.fc = Saver(), Temp(), nn.Linear(16, 16)
-
-        def forward(self, x):
-            return self.fc(self.temp(self.saver(x)))
-
-    return Net()
-
-
-@pytest.fixture(scope="module")
-def keep_and_temp():
-    import torch
-
-    import torchprof
-
-    torch.manual_seed(0)
-    net = keep_and_temp_net()
-    x = torch.randn(4, 16, requires_grad=True)
-    net(x).sum().backward()
-    with torchprof.Profiler(memory=True) as prof:
-        net(x).sum().backward()
-    return prof
 
 
 def test_a_layer_that_saves_a_tensor_for_backward_keeps_its_bytes(keep_and_temp):

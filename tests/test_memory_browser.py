@@ -19,23 +19,6 @@ def browser():
         yield b
 
 
-@pytest.fixture(scope="module")
-def keep_and_temp():
-    """Net.saver keeps 4 MiB for backward, Net.temp makes an 8 MiB temporary: the peak."""
-    import torch
-
-    import torchprof
-    from test_memory import keep_and_temp_net
-
-    torch.manual_seed(0)
-    net = keep_and_temp_net()
-    x = torch.randn(4, 16, requires_grad=True)
-    net(x).sum().backward()
-    with torchprof.Profiler(memory=True) as prof:
-        net(x).sum().backward()
-    return prof
-
-
 def open_memory(browser, url: str, ready: str = '[role="row"][data-path]'):
     page = new_page(browser, viewport={"width": 1200, "height": 900})
     page.goto(url)

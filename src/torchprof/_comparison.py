@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._files import write_text
 from ._profile import Result
 from ._tree.compare import Diff, by_name, compare_trees
 from ._vocab import NodeKind
@@ -174,9 +175,4 @@ class Comparison:
         from ._views.compare import report_html
 
         page = report_html(self._diff, self.summary_items, self.label, **state)
-        if path is None:
-            return page
-        path = os.fspath(path)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(page)
-        return path
+        return page if path is None else write_text(path, page)

@@ -16,14 +16,29 @@ class TraceError(ValueError):
     """A trace or saved-profile file that cannot be read: what is wrong, and where."""
 
 
+def _existing_file(path: str | os.PathLike[str], what: str) -> str:
+    """``path`` as a string, once it names a file: FileNotFoundError or TraceError saying it does
+    not (before any read, so a missing file is not blamed on its contents)."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such {what}: {path}")
+    if os.path.isdir(path):
+        raise TraceError(f"{path} is a directory, not a {what}")
+    return path
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> str:
+    """Write ``text`` (UTF-8) to ``path``; returns the path as a string."""
+    path = os.fspath(path)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a ``.json`` file, or of a gzipped ``.json.gz`` file once decompressed;
     :class:`TraceError` when it is unreadable or a truncated gzip."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such trace file: {path}")
-    if os.path.isdir(path):
-        raise TraceError(f"{path} is a directory, not a trace file")
+    path = _existing_file(path, "trace file")
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -37,11 +52,7 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
 def read_head(path: str | os.PathLike[str], size: int = 256) -> bytes:
     """The first ``size`` bytes of a ``.json`` file, or of a ``.json.gz`` file once decompressed
     (only that much is decompressed); :class:`TraceError` when it cannot be read."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such file: {path}")
-    if os.path.isdir(path):
-        raise TraceError(f"{path} is a directory, not a trace or saved-profile file")
+    path = _existing_file(path, "trace or saved-profile file")
     try:
         with open(path, "rb") as f:
             if f.read(2) != b"\x1f\x8b":

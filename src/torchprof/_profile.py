@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._files import write_text
 from ._records import Recording
 from ._tree.summary import summarize
 from ._tree.tree import Tree
@@ -229,12 +230,7 @@ class Result:
         from ._views.html import report_html
 
         html = report_html(self.tree, self.summary, **state)
-        if path is None:
-            return html
-        path = os.fspath(path)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(html)
-        return path
+        return html if path is None else write_text(path, html)
 
     # -- exports ----------------------------------------------------------------------------------
     def export_stacks(self, path: str, metric: str = "self_cpu_us") -> str:
