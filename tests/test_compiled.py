@@ -191,8 +191,13 @@ def test_layers_inside_a_compiled_cnn_get_forward_and_backward_time_and_exact_ma
     s = prof.summary
     assert s["cpu_us"] <= s["wall_us"]
     assert s["macs"] == eager.summary["macs"]  # the graph's matmuls and convolutions, exactly
-    assert s["flops"] == pytest.approx(eager.summary["flops"], rel=0.01)  # each eager op call counted once
-    assert prof.unsupported_ops == {}
+    # each eager op call counted once (the eager run's FLOPs replayed, the graph's from its map)
+    assert df.loc["SmallCNN", "flops"] == pytest.approx(eager.df.loc["SmallCNN", "flops"], rel=0.01)
+    # Without shapes=True only the loss and optimizer ops, outside the model, have unknown FLOPs.
+    outside = {"aten::pow", "aten::mean", "aten::add_", "aten::mul", "aten::div"}
+    assert set(eager.unsupported_ops) <= outside
+    # (and a fallback op Inductor runs eagerly in the backward graph, max pooling's scatter)
+    assert set(prof.unsupported_ops) <= outside | {"aten::scatter_reduce_"}
     # A trace written and read back keeps the layer map.
     loaded = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "compiled.json.gz")))
     back = loaded.df
@@ -212,7 +217,7 @@ def test_layers_inside_a_compiled_transformer_block_get_their_time(inductor_cach
     s = prof.summary
     assert s["cpu_us"] <= s["wall_us"]
     assert s["macs"] == eager.summary["macs"]
-    assert s["flops"] == pytest.approx(eager.summary["flops"], rel=0.01)
+    assert df.loc["Block", "flops"] == pytest.approx(eager.df.loc["Block", "flops"], rel=0.01)
 
 
 @pytest.mark.slow

@@ -147,7 +147,7 @@ def test_ctrl_c_at_any_step_of_the_start_leaves_nothing_behind(owner, name, afte
     quiet_os = _QuietOs()
     monkeypatch.setattr(quiet, "os", quiet_os)
     injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
-    prof = torchprof.Profiler()
+    prof = torchprof.Profiler(shapes=name == "add_metadata_json")  # torch adds its metadata for recorded shapes
     with pytest.raises(KeyboardInterrupt, match="injected"):
         with prof:
             mlp(X)

@@ -156,7 +156,15 @@ def test_stack_option_names_the_user_source_line_and_survives_export(mlp, tmp_pa
     assert layer.source.startswith("test_traces.py(") and layer.source.endswith("): train_step")
     assert df.loc["Sequential.0/aten::linear", "source"] == layer.source
     again = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json")))
-    pd.testing.assert_frame_equal(df, again.df, check_exact=False, rtol=1e-9)
+    assert_same_but_flops(df, again.df)
+
+
+def assert_same_but_flops(live, loaded) -> None:
+    """A trace keeps FLOPs only as op shapes, which the default capture does not record (it
+    replays the layers instead): opened, its FLOPs are unknown; everything else is the same."""
+    assert live["flops"].notna().all() and loaded["flops"].isna().all() and loaded["macs"].isna().all()
+    pd.testing.assert_frame_equal(live.drop(columns=["flops", "macs"]), loaded.drop(columns=["flops", "macs"]),
+                                  check_exact=False, rtol=1e-9)  # fmt: skip
 
 
 # -- exact times ------------------------------------------------------------------------------------
@@ -406,7 +414,7 @@ def test_export_then_load_keeps_unicode_quotes_newlines_and_backslashes_in_names
     assert 'région "q"\nsuite/Sequential.new\nline' in df.index and "région \"q\"\nsuite/Sequential.日本" in df.index
     again = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json.gz")))
     assert list(again.df.index) == list(df.index)
-    pd.testing.assert_frame_equal(df, again.df, check_exact=False, rtol=1e-9)
+    assert_same_but_flops(df, again.df)
     assert df.loc['région "q"\nsuite/Sequential.données', "source"].endswith("): étape")
 
 

@@ -11,6 +11,7 @@ from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
 from ._vocab import RECOMPUTE, NodeKind
 
 if TYPE_CHECKING:
@@ -204,8 +205,10 @@ class Profiler:
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
                 meta["block_wall_us"] = block_wall_us
                 recording.wall_us = sum(s["wall_us"] for s in builder.steps)
+            problems = _replayed_flops(builder, session)
             tree = builder.finish()
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
+            notes += [replay_note(path, why) for path, why in problems.items()]
             if notes:
                 meta["warnings"] = notes
             return tree
@@ -249,6 +252,23 @@ class Profiler:
             state = "running" if self._session is not None and self._session.running else "not started"
             return f"<torchprof.Profiler ({state})>"
         return repr(self._result)
+
+
+def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, str]:
+    """FLOPs of a run without recorded shapes, from replays of its root module calls: on the meta
+    device first (fast); a root whose ops run otherwise on the real device (a fused CPU kernel, an
+    inference fast path) is replayed again with fake tensors on that device, and the closer of
+    the two is kept. Returns why each root without FLOPs has none."""
+    if builder.replayed:
+        return dict(builder.replay_problems)
+    plans = plan_replays(builder, session.replays(module_paths(builder)))
+    redo = [path for path, plan in plans.items() if not plan.exact]
+    if redo:
+        again = plan_replays(builder, session.replays(redo, fake=True))
+        for path, plan in again.items():
+            if plan.missing() < plans[path].missing():
+                plans[path] = plan
+    return commit_replays(builder, plans)
 
 
 def _module_calls(tree: Any) -> int:

@@ -225,6 +225,21 @@ class KnownTensor:
 
 
 @dataclass
+class ReplayRun:
+    """One root module call signature run again on a meta copy of the module, with shapes
+    recorded (``_capture/replay.py``): its events count the FLOPs the real calls did."""
+
+    path: str
+    """The root module's path in the real run (the replay's root carries the same label)."""
+    count: int
+    """How many real calls had this signature."""
+    events: EventColumns | None = None
+    modules: dict[str, ModuleInfo] = field(default_factory=dict)
+    error: str | None = None
+    """Why there is no replay (then ``events`` is None): the root's FLOPs stay unknown."""
+
+
+@dataclass
 class Recording:
     """Everything one source (a live run, a trace file) tells besides the tree's events."""
 

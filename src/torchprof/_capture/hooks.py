@@ -16,6 +16,8 @@ from .interrupts import run_all
 if TYPE_CHECKING:
     import torch
 
+    from .replay import CallRecorder
+
 
 class _Stack(list):
     """One thread's open module calls, and how many module calls that thread made."""
@@ -52,8 +54,11 @@ class ModuleTracker:
         model: torch.nn.Module | None = None,
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
         record_inputs: bool = False,
+        calls: CallRecorder | None = None,
     ) -> None:
         self.model = model
+        self.calls = calls
+        """Notes the arguments of root module calls, for FLOPs counted by a replay."""
         self._graph = ModuleGraph()
         self.only: set[int] | None = None
         if model is not None:
@@ -121,7 +126,8 @@ class ModuleTracker:
         """Remove the hooks and close any range left open (a module that raised mid-forward).
 
         Every part runs even if one before it was interrupted; each can be repeated."""
-        run_all([lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos])
+        run_all([lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos,
+                 lambda: self.calls.remove_hooks() if self.calls is not None else None])
 
     def _close_open_ranges(self) -> None:
         stack = getattr(self._local, "stack", None)
@@ -171,9 +177,12 @@ class ModuleTracker:
         if named is None:
             with self._naming:  # two threads meeting a new root at once must not label it twice
                 named = self._names.get(key) or self._name(module, stack, args)
+        sig = None
+        if not stack and self.calls is not None:
+            sig = self.calls.root_call(module, named[0], args, id(module) in self._wrapper_of)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
-        stack.append([module, named[0], rf, 0])
+        stack.append([module, named[0], rf, 0, sig])
 
     def _new_stack(self) -> _Stack:
         stack = self._local.stack = _Stack(threading.current_thread().name, self._thread_recorded())
@@ -200,6 +209,8 @@ class ModuleTracker:
             entry = stack.pop()
             entry[2].__exit__(None, None, None)
             if entry[0] is module:
+                if entry[4] is not None and self.calls is not None:
+                    self.calls.root_output(entry[4], output)
                 break
 
     def _transparent(self, module: Any) -> bool:

@@ -16,7 +16,7 @@ OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
     EventKind.MEMORY, EventKind.IGNORED, EventKind.PYFRAME))  # fmt: skip
 
 
-def result_columns(result: Any, *, device: bool = False, python_frames: bool = False) -> EventColumns:
+def result_columns(result: Any, *, device: bool = False, python_frames: bool = False, shapes: bool = True) -> EventColumns:
     """Read one profiling cycle column-wise, parents included.
 
     ``prof.events()`` builds a Python ``FunctionEvent`` per event (about 100 µs each here), and
@@ -62,7 +62,7 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     cols.on_cuda = [False] * n
     if memory:
         _read_memory(cols, flat, memory)
-    _read_arguments_lazily(cols, flat, result)
+    _read_arguments_lazily(cols, flat, result, shapes)
     if device:
         _add_device_events(cols, result, flat)
     return cols
@@ -151,8 +151,9 @@ def _read_memory(cols: EventColumns, flat: list[Any], memory: list[int]) -> None
         cols.mem_device[i] = (device.index or 0) if on_device else -1
 
 
-def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> None:
-    """Sequence numbers, shapes and scalar arguments are read per event, only when asked."""
+def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any, shapes: bool) -> None:
+    """Sequence numbers, shapes and scalar arguments are read per event, only when asked; without
+    ``shapes`` (torch recorded none) no event has arguments to read."""
     from torch._C._profiler import _ExtraFields_TorchOp, _TensorMetadata
 
     op_fields: Any = _ExtraFields_TorchOp  # pybind properties (typed as plain values in torch's stubs)
@@ -175,7 +176,8 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any) -> 
         concrete = [None if type(v) is tensor or type(v) is list else v for v in values]
         return shapes, concrete
 
-    cols.inputs = inputs
+    if shapes:
+        cols.inputs = inputs
     by_id: dict[int, Any] | None = None
 
     def full_concrete(i: int) -> list | None:

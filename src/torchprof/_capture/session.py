@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._files import TraceError
-from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo
+from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
 from . import compiled
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
 from .quiet import quiet_native_stderr
+from .replay import CallRecorder, replay
 from .tensors import TensorWatch
 
 if TYPE_CHECKING:
@@ -116,6 +117,9 @@ class CaptureSession:
         self._mangled: dict[tuple[int, int], str] | None = None  # real names of the unscheduled cycle's events
         self._compile_capture: contextlib.ExitStack | None = None
         self._tensors: TensorWatch | None = None  # with memory=True: parameters, gradients, optimizer state
+        self._calls: CallRecorder | None = None
+        self._replays: dict[str, list[ReplayRun]] = {}  # by root path
+        self._fake_replays: dict[str, list[ReplayRun]] = {}
 
     @property
     def running(self) -> bool:
@@ -160,10 +164,13 @@ class CaptureSession:
         if opts.cuda:
             activities.append(ProfilerActivity.CUDA)
         self._every_thread, experimental = _thread_config(opts.memory)
-        self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes)
+        # Without shapes=True, FLOPs come from replaying the root modules' calls afterwards
+        # (``replay.py``): torch's record_shapes costs more than the rest of the capture together.
+        self._calls = CallRecorder() if opts.flops and not opts.shapes else None
+        self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes, calls=self._calls)
         self._torch_profile = profile(
             activities=activities,
-            record_shapes=opts.shapes or opts.flops,
+            record_shapes=opts.shapes,
             profile_memory=opts.memory,
             with_stack=opts.stack,
             schedule=opts.schedule,
@@ -342,12 +349,26 @@ class CaptureSession:
         if opts.schedule is not None:
             result = torch_prof.profiler.kineto_results if torch_prof.profiler is not None else None
             if result is not None:
-                cols = result_columns(result, device=opts.cuda, python_frames=opts.stack)
+                cols = result_columns(result, device=opts.cuda, python_frames=opts.stack, shapes=opts.shapes)
                 self._on_cycle(cols, self.modules)
         if opts.on_trace_ready is not None:
             opts.on_trace_ready(torch_prof)
         if result is not None:
             self._keep_trace(result, names_kineto_mangles(cols) if cols is not None else None)
+
+    def replays(self, paths: list[str], fake: bool = False) -> list[ReplayRun]:
+        """The calls of the root modules at ``paths`` run again on meta copies, for their FLOPs
+        (once each, after the run; empty when shapes were recorded or FLOPs not asked for). With
+        ``fake``, on fake tensors of their real devices instead (slower, but every op takes the
+        path it took on the real device)."""
+        if self._calls is None or self.running:
+            return []
+        roots, done = self._calls.roots, self._fake_replays if fake else self._replays
+        todo = [roots[p] for p in sorted(set(paths)) if p in roots and p not in done]
+        if todo:
+            for run in replay(todo, CaptureSession, CaptureOptions, fake=fake):
+                done.setdefault(run.path, []).append(run)
+        return [run for p in sorted(set(paths)) for run in done.get(p, [])]
 
     def cycle_columns(self) -> EventColumns | None:
         """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).
@@ -358,7 +379,8 @@ class CaptureSession:
         result = self._result
         if result is None:
             return None
-        cols = result_columns(result, device=self.options.cuda, python_frames=self.options.stack)
+        cols = result_columns(result, device=self.options.cuda, python_frames=self.options.stack,
+                              shapes=self.options.shapes)
         # The trace itself is written only when asked for (kineto writes a result once, and the
         # user may want torch's own export_chrome_trace first); the real names are known now.
         self._mangled = names_kineto_mangles(cols)

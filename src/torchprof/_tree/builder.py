@@ -75,6 +75,11 @@ class TreeBuilder:
         self.cuda = cuda
         self.saw_shapes = False
         self.formula_errors: dict[str, int] = {}  # ops whose formula failed on their arguments
+        # FLOPs from replays (no shapes recorded): applied once; ops no replay covers; and why a
+        # root module has no replay (see torchprof._tree.replayed).
+        self.replayed = False
+        self.shapeless: dict[str, int] = {}
+        self.replay_problems: dict[str, str] = {}
         self.steps: list[dict[str, Any]] = []
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
         # Kept bytes, peaks, the timeline and what the peak is made of (see torchprof._tree.memory).

@@ -407,7 +407,7 @@ def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
             continue
         if cost_unknown(nid):
             found[name] = found.get(name, 0) + nodes.calls[nid]
-    for table in (builder.formula_errors, builder.compiled_unknown):
+    for table in (builder.formula_errors, builder.compiled_unknown, builder.shapeless):
         for name, calls in table.items():
             found[name] = found.get(name, 0) + calls
     return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
