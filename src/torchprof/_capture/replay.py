@@ -30,6 +30,8 @@ from .._records import ReplayRun
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
+#: Wrappers whose forward runs ``self.module`` on its own arguments (replayed through it).
+_WRAPPERS = ("DistributedDataParallel", "DataParallel")
 #: Leaf values kept by value in a signature; anything else is kept by identity.
 _PLAIN = (type(None), bool, int, float, str, complex)
 
@@ -60,6 +62,8 @@ class Signature:
     leaves: list[Any]  # TensorSpec for tensors, the object itself otherwise
     grad: bool
     training: bool
+    autocast: tuple[tuple[str, Any], ...] = ()
+    """``(device type, dtype)`` of each autocast context the call ran in."""
     count: int = 0
     returned: int = 0
     """Calls that returned (a call that raised is not replayed: its forward ran only partly)."""
@@ -92,11 +96,19 @@ class CallRecorder:
         self._flatten = _pytree.tree_flatten
         self._grad_enabled = torch.is_grad_enabled
         self._inference = torch.is_inference_mode_enabled
+        self._autocast = torch.is_autocast_enabled
+        self._autocast_dtype = torch.get_autocast_dtype
+        self._module = torch.nn.Module
         self.roots: dict[str, RootCalls] = {}
         self._handles: list[Any] = []
 
     def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Signature | None:
         """Note one call of a root module; returns its signature (None: not replayed)."""
+        inner = getattr(module, "module", None)
+        if type(module).__name__ in _WRAPPERS and isinstance(inner, self._module):
+            # DDP and DataParallel run the wrapped module on the same arguments: replaying the
+            # wrapper would copy its process group and run its collectives; the model has none.
+            module, path = inner, f"{path}.module"
         calls = self.roots.get(path)
         if calls is None:
             calls = self.roots[path] = RootCalls(module, path)
@@ -116,7 +128,9 @@ class CallRecorder:
             calls.skip = "its arguments could not be read"
             return None
         tensor = self._tensor
-        key: list[Any] = [self._grad_enabled() and not self._inference(), bool(getattr(module, "training", False)), str(spec)]
+        autocast = tuple((dt, self._autocast_dtype(dt)) for dt in ("cpu", "cuda") if self._autocast(dt))
+        key: list[Any] = [self._grad_enabled() and not self._inference(), bool(getattr(module, "training", False)),
+                          str(spec), autocast]  # fmt: skip
         kept: list[Any] = []
         first: dict[int, int] = {}  # id(tensor) -> its first leaf: one tensor passed twice is one tensor again
         for n, leaf in enumerate(leaves):
@@ -139,7 +153,7 @@ class CallRecorder:
             if len(calls.signatures) >= MAX_SIGNATURES:
                 calls.skip = f"called with more than {MAX_SIGNATURES} distinct argument sizes"
                 return None
-            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1])
+            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast)
         sig.count += 1
         return sig
 
@@ -285,11 +299,15 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         except Exception as exc:  # noqa: BLE001 - another profiler runs now (a profile printed inside one)
             return ReplayRun(path=path, count=sig.count, error=f"it could not be replayed now ({exc})")
         try:
-            with tensors.active(), torch.set_grad_enabled(sig.grad):
+            with contextlib.ExitStack() as modes:
+                modes.enter_context(tensors.active())
+                modes.enter_context(torch.set_grad_enabled(sig.grad))
+                for device_type, dtype in sig.autocast:
+                    modes.enter_context(torch.autocast(device_type, dtype=dtype))
                 out = copied(*args, **kwargs)
                 if sig.grad_outputs:
-                    outs = [t for n, t in enumerate(_pytree.tree_leaves(out)) if n in sig.grad_outputs
-                            and isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None]  # fmt: skip
+                    outs = _backward_roots([t for n, t in enumerate(_pytree.tree_leaves(out)) if n in sig.grad_outputs
+                                            and isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None])  # fmt: skip
                     if outs:
                         torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
         except Exception as exc:  # noqa: BLE001 - a forward that needs real values: FLOPs unknown, said why
@@ -300,6 +318,24 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
     if error is not None:
         return ReplayRun(path=path, count=sig.count, error=error)
     return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules))
+
+
+def _backward_roots(outs: list[Any]) -> list[Any]:
+    """The outputs a gradient reached that no other such output was computed from: a gradient
+    reaches an output the loss did not use when a used output depends on it (``logits`` from
+    ``hidden``), and starting the backward there too would add a gradient the run never had."""
+    if len(outs) < 2:
+        return outs
+    upstream: set[Any] = set()
+    for t in outs:
+        stack = [fn for fn, _ in t.grad_fn.next_functions if fn is not None]
+        while stack:
+            fn = stack.pop()
+            if fn in upstream:
+                continue
+            upstream.add(fn)
+            stack.extend(f for f, _ in fn.next_functions if f is not None)
+    return [t for t in outs if t.grad_fn not in upstream]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,198 @@
+"""The default capture records no op shapes: FLOPs come from replaying each root module call on a
+data-free copy after the run (``_capture/replay.py``, ``_tree/replayed.py``). These tests check
+what a user relies on there: the same FLOPs as ``shapes=True`` wherever the call can be
+replayed (keyword arguments, several argument sizes, autocast, schedules, a loss on one of
+several outputs), FLOPs said to be unknown where it cannot, and the user's state untouched."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from torch import nn
+
+import torchprof
+from torchprof._tree import flops as _flops
+
+
+def both(run, **options):
+    """``run`` under the default capture and under ``shapes=True``."""
+    with torchprof.Profiler(**options) as replayed:
+        run()
+    with torchprof.Profiler(shapes=True, **options) as recorded:
+        run()
+    return replayed, recorded
+
+
+def layer_rows(prof) -> dict[str, tuple[float, float]]:
+    df = prof.df
+    return {p: (df.loc[p, "flops"], df.loc[p, "macs"]) for p in df.index[df["kind"] == "module"]}
+
+
+class Scaled(nn.Module):
+    """FLOPs that depend on a keyword argument and on which outputs the loss uses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.calls = 0
+        self.seen: list[tuple[int, ...]] = []
+
+    def forward(self, x, *, repeat: int = 1):
+        self.calls += 1
+        self.seen.append(tuple(x.shape))
+        for _ in range(repeat):
+            x = self.proj(x) @ self.proj.weight
+        return x, x.relu() * 2
+
+
+def test_keyword_arguments_and_several_argument_sizes_count_as_recorded_shapes_do():
+    torch.manual_seed(0)
+    model = Scaled()
+
+    def run():
+        for batch, repeat in ((4, 3), (2, 1), (4, 3)):
+            model(torch.randn(batch, 8), repeat=repeat)[0].sum().backward()
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert replayed.df.loc["Scaled.proj", "calls"] == 7
+    assert replayed.df.loc["Scaled", "flops"] > 0
+
+
+def test_a_loss_on_one_output_replays_only_that_outputs_backward():
+    torch.manual_seed(0)
+    model = Scaled()
+    x = torch.randn(4, 8)
+
+    def run():
+        model(x)[1].sum().backward()  # the second output only: its relu and mul get gradients
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert (recorded.df["is_backward"] & (recorded.df["flops"] > 0)).any()
+
+
+def test_autocast_and_a_schedule_count_as_recorded_shapes_do():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+
+    def run_autocast():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model(x).float().sum().backward()
+
+    replayed, recorded = both(run_autocast)
+    assert layer_rows(replayed) == layer_rows(recorded)
+
+    def scheduled(**options):
+        with torchprof.Profiler(schedule=torch.profiler.schedule(wait=1, warmup=1, active=2), **options) as prof:
+            for _ in range(4):
+                model(x).sum().backward()
+                prof.step()
+        return prof
+
+    rep, rec = scheduled(), scheduled(shapes=True)
+    assert layer_rows(rep) == layer_rows(rec) and all(flops > 0 for flops, _ in layer_rows(rep).values())
+
+
+def test_a_forward_that_reads_tensor_values_has_unknown_flops_and_says_why():
+    class Gate(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            if x.sum() > 0:  # a value: a data-free copy cannot take this branch
+                return self.lin(x)
+            return self.lin(-x)
+
+    gate, plain = Gate(), nn.Linear(8, 8)
+    with torchprof.Profiler() as prof:
+        gate(plain(torch.ones(2, 8)))
+    warning = " ".join(prof.summary.get("warnings", []))
+    assert "FLOPs of Gate are unknown" in warning and "real data" in warning and "shapes=True" in warning
+    # the gate's ops (its test, its linear): listed, never a guess
+    assert prof.unsupported_ops == {"aten::sum": 1, "aten::gt": 1, "aten::addmm": 1}
+    assert prof.df.loc["Gate", "flops"] == 0 and prof.df.loc["Linear", "flops"] > 0
+    with torchprof.Profiler() as alone:
+        gate(torch.ones(2, 8))
+    assert alone.df["flops"].isna().all()  # nothing could be counted: unknown, not zero
+
+
+def test_code_outside_every_module_is_listed_as_unknown_and_a_run_without_modules_has_no_flops():
+    w = torch.randn(8, 8, requires_grad=True)
+    layer = nn.Linear(8, 8)
+
+    def run():
+        (layer(torch.randn(2, 8)) @ w).sum().backward()
+
+    replayed, recorded = both(run)
+    assert replayed.df.loc["Linear", "flops"] == recorded.df.loc["Linear", "flops"] > 0
+    assert "aten::matmul" in replayed.unsupported_ops or "aten::mm" in replayed.unsupported_ops
+    assert replayed.df.loc["profile", "flops"] < recorded.df.loc["profile", "flops"]
+    with torchprof.Profiler() as bare:
+        (torch.randn(2, 8) @ w).sum()
+    assert bare.df["flops"].isna().all()  # nothing to replay: unknown, not zero
+
+
+def test_the_replay_leaves_the_users_model_random_state_and_output_as_they_were(capsys):
+    torch.manual_seed(0)
+    model = Scaled()
+
+    class Loud(nn.Module):
+        def forward(self, x):
+            print("forward ran")
+            return x * random.random()
+
+    loud = Loud()
+    x = torch.randn(3, 8)
+    with torchprof.Profiler() as prof:
+        model(x)
+        loud(x)
+    assert capsys.readouterr().out == "forward ran\n"
+    random.seed(1)
+    torch.manual_seed(1)
+    expected = (random.random(), torch.rand(1).item())
+    random.seed(1)
+    torch.manual_seed(1)
+    weight = model.proj.weight.detach().clone()
+    hooks_before = dict(model._forward_hooks)
+    assert prof.df.loc["Scaled", "flops"] > 0  # the replay runs here
+    assert (random.random(), torch.rand(1).item()) == expected
+    assert capsys.readouterr().out == ""
+    assert model.calls == 1 and model.seen == [(3, 8)]
+    assert torch.equal(model.proj.weight, weight) and model.proj.weight.device.type == "cpu"
+    assert dict(model._forward_hooks) == hooks_before
+    assert not torch.autograd.profiler._is_profiler_enabled
+
+
+def test_a_call_that_raised_is_not_replayed():
+    class Fails(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            self.lin(x)
+            raise ValueError("bad input")
+
+    model = Fails()
+    with pytest.raises(ValueError), torchprof.Profiler() as prof:
+        model(torch.randn(2, 4))
+    assert "FLOPs of Fails are unknown: a call of it raised" in " ".join(prof.summary.get("warnings", []))
+    assert prof.df["flops"].isna().all()
+
+
+def test_a_module_passed_the_same_tensor_twice_is_replayed_with_one_tensor():
+    # nn.MultiheadAttention projects q, k and v in one matmul only when they are one tensor.
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 4)
+    x = torch.randn(5, 2, 16)
+    replayed, recorded = both(lambda: mha(x, x, x)[0].sum().backward())
+    assert layer_rows(replayed) == layer_rows(recorded)
+    df = replayed.df
+    assert df.loc["MultiheadAttention/aten::linear", "calls"] == 2  # in_proj once, out_proj once
+    counted = df.name.isin(_flops.FORMULAS) & (df.flops > 0)
+    assert counted.any()
