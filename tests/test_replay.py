@@ -132,6 +132,10 @@ def test_code_outside_every_module_is_listed_as_unknown_and_a_run_without_module
     assert replayed.df.loc["Linear", "flops"] == recorded.df.loc["Linear", "flops"] > 0
     assert "aten::matmul" in replayed.unsupported_ops or "aten::mm" in replayed.unsupported_ops
     assert replayed.df.loc["profile", "flops"] < recorded.df.loc["profile", "flops"]
+    table = str(replayed)  # the terminal table says what its FLOPs leave out
+    listed = ", ".join(replayed.unsupported_ops)  # the matmul and the sum after the layer
+    assert f"ops of unknown cost ({listed}): no formula, or no shapes" in table.replace("\n", " ")
+    assert "FLOPs leave out" not in str(recorded)
     with torchprof.Profiler() as bare:
         (torch.randn(2, 8) @ w).sum()
     assert bare.df["flops"].isna().all()  # nothing to replay: unknown, not zero

@@ -33,7 +33,7 @@ class TorchprofMagics(Magics):
     @magic_arguments.magic_arguments()
     @magic_arguments.argument("--cuda", action="store_true", help="Record GPU kernels (the default when CUDA is available); an error without a GPU.")
     @magic_arguments.argument("--memory", action="store_true", help="Record memory allocated per layer.")
-    @magic_arguments.argument("--shapes", action="store_true", help="Keep the input shapes of each layer.")
+    @magic_arguments.argument("--shapes", action="store_true", help="Record every op's input shapes (torch's record_shapes: slower); FLOPs then count code outside layers too.")
     @magic_arguments.argument("--stack", action="store_true", help="Record Python source locations (slower).")
     @magic_arguments.argument("--no-flops", dest="flops", action="store_false", help="Do not count FLOPs and MACs.")
     @magic_arguments.argument("--model", metavar="NAME", help="Attribute only this module (a variable, or a dotted attribute such as net.encoder); paths are rooted at it.")

@@ -38,9 +38,13 @@ class Profiler:
         model: attribute only this module's layers (paths rooted at it); default: every module.
         cuda: record GPU kernels; default: when CUDA is available.
         memory: record allocated bytes per layer.
-        shapes: keep input shapes per node (FLOP counting records them anyway).
+        shapes: record every op's input shapes (torch's ``record_shapes``, which costs about 1.5x
+            a bare profile on small-op models): input shapes per node, and FLOPs counted from
+            them for every op, code outside any module included.
         stack: record Python source locations (slower).
-        flops: count FLOPs and MACs from the recorded shapes.
+        flops: count FLOPs and MACs. Without ``shapes``, from replaying each root module call
+            on a data-free copy after the block (ops outside every module are listed in
+            ``unsupported_ops``, and ``summary["warnings"]`` says why a module could not be).
         name: label of the tree's root (the profiled block).
         schedule, on_trace_ready: as in ``torch.profiler.profile`` for long runs; call
             :meth:`step` once per iteration. Each completed cycle is folded into the tree.

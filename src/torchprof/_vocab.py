@@ -349,7 +349,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("act_cuda_mem", "CUDA kept", "bytes", "Device bytes a layer's forward allocated that are still alive when that forward ends (as `act_cpu_mem`, on any accelerator).", rollup="total", family="mem", sortable=True, threshold=True),
     Column("peak_cuda_mem", "CUDA peak", "bytes", "The highest device bytes allocated (the allocator's total of any one device) at any moment while the node ran, forward or backward.", family="mem", sortable=True, rollup="max"),
     Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
-    Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the recorded operator shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
+    Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the operators' shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
     Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
     Column("input_shapes", "Input shapes", "text", "Input shapes of the first call (with `shapes=True`).", dtype="str"),
     Column("source", "Source", "text", "With `stack=True`: the line of your code the first call ran from (`train.py(42): forward`).", dtype="str"),

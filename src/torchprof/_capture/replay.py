@@ -219,10 +219,12 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
     removed, Python's, NumPy's and torch's random states are restored, and what the forward
     prints or warns is swallowed. ``session_type``/``options_type``: the capture session to run
     each replay under (``CaptureSession``, which runs this module: passed in, not imported)."""
+    from .hooks import named_modules
+
     runs: list[ReplayRun] = []
     for root in roots:
-        if root.compiled:
-            continue  # its FLOPs come from the compiled graphs' maps
+        if root.compiled or any(type(m).__name__ == "OptimizedModule" for _, m in named_modules(root.module)):
+            continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
         if root.skip is not None:
             runs.append(ReplayRun(path=root.path, count=0, error=root.skip))
             continue
@@ -304,6 +306,10 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
                     modes.enter_context(torch.autocast(device_type, dtype=dtype))
+                if "torch._dynamo" in sys.modules:
+                    # A function compiled inside the forward runs eagerly: compiling it for fake
+                    # inputs would take seconds, and its graphs are counted from their own maps.
+                    modes.enter_context(sys.modules["torch._dynamo"].config.patch(disable=True))
                 out = copied(*args, **kwargs)
                 if sig.grad_outputs:
                     outs = _backward_roots([t for n, t in enumerate(_pytree.tree_leaves(out)) if n in sig.grad_outputs

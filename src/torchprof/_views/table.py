@@ -104,6 +104,8 @@ def render_table(
         notes.append(f"{hidden} row{'s' if hidden != 1 else ''} under {min_pct:g}% of {base} hidden (min_pct=0 shows them)")
     if layout.dropped:
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
+    if tree.unsupported_ops and any(c.spec.name in ("flops", "macs") for c in layout.columns):
+        notes.append(_unknown_flops_note(tree.unsupported_ops))
     for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
         out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
     return "\n".join(out)
@@ -224,6 +226,15 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
             break
         step()
     return layout
+
+
+def _unknown_flops_note(unknown: dict[str, int]) -> str:
+    """The ops whose FLOPs the table's figures leave out (most calls first, as listed)."""
+    calls = sum(unknown.values())
+    names = list(unknown)
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return (f"FLOPs leave out {calls} call{'s' if calls != 1 else ''} of ops of unknown cost ({shown}): no formula, or "
+            "no shapes (outside every layer; shapes=True records them); prof.unsupported_ops lists them")
 
 
 def _legend(layout: _Layout) -> str:
