@@ -1,17 +1,26 @@
 """FLOPs from replays: the real run recorded no shapes; each root module call signature was run
-again on a meta copy with shapes recorded (``_capture/replay.py``). Here each replay's events
-become a tree of their own, whose FLOPs are counted as usual, and are carried over onto the real
-tree only where the two agree.
+again on a data-free copy with shapes recorded (``_capture/replay.py``). Here each replay's
+events become a tree of their own, whose FLOPs are counted as usual, and are carried over onto
+the real tree only where the two agree.
 
 The replay runs the same Python code on the same sizes, so every layer does the same work; but
 below a layer the ops can differ by device (a CPU kernel adds a bias in place, ``aten::add_``,
 where the meta kernel makes a new tensor, ``aten::add``). So the match is by subtree: a real node
 whose key path and call count agree with the replay's (times the real calls) takes the replay's
 subtree total; what its matched children do not account for stays on the node itself. A layer's
-FLOPs are thus always the replay's exactly, and an op's wherever the op is the same. Backward work
-is carried over only when the real run did it: its autograd nodes ran as often as the replay's.
-Ops with a formula that no replay covers (code outside any module, a module that could not be
-replayed) are listed as of unknown cost, never counted as zero.
+FLOPs are thus the replay's exactly, and an op's wherever the op is the same.
+
+- In-place twins (``add_``/``add``) match each other; a mixed group (the autograd engine sums
+  some gradients in place) leaves its sum on the node above.
+- A node under which no op with a formula ran on the real device takes nothing (the replay's
+  count there is how a Python meta kernel computes, not work).
+- A node whose children with work do not all match takes nothing: its ops are listed as of
+  unknown cost (``RootPlan.unknown``); the caller may then try a replay on fake tensors of the
+  real device and keep the closer plan.
+- Backward work is carried over only when the real run did it: its autograd entries ran as often
+  as the replay's.
+- Ops with a formula that no replay covers (code outside any module, a module that could not be
+  replayed) are listed as of unknown cost, never counted as zero.
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ _GRAPH_ROOT = "torch::autograd::GraphRoot"
 
 @dataclass
 class _Expected:
+    """One node of a replay's tree, by its key path below the root module."""
+
     calls: int
     macs: int
     flops: int
