@@ -200,3 +200,29 @@ def test_a_module_passed_the_same_tensor_twice_is_replayed_with_one_tensor():
     assert df.loc["MultiheadAttention/aten::linear", "calls"] == 2  # in_proj once, out_proj once
     counted = df.name.isin(_flops.FORMULAS) & (df.flops > 0)
     assert counted.any()
+
+
+def test_a_forward_that_branches_otherwise_without_data_keeps_its_layers_and_lists_the_rest():
+    # As Hugging Face models drop an all-ones attention mask, which they cannot tell on data-free
+    # tensors: the replay adds the mask, the real run did not.
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k = nn.Linear(8, 8), nn.Linear(8, 8)
+
+        def forward(self, x, mask):
+            scores = self.q(x) @ self.k(x).T
+            data_free = mask.device.type == "meta" or type(mask).__name__ == "FakeTensor"
+            if data_free or not bool(torch.all(mask == 1)):
+                scores = scores + mask
+            return scores.softmax(-1)
+
+    torch.manual_seed(0)
+    model, x, mask = Masked(), torch.randn(4, 8), torch.ones(4, 4)
+    replayed, recorded = both(lambda: model(x, mask).sum().backward())
+    got, want = layer_rows(replayed), layer_rows(recorded)
+    assert got["Masked.q"] == want["Masked.q"] and got["Masked.k"] == want["Masked.k"]  # forward and backward
+    assert 0 < got["Masked"][0] < want["Masked"][0]  # never the replay's extra addition
+    assert {"aten::eq", "aten::all"} <= set(replayed.unsupported_ops)  # the real run's own check
+    df, rec = replayed.df, recorded.df
+    assert df.loc["Masked/aten::matmul", "flops"] == rec.loc["Masked/aten::matmul", "flops"] > 0

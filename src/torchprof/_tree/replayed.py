@@ -211,21 +211,27 @@ def _carry_over(nodes: Nodes, inst: int, exp: dict[tuple, _Expected], scale: int
     for nid in reversed(order):
         if work[nid] and nid != inst:
             work[nodes.parent[nid]] = True
-    # Did the real run do this root's backward, all of it? Compare the autograd entries (backward
-    # nodes whose parent is forward) on both sides.
-    real_bwd = sum(nodes.calls[n] for n in order if nodes.bwd[n] and not nodes.bwd[nodes.parent[n]])
-    exp_bwd = scale * sum(e.calls for path, e in exp.items()
-                          if e.bwd and path and not exp[path[:-1]].bwd and not path[-1].endswith(_GRAPH_ROOT))  # fmt: skip
-    backward_done = real_bwd == exp_bwd and real_bwd > 0
+    def backward_done(nid: int, e: _Expected) -> bool:
+        """Did the real run do this node's backward, all of it? Its autograd entries (backward
+        children of a forward node) ran as often on both sides. Asked per node: a replay that
+        took another branch somewhere (an extra mask addition) loses that node's backward only."""
+        if e.bwd:
+            return True
+        real = sum(nodes.calls[c] for c in nodes.children[nid].values() if nodes.bwd[c])
+        replayed = sum(exp[c].calls for c in e.children if exp[c].bwd and not c[-1].endswith(_GRAPH_ROOT))
+        return real == replayed * scale and real > 0
 
     # 1. Match top-down: same key path (or its in-place twin) and the same calls.
     match: dict[int, tuple] = {inst: ()}
+    done_of: dict[int, bool] = {}
     consistent: dict[int, bool] = {}
+    loose_of: dict[int, list[int]] = {}  # real children with work that match nothing
     for nid in order:
         path = match.get(nid)
         if path is None:
             continue
         e = exp[path]
+        done = done_of[nid] = backward_done(nid, e)
         ok = True
         taken: set[tuple] = set()
         loose: list[int] = []  # children with work that match nothing
@@ -243,7 +249,7 @@ def _carry_over(nodes: Nodes, inst: int, exp: dict[tuple, _Expected], scale: int
                     cpath, ce = twin, te
                 else:
                     ce = None
-            if ce is not None and ce.bwd and not e.bwd and not backward_done:
+            if ce is not None and ce.bwd and not e.bwd and not done:
                 ce = None  # backward the real run did not do, or did only partly
                 if work[child]:
                     _list_unknown(nodes, child, plan.unknown)
@@ -254,28 +260,41 @@ def _carry_over(nodes: Nodes, inst: int, exp: dict[tuple, _Expected], scale: int
                 continue
             taken.add(cpath)
             match[child] = cpath
-        if loose:
-            # In place or not, mixed (the autograd engine sums some gradients with ``add_``,
-            # others with ``add``, on the CPU; all with ``add`` on meta): the same work when the
-            # calls of each name and its twin add up. Their total stays on this node.
-            real_calls: dict[str, int] = {}
-            for child in loose:
-                base = nodes.label[child].rstrip("_")
-                real_calls[base] = real_calls.get(base, 0) + nodes.calls[child]
-            for base, calls in real_calls.items():
-                replayed = sum(exp[c].calls for c in e.children if c not in taken and c[-1].rstrip("_") == base)
-                ok = ok and calls == replayed * scale
+        # In place or not, mixed (the autograd engine sums some gradients with ``add_``, others
+        # with ``add``, on the CPU; all with ``add`` on meta): the same work when the calls of
+        # each name and its twin add up. Their total stays on this node.
+        real_calls: dict[str, int] = {}
+        for child in loose:
+            base = nodes.label[child].rstrip("_")
+            real_calls[base] = real_calls.get(base, 0) + nodes.calls[child]
+        for base, calls in real_calls.items():
+            replayed = sum(exp[c].calls for c in e.children if c not in taken and c[-1].rstrip("_") == base)
+            ok = ok and calls == replayed * scale
+        # And the other way: work the replay did that the real run did not (a forward that takes
+        # another branch without real data, e.g. adds an attention mask it would have dropped).
+        for c in e.children:
+            ce = exp[c]
+            if c in taken or not (ce.flops or ce.macs) or c[-1].rstrip("_") in real_calls:
+                continue
+            if ce.bwd and not e.bwd and not done:
+                continue  # replayed backward that is not carried over
+            ok = False
         consistent[nid] = ok
+        loose_of[nid] = loose
 
-    # 2. Carry the totals over, top-down. A node whose children with work do not all match (an
-    # op that runs other ops on the meta device than on the real one) gets nothing: its work is
-    # listed as of unknown cost, and its parent does not take it either.
+    # 2. Carry the totals over, top-down. A node whose children do not all match (an op that
+    # runs other ops on the meta device than on the real one; a forward that took another branch
+    # without real data) takes nothing of its own: its unmatched work is listed as of unknown
+    # cost, its parent does not take its replayed total either, and its matched children (a
+    # layer inside it) are still carried over, each checked the same way.
     walk = [inst]
     while walk:
         nid = walk.pop()
         e = exp[match[nid]]
         if not consistent[nid]:
-            _list_unknown(nodes, nid, plan.unknown)
+            for child in loose_of[nid]:
+                _list_unknown(nodes, child, plan.unknown)
+            walk.extend(child for child in nodes.children[nid].values() if child in match)
             continue
         if not work[nid]:
             # No op with a formula ran here on the real device (a CPU kernel in one piece): what
@@ -288,7 +307,7 @@ def _carry_over(nodes: Nodes, inst: int, exp: dict[tuple, _Expected], scale: int
                 macs -= exp[taken_as].macs * scale
                 flops -= exp[taken_as].flops * scale
                 walk.append(child)
-        if not e.bwd and not backward_done:
+        if not e.bwd and not done_of[nid]:
             for cpath in e.children:
                 ce = exp[cpath]
                 if ce.bwd:  # replayed backward that is not carried over
