@@ -22,6 +22,7 @@ import io
 import random
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -231,6 +232,7 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
         try:
             tensors = _Tensors(fake)
             copied = tensor_copy(root.module, tensors)
+            tensors.batch_norm = any(type(m).__name__.startswith("BatchNorm") for _, m in named_modules(copied))
         except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
             runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {exc})"))
             continue
@@ -250,6 +252,8 @@ class _Tensors:
 
         self._torch = torch
         self.mode: Any = None
+        self.batch_norm = False
+        """The module has batch norm layers: their meta kernels get the fast stand-in."""
         if fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -280,7 +284,43 @@ class _Tensors:
         return made
 
     def active(self) -> Any:
-        return self.mode if self.mode is not None else contextlib.nullcontext()
+        if self.mode is not None:
+            return self.mode
+        return _fast_meta_batch_norm() if self.batch_norm else contextlib.nullcontext()
+
+
+def _fast_meta_batch_norm() -> Any:
+    """Batch norm's meta kernels are Python decompositions (half a DenseNet's replay): outputs
+    of the right sizes are all the replay needs, since FLOPs come from the recorded inputs of
+    the op the profiler records before dispatch reaches them."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+
+    def forward(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool, *_: Any) -> Any:
+        channels = x.shape[1] if x.dim() > 1 else 0
+        stats = (channels,) if training else (0,)
+        return torch.empty_like(x), x.new_empty(stats), x.new_empty(stats)
+
+    def backward(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
+        mask = rest[-1]
+        grad_weight = torch.empty(x.shape[1], dtype=x.dtype, device=x.device) if x.dim() > 1 else None
+        return (torch.empty_like(x) if mask[0] else None,
+                grad_weight if mask[1] and weight is not None else None,
+                grad_weight.clone() if mask[2] and grad_weight is not None else None)  # fmt: skip
+
+    fast: dict[Any, Callable[..., Any]] = {aten.native_batch_norm.default: forward,
+                                           aten.native_batch_norm_backward.default: backward}
+
+    class FastBatchNorm(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kernel = fast.get(func)
+            if kernel is not None and all(not isinstance(a, torch.Tensor) or a.is_meta for a in args):
+                return kernel(*args, **(kwargs or {}))
+            return func(*args, **(kwargs or {}))
+
+    return FastBatchNorm()
 
 
 def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, options_type: Any, session_type: Any) -> ReplayRun:
