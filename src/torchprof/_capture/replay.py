@@ -100,6 +100,7 @@ class CallRecorder:
         self._autocast = torch.is_autocast_enabled
         self._autocast_dtype = torch.get_autocast_dtype
         self._module = torch.nn.Module
+        self._strided = torch.strided
         self.roots: dict[str, RootCalls] = {}
         self._handles: list[Any] = []
 
@@ -141,7 +142,7 @@ class CallRecorder:
                     key.append(("same", same))
                     kept.append(_Same(same))
                     continue
-                ts = TensorSpec(tuple(leaf.shape), tuple(leaf.stride()) if leaf.layout == _strided() else (),
+                ts = TensorSpec(tuple(leaf.shape), tuple(leaf.stride()) if leaf.layout == self._strided else (),
                                 leaf.dtype, bool(leaf.requires_grad), leaf.device)  # fmt: skip
                 key.append(ts)
                 kept.append(ts)
@@ -191,12 +192,6 @@ class _Reached:
         self.reached.add(self.n)
 
 
-def _strided() -> Any:
-    import torch
-
-    return torch.strided
-
-
 def _caller_kwargs(module: Any) -> dict[str, Any] | None:
     """The keyword arguments of the module call whose forward pre-hook is running: global
     pre-hooks get the positional ones only, and ``nn.Module._call_impl`` holds both."""
@@ -224,15 +219,16 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
 
     runs: list[ReplayRun] = []
     for root in roots:
-        if root.compiled or any(type(m).__name__ == "OptimizedModule" for _, m in named_modules(root.module)):
+        modules = [m for _, m in named_modules(root.module)]
+        if root.compiled or any(type(m).__name__ == "OptimizedModule" for m in modules):
             continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
         if root.skip is not None:
             runs.append(ReplayRun(path=root.path, count=0, error=root.skip))
             continue
         try:
             tensors = _Tensors(fake)
-            copied = tensor_copy(root.module, tensors)
-            tensors.batch_norm = any(type(m).__name__.startswith("BatchNorm") for _, m in named_modules(copied))
+            copied = tensor_copy(root.module, tensors, modules)
+            tensors.batch_norm = any(type(m).__name__.startswith("BatchNorm") for m in modules)
         except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
             runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {exc})"))
             continue
@@ -264,19 +260,21 @@ class _Tensors:
         torch = self._torch
         if self.mode is not None:
             made = self.mode.from_tensor(t.detach())
-        elif t.layout == torch.strided:
-            made = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
         else:
-            made = torch.empty(t.shape, dtype=t.dtype, device="meta")
+            made = self._meta(tuple(t.shape), tuple(t.stride()) if t.layout == torch.strided else (), t.dtype)
         if isinstance(t, torch.nn.Parameter):
             return torch.nn.Parameter(made, requires_grad=t.requires_grad)
         return made.requires_grad_(True) if t.requires_grad and t.is_leaf else made
 
-    def of(self, spec: TensorSpec) -> Any:
+    def _meta(self, shape: tuple[int, ...], stride: tuple[int, ...], dtype: Any) -> Any:
+        """A meta tensor of these sizes and strides (no strides: a non-strided layout's, dense)."""
         torch = self._torch
-        meta = torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="meta") if spec.stride else \
-            torch.empty(spec.shape, dtype=spec.dtype, device="meta")  # fmt: skip
-        made = meta
+        if stride:
+            return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        return torch.empty(shape, dtype=dtype, device="meta")
+
+    def of(self, spec: TensorSpec) -> Any:
+        meta = made = self._meta(spec.shape, spec.stride, spec.dtype)
         if self.mode is not None:
             made = self.mode.fake_tensor_converter.from_meta_and_device(self.mode, meta, spec.device)
         if spec.requires_grad and (made.is_floating_point() or made.is_complex()):
@@ -390,16 +388,16 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:200] if text else ""
 
 
-def tensor_copy(root: Any, tensors: _Tensors) -> Any:
+def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
     """A deep copy of ``root`` whose tensors (parameters, buffers, plain tensor attributes) are
-    data-free tensors of the same sizes, strides and dtypes, with none of the user's hooks."""
+    data-free tensors of the same sizes, strides and dtypes, with none of the user's hooks.
+    ``modules``: ``root`` and its submodules (the caller has walked them already)."""
     import torch
 
     from .hooks import named_modules
 
     memo: dict[int, Any] = {}
-    modules = [m for _, m in named_modules(root)]
-    for module in modules:
+    for module in modules:  # root's, as named_modules() lists them
         for value in (*module._parameters.values(), *module._buffers.values(), *vars(module).values()):
             if isinstance(value, torch.Tensor) and id(value) not in memo:
                 memo[id(value)] = tensors.like(value)

@@ -364,11 +364,12 @@ class CaptureSession:
         if self._calls is None or self.running:
             return []
         roots, done = self._calls.roots, self._fake_replays if fake else self._replays
-        todo = [roots[p] for p in sorted(set(paths)) if p in roots and p not in done]
+        wanted = sorted(set(paths))
+        todo = [roots[p] for p in wanted if p in roots and p not in done]
         if todo:
             for run in replay(todo, CaptureSession, CaptureOptions, fake=fake):
                 done.setdefault(run.path, []).append(run)
-        return [run for p in sorted(set(paths)) for run in done.get(p, [])]
+        return [run for p in wanted for run in done.get(p, [])]
 
     def cycle_columns(self) -> EventColumns | None:
         """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).

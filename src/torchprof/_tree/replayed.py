@@ -83,9 +83,13 @@ def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootP
     by_path: dict[str, list[ReplayRun]] = {}
     for run in runs:
         by_path.setdefault(run.path, []).append(run)
+    instances_of: dict[str, list[int]] = {}
+    for nid in range(len(nodes)):
+        if nodes.kind[nid] == MODULE and nodes.label[nid] in by_path:
+            instances_of.setdefault(nodes.label[nid], []).append(nid)
     plans: dict[str, RootPlan] = {}
     for path, path_runs in by_path.items():
-        instances = [nid for nid in range(len(nodes)) if nodes.kind[nid] == MODULE and nodes.label[nid] == path]
+        instances = instances_of.get(path, [])
         if not instances:
             continue
         plan = plans[path] = RootPlan()
