@@ -335,11 +335,12 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         for leaf in sig.leaves:
             leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
         args, kwargs = _pytree.tree_unflatten(leaves, sig.spec)
+        # One try from the start on: a Ctrl-C landing anywhere after start() still stops the
+        # session (stop() is a no-op on a session that never started) and restores SIGINT.
+        started = False
         try:
             session.start()
-        except Exception as exc:  # noqa: BLE001 - another profiler runs now (a profile printed inside one)
-            return ReplayRun(path=path, count=sig.count, error=f"it could not be replayed now ({exc})")
-        try:
+            started = True
             with contextlib.ExitStack() as modes:
                 modes.enter_context(tensors.active())
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
@@ -355,11 +356,16 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                                             and isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None])  # fmt: skip
                     if outs:
                         torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
-        except Exception as exc:  # noqa: BLE001 - a forward that needs real values: FLOPs unknown, said why
-            error = f"its forward cannot run without real data ({type(exc).__name__}: {_first_line(exc)})"
+        except Exception as exc:  # noqa: BLE001 - see the two cases below
+            if not started:  # another profiler runs now (a profile printed inside one)
+                error = f"it could not be replayed now ({exc})"
+            else:  # a forward that needs real values: FLOPs unknown, said why
+                error = f"its forward cannot run without real data ({type(exc).__name__}: {_first_line(exc)})"
         finally:
-            session.stop()
-            session.release_interrupts()
+            try:
+                session.stop()
+            finally:
+                session.release_interrupts()
     if error is not None:
         return ReplayRun(path=path, count=sig.count, error=error)
     return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules))
