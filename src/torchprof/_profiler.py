@@ -263,8 +263,8 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
     device first (fast); a root whose ops run otherwise on the real device (a fused CPU kernel, an
     inference fast path) is replayed again with fake tensors on that device, and the closer of
     the two is kept. Returns why each root without FLOPs has none."""
-    if builder.replayed:
-        return dict(builder.replay_problems)
+    if builder.replayed or builder.want_shapes or not builder.want_flops:
+        return dict(builder.replay_problems)  # shapes recorded: every op counted from its own
     plans = plan_replays(builder, session.replays(module_paths(builder)))
     redo = [path for path, plan in plans.items() if not plan.exact]
     if redo:

@@ -89,6 +89,9 @@ class ModuleTracker:
         self._wrapper_of: dict[int, Any] = {}  # id(model) -> the torch.compile wrapper around it
         self._unwrapped: dict[int, Any] = {}  # id(torch.compile wrapper) -> the model it wraps
         self._keep: list[Any] = []
+        self.faults = 0
+        """Calls in which torchprof's own hook code failed (:meth:`fault`)."""
+        self.first_fault: str | None = None
         from torch.fx import GraphModule
 
         self._graph_module = GraphModule
@@ -225,12 +228,22 @@ class ModuleTracker:
                 self._unwrapped[id(module)] = module._orig_mod
                 self._wrapper_of[id(module._orig_mod)] = module
                 self._keep.append(module)  # holding it keeps its id unique
-            elif isinstance(module, self._graph_module) and id(module) not in self._roots and self._label_of(module) is None:
+            elif isinstance(module, self._graph_module) and id(module) not in self._roots and self._label_of(module) is None \
+                    and not _exported(module):  # a torch.export'ed program the user runs is their model
                 known = True
                 self._transparent_ids.add(id(module))
                 self._keep.append(module)
             self._kinds[id(module)] = known
         return known
+
+    def fault(self, module: Any, exc: Exception) -> None:
+        """Note a failure of torchprof's own hook code (the user's forward runs on regardless):
+        the first is kept for the warning; FLOPs of the run become unknown."""
+        self.faults += 1
+        if self.first_fault is None:
+            self.first_fault = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''} (in a call of {type(module).__name__})"
+        if self.calls is not None:
+            self.calls.failed(self.first_fault)
 
     def thread_calls(self) -> list[tuple[str, int, bool | None]]:
         """``(thread name, module calls, recorded by torch)`` for each thread that called a
@@ -429,15 +442,23 @@ class GlobalHooks:
                     for flags in extra:
                         flags.pop(key, None)
 
+    # A failure inside torchprof's own hook code never reaches the user's forward: it is noted
+    # (a warning when the profile is read, and FLOPs unknown) and the call runs on.
     def _enter(self, module: Any, args: Any) -> None:
         owner = self.owner
         if owner is not None:
-            owner._enter(module, args)
+            try:
+                owner._enter(module, args)
+            except Exception as exc:  # noqa: BLE001 - see above
+                owner.fault(module, exc)
 
     def _exit(self, module: Any, args: Any, output: Any) -> None:
         owner = self.owner
         if owner is not None:
-            owner._exit(module, args, output)
+            try:
+                owner._exit(module, args, output)
+            except Exception as exc:  # noqa: BLE001 - see above
+                owner.fault(module, exc)
 
 
 _GLOBAL_HOOKS = GlobalHooks()
@@ -476,6 +497,12 @@ def dynamo_safe(enter: Callable[..., None], exit_: Callable[..., None]) -> tuple
     set_code_exec_strategy(pre.__code__, skip_with_callees)
     set_code_exec_strategy(post.__code__, skip_with_callees)
     return pre, post
+
+
+def _exported(module: Any) -> bool:
+    """A module ``torch.export`` made (``ExportedProgram.module()``): the user's model, not a
+    compiler's graph."""
+    return any(cls.__name__ == "_StatefulGraphModule" for cls in type(module).__mro__)
 
 
 class ModuleGraph:
@@ -696,11 +723,17 @@ def input_shapes(args: Any) -> list:
     tensor's sizes, a list of sizes for a list of tensors, ``[]`` for anything else."""
     import torch
 
+    def dims(value: Any) -> list:
+        try:
+            return [d if type(d) is int else str(d) for d in value.shape]
+        except Exception:  # noqa: BLE001 - a strided nested tensor has no sizes: shown as none
+            return []
+
     def sizes(value: Any) -> list:
         if isinstance(value, torch.Tensor):
-            return list(value.shape)
+            return dims(value)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
-            return [list(v.shape) for v in value]
+            return [dims(v) for v in value]
         return []
 
     return [sizes(a) for a in args]

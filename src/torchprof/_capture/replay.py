@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import random
 import sys
+import types
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,8 +71,13 @@ class Signature:
     returned: int = 0
     """Calls that returned (a call that raised is not replayed: its forward ran only partly)."""
     grad_outputs: set[int] = field(default_factory=set)
-    """Which tensors of the output (by pytree leaf) a gradient reached in the real run: the
-    replay's backward starts from those alone (a loss on one output runs only its backward)."""
+    """Which tensors of the output (by :func:`output_tensors` order) a gradient reached in the
+    real run: the replay's backward starts from those alone (a loss on one output runs only its
+    backward)."""
+    unwatched: bool = False
+    """An output could not be walked: whether a gradient reached it is not known."""
+    root: Any = None
+    """The :class:`RootCalls` this signature belongs to."""
 
 
 @dataclass
@@ -84,6 +91,9 @@ class RootCalls:
     """Why this root is not replayed (too many signatures, arguments unseen)."""
     compiled: bool = False
     """Run through ``torch.compile``: its FLOPs come from the compiled graphs, not a replay."""
+    layout: tuple | None = None
+    """The module's structure after its first call (:func:`module_layout`): a module changed
+    between the run and the replay is not replayed."""
 
 
 class CallRecorder:
@@ -100,12 +110,19 @@ class CallRecorder:
         self._autocast = torch.is_autocast_enabled
         self._autocast_dtype = torch.get_autocast_dtype
         self._module = torch.nn.Module
+        self._parameter = torch.nn.Parameter
         self._strided = torch.strided
+        self._plain_dispatch = torch.Tensor.__torch_dispatch__
+        self._is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
         self.roots: dict[str, RootCalls] = {}
         self._handles: list[Any] = []
+        self.recursion_limit = sys.getrecursionlimit()
+        """The highest recursion limit a root call ran under (a deep model's forward recurses)."""
+        self.fault: str | None = None
 
     def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Signature | None:
-        """Note one call of a root module; returns its signature (None: not replayed)."""
+        """Note one call of a root module; returns its signature (None: not replayed). Never
+        raises: what cannot be read makes the root's FLOPs unknown, with the reason."""
         inner = getattr(module, "module", None)
         if type(module).__name__ in _WRAPPERS and isinstance(inner, self._module):
             # DDP and DataParallel run the wrapped module on the same arguments: replaying the
@@ -113,22 +130,30 @@ class CallRecorder:
             module, path = inner, f"{path}.module"
         calls = self.roots.get(path)
         if calls is None:
-            calls = self.roots[path] = RootCalls(module, path)
+            calls = self.roots[path] = RootCalls(module, path, skip=self.fault)
+            self.recursion_limit = max(self.recursion_limit, sys.getrecursionlimit())
         if calls.module is not module:
             calls.skip = "two modules were profiled under one path"
         if compiled:
             calls.compiled = True
         if calls.skip is not None or calls.compiled:
             return None
+        try:
+            return self._signature(calls, module, args)
+        except _Unreplayable as why:
+            calls.skip = str(why)
+        except Exception as exc:  # noqa: BLE001 - our hook never raises into the user's forward
+            calls.skip = f"torchprof could not read its arguments ({type(exc).__name__}: {_first_line(exc)})"
+        return None
+
+    def _signature(self, calls: RootCalls, module: Any, args: Any) -> Signature | None:
         kwargs = _caller_kwargs(module)
         if kwargs is None:
-            calls.skip = "its keyword arguments could not be seen"
-            return None
+            raise _Unreplayable("its keyword arguments could not be seen")
         try:
             leaves, spec = self._flatten((tuple(args), kwargs))
         except Exception:  # noqa: BLE001 - an argument pytree cannot walk: no replay, FLOPs unknown
-            calls.skip = "its arguments could not be read"
-            return None
+            raise _Unreplayable("its arguments could not be read") from None
         tensor = self._tensor
         autocast = tuple((dt, self._autocast_dtype(dt)) for dt in ("cpu", "cuda") if self._autocast(dt))
         key: list[Any] = [self._grad_enabled() and not self._inference(), bool(getattr(module, "training", False)),
@@ -142,8 +167,7 @@ class CallRecorder:
                     key.append(("same", same))
                     kept.append(_Same(same))
                     continue
-                ts = TensorSpec(tuple(leaf.shape), tuple(leaf.stride()) if leaf.layout == self._strided else (),
-                                leaf.dtype, bool(leaf.requires_grad), leaf.device)  # fmt: skip
+                ts = self._spec(leaf)
                 key.append(ts)
                 kept.append(ts)
             else:
@@ -153,32 +177,113 @@ class CallRecorder:
         sig = calls.signatures.get(signature_key)
         if sig is None:
             if len(calls.signatures) >= MAX_SIGNATURES:
-                calls.skip = f"called with more than {MAX_SIGNATURES} distinct argument sizes"
-                return None
-            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast)
+                raise _Unreplayable(f"called with more than {MAX_SIGNATURES} distinct argument sizes")
+            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast, root=calls)
         sig.count += 1
         return sig
 
+    def _spec(self, t: Any) -> TensorSpec:
+        """A plain tensor's sizes, strides, dtype and device; a tensor a data-free copy cannot
+        stand for raises :class:`_Unreplayable` saying what it is."""
+        if t.is_nested:
+            raise _Unreplayable("it was called with a nested tensor, whose sizes vary per entry")
+        if self._is_wrapped(t):
+            raise _Unreplayable("it ran inside torch.func (vmap, grad): its tensors are batched or wrapped")
+        cls = type(t)
+        if cls is not self._tensor and cls is not self._parameter and getattr(cls, "__torch_dispatch__", None) is not self._plain_dispatch:
+            # DTensor, FakeTensor, a user's wrapper: which ops run on what is the subclass's own
+            raise _Unreplayable(f"it was called with a {cls.__name__}, a tensor subclass that runs its own ops")
+        shape = tuple(t.shape)
+        if not all(type(d) is int for d in shape):
+            raise _Unreplayable("it was called with symbolic sizes")
+        if t.is_quantized:
+            raise _Unreplayable("it was called with a quantized tensor")
+        stride = tuple(t.stride()) if t.layout == self._strided else ()
+        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device)
+
     def root_output(self, sig: Signature, output: Any) -> None:
         """Watch which output tensors of a root call a gradient reaches (a tensor hook that
-        changes nothing, each output watched until its first gradient)."""
+        changes nothing, each output watched until its first gradient). Never raises."""
         if sys.exc_info()[1] is not None:
             return  # torch runs this hook in its handler of an exception the forward raised
         sig.returned += 1
+        root = sig.root
+        if root is not None and root.layout is None:
+            # After the first call: a lazy module has its parameters by now.
+            try:
+                root.layout = module_layout(root.module)
+            except Exception as exc:  # noqa: BLE001 - a model that cannot be walked: not replayed
+                root.skip = f"torchprof could not read its structure ({type(exc).__name__}: {_first_line(exc)})"
         if not sig.grad:
             return
         try:
-            leaves = self._flatten(output)[0]
-        except Exception:  # noqa: BLE001 - an output pytree cannot walk: its backward stays unknown
-            return
-        for n, leaf in enumerate(leaves):
-            if isinstance(leaf, self._tensor) and leaf.requires_grad and n not in sig.grad_outputs:
-                self._handles.append(leaf.register_hook(_Reached(sig.grad_outputs, n)))
+            for n, leaf in enumerate(output_tensors(output, self._tensor, self._module)):
+                if leaf.requires_grad and n not in sig.grad_outputs:
+                    self._handles.append(leaf.register_hook(_Reached(sig.grad_outputs, n)))
+        except Exception:  # noqa: BLE001 - an output that cannot be walked: its backward stays unknown
+            sig.unwatched = True
+
+    def failed(self, why: str) -> None:
+        """torchprof's hooks failed somewhere in the run: no root is replayed (what the hooks
+        noted may be incomplete), so every FLOP count is unknown rather than partial."""
+        self.fault = f"torchprof's module hooks failed during the run ({why})"
+        for calls in self.roots.values():
+            calls.skip = self.fault
 
     def remove_hooks(self) -> None:
         handles, self._handles = self._handles, []
         for handle in handles:
             handle.remove()
+
+
+class _Unreplayable(Exception):
+    """Why a root call cannot be replayed (the message is the user's note)."""
+
+
+def output_tensors(output: Any, tensor: type, module: type, limit: int = 10_000) -> list[Any]:
+    """The tensors of a module's output in a fixed order, whatever holds them: tuples, lists,
+    dicts (``ModelOutput`` too), dataclasses, objects' attributes, and a generator's frame (its
+    locals, and what an iterator over a sequence still has to give), walked without running or
+    advancing anything. The real call and its replay return the same structure, so the n-th
+    tensor of one is the n-th of the other. Modules met on the way are not entered (their
+    parameters are not outputs); each object is walked once, at most ``limit`` objects."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    stack = [output]
+    while stack and len(seen) < limit:
+        obj = stack.pop()
+        if isinstance(obj, tensor):
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                found.append(obj)
+            continue
+        if obj is None or isinstance(obj, (*_PLAIN, bytes, type, module)) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        items: Any
+        if isinstance(obj, dict):
+            items = list(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            items = list(obj)
+        elif isinstance(obj, (set, frozenset)):
+            continue  # no fixed order to compare by
+        elif isinstance(obj, types.GeneratorType):
+            frame = obj.gi_frame
+            items = list(frame.f_locals.values()) if frame is not None else []
+        elif type(obj).__name__ in _SEQUENCE_ITERATORS:
+            state = obj.__reduce__()  # (iter, (sequence,), position): what it has still to give
+            items = list(state[1][0])[state[2]:] if len(state) > 2 and isinstance(state[2], int) else []
+        elif dataclasses.is_dataclass(obj):
+            items = [getattr(obj, f.name, None) for f in dataclasses.fields(obj)]
+        elif hasattr(obj, "__dict__") and not callable(obj):
+            items = list(vars(obj).values())
+        else:
+            continue
+        stack.extend(reversed(items))
+    return found
+
+
+_SEQUENCE_ITERATORS = frozenset({"list_iterator", "tuple_iterator", "list_reverseiterator"})
 
 
 class _Reached:
@@ -207,37 +312,125 @@ def _caller_kwargs(module: Any) -> dict[str, Any] | None:
     return None
 
 
-def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: bool = False) -> list[ReplayRun]:
+def module_layout(root: Any) -> tuple:
+    """What a replay relies on of a module: which modules it holds (by identity, in
+    ``named_modules()`` order) and each one's parameters' names, sizes and dtypes. O(modules +
+    parameters), no recursion, no paths built."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        params = tuple((name, tuple(p.shape), p.dtype) for name, p in module._parameters.items() if p is not None)
+        out.append((id(module), type(module), params))
+        stack.extend(child for child in reversed(module._modules.values()) if child is not None)
+    return tuple(out)
+
+
+def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: bool = False,
+           recursion_limit: int = 0) -> list[ReplayRun]:
     """Run each root's distinct signatures on a copy of it on the meta device (or, with ``fake``,
     on fake tensors of the real devices), under a shape-recording profile.
 
-    The user's state is left as it was: the copy shares no tensor with the model, its hooks are
-    removed, Python's, NumPy's and torch's random states are restored, and what the forward
-    prints or warns is swallowed. ``session_type``/``options_type``: the capture session to run
-    each replay under (``CaptureSession``, which runs this module: passed in, not imported)."""
-    from .hooks import named_modules
-
+    The user's state is left as it was: the copy shares no tensor with the model (tensors it
+    holds become data-free; NumPy arrays are shared, never copied), its hooks are removed, the
+    user's global module and optimizer hooks and anomaly mode are off while it runs, Python's,
+    NumPy's and torch's random states are restored, and what the forward prints or warns is
+    swallowed. A module changed since it ran (a layer replaced, a parameter resized) is not
+    replayed: its FLOPs are unknown. ``session_type``/``options_type``: the capture session to
+    run each replay under (``CaptureSession``, which runs this module: passed in, not imported).
+    ``recursion_limit``: the highest the run had (a deep model's own forward recurses)."""
     runs: list[ReplayRun] = []
-    for root in roots:
-        modules = [m for _, m in named_modules(root.module)]
-        if root.compiled or any(type(m).__name__ == "OptimizedModule" for m in modules):
-            continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
-        if root.skip is not None:
-            runs.append(ReplayRun(path=root.path, count=0, error=root.skip))
-            continue
-        try:
-            tensors = _Tensors(fake)
-            copied = tensor_copy(root.module, tensors, modules)
-            tensors.batch_norm = any(type(m).__name__.startswith("BatchNorm") for m in modules)
-        except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
-            runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {exc})"))
-            continue
-        for sig in root.signatures.values():
-            if sig.returned < sig.count:
-                runs.append(ReplayRun(path=root.path, count=sig.count, error="a call of it raised an exception"))
+    with _replay_environment(recursion_limit):
+        for root in roots:
+            modules = modules_below(root.module)
+            if root.compiled or any(type(m).__name__ == "OptimizedModule" for m in modules):
+                continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
+            if root.skip is None and root.layout is not None and module_layout(root.module) != root.layout:
+                root.skip = ("it changed after it ran (a layer was replaced or a parameter resized before the profile "
+                             "was first read), so a replay would count the new model, not the one that ran")  # fmt: skip
+            if root.skip is not None:
+                runs.append(ReplayRun(path=root.path, count=0, error=root.skip))
                 continue
-            runs.append(_replay_one(copied, tensors, root.path, sig, options_type, session_type))
+            try:
+                tensors = _Tensors(fake)
+                copied = tensor_copy(root.module, tensors, modules)
+                tensors.batch_norm = any(type(m).__name__.startswith("BatchNorm") for m in modules)
+            except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
+                runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
+                continue
+            for sig in root.signatures.values():
+                if sig.returned < sig.count:
+                    runs.append(ReplayRun(path=root.path, count=sig.count, error="a call of it raised an exception"))
+                    continue
+                if sig.unwatched:
+                    runs.append(ReplayRun(path=root.path, count=sig.count, error="its output could not be read to see which parts a gradient reached"))
+                    continue
+                runs.append(_replay_one(copied, tensors, root.path, sig, options_type, session_type))
     return runs
+
+
+def modules_below(root: Any) -> list[Any]:
+    """``root`` and every module below it, each once (an explicit stack: a chain thousands deep
+    needs no recursion, and no paths are built)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        out.append(module)
+        stack.extend(child for child in reversed(module._modules.values()) if child is not None)
+    return out
+
+
+#: torch's global hook tables the user's hooks live in (module calls, registrations, optimizer
+#: steps): emptied while a replay runs, so the user's hooks never see the data-free copy.
+_MODULE_HOOK_TABLES = (
+    "_global_forward_pre_hooks", "_global_forward_hooks", "_global_forward_hooks_always_called",
+    "_global_forward_hooks_with_kwargs", "_global_backward_pre_hooks", "_global_backward_hooks",
+    "_global_is_full_backward_hook", "_global_module_registration_hooks",
+    "_global_parameter_registration_hooks", "_global_buffer_registration_hooks",
+)  # fmt: skip
+_OPTIMIZER_HOOK_TABLES = ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks")
+
+
+@contextlib.contextmanager
+def _replay_environment(recursion_limit: int) -> Any:
+    """While replays run: the user's global hooks out of torch's tables (torchprof's own are
+    put in and taken out by each replay's session), anomaly mode off (it checks values, which a
+    data-free tensor has none of), and the recursion limit at least what the run had."""
+    import torch
+    from torch.nn.modules import module as nn_module
+    from torch.optim import optimizer as optim_module
+
+    saved: list[tuple[Any, dict]] = []
+    anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+    limit = sys.getrecursionlimit()
+    try:
+        for owner, names in ((nn_module, _MODULE_HOOK_TABLES), (optim_module, _OPTIMIZER_HOOK_TABLES)):
+            for name in names:
+                table = getattr(owner, name, None)
+                if isinstance(table, dict) and table:
+                    saved.append((table, dict(table)))
+                    table.clear()
+        if anomaly[0]:
+            torch.set_anomaly_enabled(False)
+        if recursion_limit > limit:
+            sys.setrecursionlimit(recursion_limit)
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+        if anomaly[0]:
+            torch.set_anomaly_enabled(True, anomaly[1])
+        for table, content in saved:
+            table.clear()
+            table.update(content)
 
 
 class _Tensors:
@@ -338,6 +531,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         # One try from the start on: a Ctrl-C landing anywhere after start() still stops the
         # session (stop() is a no-op on a session that never started) and restores SIGINT.
         started = False
+        phase = "forward"
         try:
             session.start()
             started = True
@@ -352,15 +546,17 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     modes.enter_context(sys.modules["torch._dynamo"].config.patch(disable=True))
                 out = copied(*args, **kwargs)
                 if sig.grad_outputs:
-                    outs = _backward_roots([t for n, t in enumerate(_pytree.tree_leaves(out)) if n in sig.grad_outputs
-                                            and isinstance(t, torch.Tensor) and t.requires_grad and t.grad_fn is not None])  # fmt: skip
+                    phase = "backward"
+                    leaves = output_tensors(out, torch.Tensor, torch.nn.Module)
+                    outs = _backward_roots([t for n, t in enumerate(leaves) if n in sig.grad_outputs
+                                            and t.requires_grad and t.grad_fn is not None])  # fmt: skip
                     if outs:
                         torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
         except Exception as exc:  # noqa: BLE001 - see the two cases below
             if not started:  # another profiler runs now (a profile printed inside one)
                 error = f"it could not be replayed now ({exc})"
-            else:  # a forward that needs real values: FLOPs unknown, said why
-                error = f"its forward cannot run without real data ({type(exc).__name__}: {_first_line(exc)})"
+            else:  # a forward that needs real values: FLOPs unknown, said why and where
+                error = f"its {phase} cannot run without real data ({type(exc).__name__}: {_first_line(exc)}{_where(exc)})"
         finally:
             try:
                 session.stop()
@@ -389,33 +585,120 @@ def _backward_roots(outs: list[Any]) -> list[Any]:
     return [t for t in outs if t.grad_fn not in upstream]
 
 
+def _where(exc: BaseException) -> str:
+    """Where the replay failed: the innermost frame of the model's code (the user's, or a torch
+    layer's), not torch's machinery nor torchprof's."""
+    import os
+
+    import torch
+
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    layers = (os.path.join(torch_dir, "nn", "modules") + os.sep, os.path.join(torch_dir, "nn", "functional.py"))
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        name = code.co_filename
+        if not name.startswith(ours) and (not name.startswith(torch_dir) or name.startswith(layers)):
+            found = f", at {os.path.basename(name)}:{tb.tb_lineno} in {code.co_name}"
+        tb = tb.tb_next
+    return found
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0][:200] if text else ""
+    line = text[0] if text else ""
+    if "attempted to run this operator with Meta tensors" in line:
+        # torch's wording runs on for lines about fake tensors: the op and why is what matters
+        return line.split(": attempted")[0] + " has no kernel for tensors without data (it reads their values)"
+    return line[:200]
 
 
 def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
-    """A deep copy of ``root`` whose tensors (parameters, buffers, plain tensor attributes) are
-    data-free tensors of the same sizes, strides and dtypes, with none of the user's hooks.
-    ``modules``: ``root`` and its submodules (the caller has walked them already)."""
+    """A copy of ``root`` whose tensors are data-free tensors of the same sizes, strides and
+    dtypes, with none of the user's hooks. ``modules``: ``root`` and every module below it.
+
+    Tensors are made data-free wherever the model holds them: parameters, buffers, and plain
+    attributes, also inside lists, dicts and other objects; NumPy arrays are shared, not copied
+    (the replay reads only their sizes, if anything). Each module is copied on its own, its
+    children set afterwards, so no recursion follows the model's depth. The rest of a module's
+    state is deep-copied (a forward that appends to a list of its own changes the copy's)."""
     import torch
 
-    from .hooks import named_modules
-
     memo: dict[int, Any] = {}
-    for module in modules:  # root's, as named_modules() lists them
-        for value in (*module._parameters.values(), *module._buffers.values(), *vars(module).values()):
+    copies: list[tuple[Any, Any]] = []
+    for module in modules:
+        cls: Any = type(module)
+        new = cls.__new__(cls)
+        if type(new) is not cls:
+            new.__class__ = cls  # GraphModule makes a class per instance: the copy runs the original's forward
+        memo[id(module)] = new
+        copies.append((module, new))
+    for module, _ in copies:
+        for value in (*module._parameters.values(), *module._buffers.values()):
             if isinstance(value, torch.Tensor) and id(value) not in memo:
                 memo[id(value)] = tensors.like(value)
-    copied = copy.deepcopy(root, memo)
-    hook_tables = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
-                   "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs", "_forward_hooks_always_called")  # fmt: skip
-    for _, module in named_modules(copied):
-        for table in hook_tables:
-            value = getattr(module, table, None)
-            if isinstance(value, dict):
-                value.clear()
-    return copied
+    _data_free_memo([module.__dict__ for module in modules], memo, tensors)
+    for module, new in copies:
+        state = module.__dict__
+        rest = {k: v for k, v in state.items() if k not in _MODULE_TABLES}
+        copied = copy.deepcopy(rest, memo)
+        for key in _MODULE_TABLES:
+            value = state.get(key)
+            if key in ("_parameters", "_buffers", "_modules") and isinstance(value, dict):
+                copied[key] = type(value)((name, memo.get(id(v), v) if v is not None else None) for name, v in value.items())
+            elif isinstance(value, dict):
+                copied[key] = type(value)()  # the user's hooks stay with the user's model
+            elif key in state:
+                copied[key] = value
+        new.__dict__.update(copied)
+    return memo[id(root)]
+
+
+#: A module's own tables: tensors and children are set from the copies made, hooks left out.
+_MODULE_TABLES = frozenset({
+    "_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+    "_backward_pre_hooks", "_forward_hooks_with_kwargs", "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks_always_called", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+})  # fmt: skip
+
+
+def _data_free_memo(roots: list[Any], memo: dict[int, Any], tensors: _Tensors, limit: int = 1_000_000) -> None:
+    """Find the tensors and arrays held anywhere in ``roots`` (containers and objects' attributes,
+    as ``copy.deepcopy`` would walk them) and put their stand-ins in ``memo``: a data-free tensor
+    for a tensor, the array itself for a NumPy array, so deep-copying copies neither. Modules
+    (already in ``memo``), classes and functions are not entered."""
+    import torch
+
+    numpy = sys.modules.get("numpy")
+    array = numpy.ndarray if numpy is not None else ()
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack and len(seen) < limit:
+        obj = stack.pop()
+        oid = id(obj)
+        if oid in seen or oid in memo:
+            continue
+        seen.add(oid)
+        if isinstance(obj, torch.Tensor):
+            memo[oid] = tensors.like(obj)
+        elif array and isinstance(obj, array):
+            memo[oid] = obj
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        elif isinstance(obj, (*_PLAIN, bytes, type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)):
+            continue
+        else:
+            state = getattr(obj, "__dict__", None)
+            if isinstance(state, dict):
+                stack.extend(state.values())
+            for slot in getattr(type(obj), "__slots__", ()):
+                if isinstance(slot, str) and hasattr(obj, slot):
+                    stack.append(getattr(obj, slot))
 
 
 @contextlib.contextmanager

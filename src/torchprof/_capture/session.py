@@ -367,7 +367,7 @@ class CaptureSession:
         wanted = sorted(set(paths))
         todo = [roots[p] for p in wanted if p in roots and p not in done]
         if todo:
-            for run in replay(todo, CaptureSession, CaptureOptions, fake=fake):
+            for run in replay(todo, CaptureSession, CaptureOptions, fake=fake, recursion_limit=self._calls.recursion_limit):
                 done.setdefault(run.path, []).append(run)
         return [run for p in wanted for run in done.get(p, [])]
 
@@ -411,6 +411,13 @@ class CaptureSession:
                    "this torch cannot record other threads (it has no profile_all_threads); run those modules on "
                    "the thread that started the Profiler, or upgrade torch")  # fmt: skip
             self._note(f"module calls not recorded: {where}: {why}.")
+        tracker = self._tracker
+        if tracker is not None and tracker.faults:
+            self._note(
+                f"torchprof's module hooks failed in {tracker.faults} module call(s) (first: {tracker.first_fault}); "
+                "the calls ran as usual, but their time may sit on the layer above and FLOPs are unknown. "
+                "Please report this with the model that shows it."
+            )
         seen = sum(calls for _, calls, _ in threads) - sum(calls for _, calls in missed)
         if recorded is not None and recorded < seen and not self._notes:
             have = f"only {recorded}" if recorded else "none"

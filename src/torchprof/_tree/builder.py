@@ -80,6 +80,7 @@ class TreeBuilder:
         self.replayed = False
         self.shapeless: dict[str, int] = {}
         self.replay_problems: dict[str, str] = {}
+        self.unknown_flop_nodes: set[int] = set()  # ops of unknown cost: their rows and all above are NaN
         self.steps: list[dict[str, Any]] = []
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
         # Kept bytes, peaks, the timeline and what the peak is made of (see torchprof._tree.memory).

@@ -573,6 +573,18 @@ for _name in ("_fused_adam_", "_fused_adam", "_fused_adamw_", "_fused_adamw"):
     FORMULAS["aten::" + _name] = _fused_adam
 FORMULAS["aten::_fused_sgd_"] = FORMULAS["aten::_fused_sgd"] = _fused_sgd
 
+
+def _no_arithmetic(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    return 0, 0
+
+
+#: Data movement whose CPU kernel computes on small index tensors with aten ops of its own
+#: (``repeat`` adds offsets): counted as zero, and what runs inside is not the model's
+#: arithmetic (a meta or fake copy runs none of it, so a replay could never know it either).
+NO_ARITHMETIC = frozenset({"aten::repeat"})
+for _name in NO_ARITHMETIC:
+    FORMULAS[_name] = _no_arithmetic
+
 #: Positions of the int-list arguments (stride, padding, ..., masks) each op's formula reads:
 #: the live profiler does not record int lists, so these are filled in from the layer that ran
 #: the op or from the profiler's slow complete record.

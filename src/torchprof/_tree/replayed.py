@@ -31,22 +31,36 @@ from .._records import ReplayRun
 from .._vocab import EventKind
 from . import flops as _flops
 from .builder import TreeBuilder
-from .nodes import Nodes
+from .nodes import TAG_MODULE, Nodes
 
 OP, MODULE = int(EventKind.OP), int(EventKind.MODULE)
 #: The node autograd starts a backward of several tensors from (the replay's; free, no work).
 _GRAPH_ROOT = "torch::autograd::GraphRoot"
 
 
-@dataclass
 class _Expected:
-    """One node of a replay's tree, by its key path below the root module."""
+    """A replay's tree below its top node (index 0), column-wise: per node its calls, the
+    subtree's MACs and FLOPs, whether it is backward work, and its children by key. Built from
+    one replay, or several weighted by their real calls (``_combined``). Nodes are matched to the
+    real tree by walking both from the top with each node's own child keys, never by whole paths
+    (which made matching a deep chain cost the square of its depth)."""
 
-    calls: int
-    macs: int
-    flops: int
-    bwd: bool
-    children: list[tuple]
+    __slots__ = ("bwd", "calls", "children", "flops", "macs")
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.macs: list[int] = []
+        self.flops: list[int] = []
+        self.bwd: list[bool] = []
+        self.children: list[dict[str, int]] = []
+
+    def add(self, calls: int, macs: int, flops: int, bwd: bool) -> int:
+        self.calls.append(calls)
+        self.macs.append(macs)
+        self.flops.append(flops)
+        self.bwd.append(bwd)
+        self.children.append({})
+        return len(self.calls) - 1
 
 
 @dataclass
@@ -57,6 +71,8 @@ class RootPlan:
     """``(node, macs, flops)`` to add."""
     unknown: dict[str, int] = field(default_factory=dict)
     """Ops whose FLOPs stay unknown (name -> calls)."""
+    unknown_nodes: list[int] = field(default_factory=list)
+    """The real nodes of those ops: their rows, and every row above them, are unknown (NaN)."""
     covered: list[int] = field(default_factory=list)
     """The real nodes of this root's calls that the replay accounts for."""
     problem: str | None = None
@@ -107,7 +123,7 @@ def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootP
                 continue
             if len(parts) == 1:
                 exp = parts[0][1]
-                scale, rest = divmod(nodes.calls[inst], exp[()].calls)
+                scale, rest = divmod(nodes.calls[inst], exp.calls[0])
                 if rest or not scale:
                     plan.problem = "its calls do not match its replay"
                     break
@@ -139,6 +155,7 @@ def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan]) -> dict[str
             nodes.flops[nid] += flops
         for name, calls in plan.unknown.items():
             builder.shapeless[name] = builder.shapeless.get(name, 0) + calls
+        builder.unknown_flop_nodes.update(plan.unknown_nodes)
         covered += plan.covered
     if covered or builder.unmapped_graph_nodes:
         # FLOPs are known but for what is listed (a compiled graph without its map is listed).
@@ -157,16 +174,15 @@ def _has_flops(nodes: Nodes, top: int) -> bool:
     return False
 
 
-def _expected_of(run: ReplayRun) -> dict[tuple, _Expected] | None:
-    """The replay's tree below its root module: per key path, calls and subtree totals."""
+def _expected_of(run: ReplayRun) -> _Expected | None:
+    """The replay's tree below its root module: per node, calls and subtree totals."""
     if run.events is None:
         return None
     replay = TreeBuilder(label="replay", modules=dict(run.modules), flops=True, shapes=False)
     replay.add(run.events)
     nodes = replay.nodes
-    top = next((nid for nid in nodes.children[replay.root].values()
-                if nodes.kind[nid] == MODULE and nodes.label[nid] == run.path), -1)  # fmt: skip
-    if top < 0:
+    top = nodes.children[replay.root].get(TAG_MODULE + run.path, -1)
+    if top < 0 or nodes.kind[top] != MODULE:
         return None
     count = len(nodes)
     macs, flops_ = list(nodes.macs), list(nodes.flops)
@@ -174,160 +190,172 @@ def _expected_of(run: ReplayRun) -> dict[tuple, _Expected] | None:
         parent = nodes.parent[nid]
         macs[parent] += macs[nid]
         flops_[parent] += flops_[nid]
-    out: dict[tuple, _Expected] = {}
-    stack: list[tuple[int, tuple]] = [(top, ())]
+    out = _Expected()
+    stack = [(top, out.add(nodes.calls[top], macs[top], flops_[top], nodes.bwd[top]))]
     while stack:
-        nid, path = stack.pop()
-        kids = [((*path, key), child) for key, child in nodes.children[nid].items()]
-        out[path] = _Expected(nodes.calls[nid], macs[nid], flops_[nid], nodes.bwd[nid], [p for p, _ in kids])
-        stack.extend((child, p) for p, child in kids)
+        nid, at = stack.pop()
+        kids = out.children[at]
+        for key, child in nodes.children[nid].items():
+            kids[key] = made = out.add(nodes.calls[child], macs[child], flops_[child], nodes.bwd[child])
+            stack.append((child, made))
     return out
 
 
-def _combined(parts: list[tuple[int, dict[tuple, _Expected]]]) -> dict[tuple, _Expected]:
+def _combined(parts: list[tuple[int, _Expected]]) -> _Expected:
     """Several signatures' replays as one: each weighted by its number of real calls."""
-    out: dict[tuple, _Expected] = {}
+    out = _Expected()
+    out.add(0, 0, 0, False)
     for count, exp in parts:
-        for path, e in exp.items():
-            have = out.get(path)
-            if have is None:
-                out[path] = _Expected(e.calls * count, e.macs * count, e.flops * count, e.bwd, list(e.children))
-            else:
-                have.calls += e.calls * count
-                have.macs += e.macs * count
-                have.flops += e.flops * count
-                have.children.extend(c for c in e.children if c not in have.children)
+        stack = [(0, 0)]
+        while stack:
+            at, into = stack.pop()
+            out.calls[into] += exp.calls[at] * count
+            out.macs[into] += exp.macs[at] * count
+            out.flops[into] += exp.flops[at] * count
+            out.bwd[into] = exp.bwd[at]
+            kids = out.children[into]
+            for key, child in exp.children[at].items():
+                made = kids.get(key)
+                if made is None:
+                    kids[key] = made = out.add(0, 0, 0, exp.bwd[child])
+                stack.append((child, made))
     return out
 
 
-def _carry_over(nodes: Nodes, inst: int, exp: dict[tuple, _Expected], scale: int, plan: RootPlan) -> None:
+def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootPlan) -> None:
     """Match the real subtree of ``inst`` to the replay (``exp``, times ``scale``), then give each
-    matched node the replay's subtree total less what its matched children take."""
+    matched node the replay's subtree total less what its matched children take.
+
+    O(nodes of both subtrees): each real node is matched through its parent's match by its own
+    key, and each node's children are read a constant number of times."""
+    e_calls, e_macs, e_flops, e_bwd, e_children = exp.calls, exp.macs, exp.flops, exp.bwd, exp.children
+    n_calls, n_children, n_label, n_kind, n_bwd = nodes.calls, nodes.children, nodes.label, nodes.kind, nodes.bwd
+    formulas = _flops.FORMULAS
     # The real subtree, parents before children, and which nodes hold work with a formula.
     order: list[int] = []
     stack = [inst]
     while stack:
         nid = stack.pop()
         order.append(nid)
-        stack.extend(nodes.children[nid].values())
+        stack.extend(n_children[nid].values())
     # (Only outermost formula ops count: what runs inside one is its own business, and may differ.)
-    work = {nid: nodes.kind[nid] == OP and nodes.label[nid] in _flops.FORMULAS for nid in order}
+    work = {nid: n_kind[nid] == OP and n_label[nid] in formulas for nid in order}
     for nid in reversed(order):
         if work[nid] and nid != inst:
             work[nodes.parent[nid]] = True
-    def backward_done(nid: int, e: _Expected) -> bool:
+
+    def backward_done(nid: int, at: int) -> bool:
         """Did the real run do this node's backward, all of it? Its autograd entries (backward
         children of a forward node) ran as often on both sides. Asked per node: a replay that
         took another branch somewhere (an extra mask addition) loses that node's backward only."""
-        if e.bwd:
+        if e_bwd[at]:
             return True
-        real = sum(nodes.calls[c] for c in nodes.children[nid].values() if nodes.bwd[c])
-        replayed = sum(exp[c].calls for c in e.children if exp[c].bwd and not c[-1].endswith(_GRAPH_ROOT))
+        real = sum(n_calls[c] for c in n_children[nid].values() if n_bwd[c])
+        replayed = sum(e_calls[c] for key, c in e_children[at].items() if e_bwd[c] and not key.endswith(_GRAPH_ROOT))
         return real == replayed * scale and real > 0
 
-    # 1. Match top-down: same key path (or its in-place twin) and the same calls.
-    match: dict[int, tuple] = {inst: ()}
+    # 1. Match top-down: same key (or its in-place twin) under matched parents, and the same calls.
+    match: dict[int, int] = {inst: 0}
     done_of: dict[int, bool] = {}
     consistent: dict[int, bool] = {}
     loose_of: dict[int, list[int]] = {}  # real children with work that match nothing
     for nid in order:
-        path = match.get(nid)
-        if path is None:
+        at = match.get(nid)
+        if at is None:
             continue
-        e = exp[path]
-        done = done_of[nid] = backward_done(nid, e)
-        ok = True
-        taken: set[tuple] = set()
-        loose: list[int] = []  # children with work that match nothing
-        if work[nid] and nodes.kind[nid] == OP and nodes.label[nid] in _flops.FORMULAS:
+        kids = e_children[at]
+        done = done_of[nid] = backward_done(nid, at)
+        if work[nid] and n_kind[nid] == OP and n_label[nid] in formulas:
             consistent[nid] = True  # an outermost formula op: counted whole, its inside unread
             continue
-        for key, child in nodes.children[nid].items():
-            cpath = (*path, key)
-            ce = exp.get(cpath)
-            if ce is None or nodes.calls[child] != ce.calls * scale:
+        ok = True
+        taken: set[int] = set()
+        loose: list[int] = []
+        for key, child in n_children[nid].items():
+            c = kids.get(key)
+            if c is None or n_calls[child] != e_calls[c] * scale:
                 # The same work in place or not (``add_`` on CPU, ``add`` on meta).
-                twin = (*path, key[:-1] if key.endswith("_") else key + "_")
-                te = exp.get(twin)
-                if te is not None and twin not in taken and nodes.calls[child] == te.calls * scale:
-                    cpath, ce = twin, te
-                else:
-                    ce = None
-            if ce is not None and ce.bwd and not e.bwd and not done:
-                ce = None  # backward the real run did not do, or did only partly
+                t = kids.get(key[:-1] if key.endswith("_") else key + "_")
+                c = t if t is not None and t not in taken and n_calls[child] == e_calls[t] * scale else None
+            if c is not None and e_bwd[c] and not e_bwd[at] and not done:
+                # backward the real run did not do, or did only partly
                 if work[child]:
-                    _list_unknown(nodes, child, plan.unknown)
+                    _list_unknown(nodes, child, plan)
                 continue
-            if ce is None:
+            if c is None:
                 if work[child]:
                     loose.append(child)
                 continue
-            taken.add(cpath)
-            match[child] = cpath
+            taken.add(c)
+            match[child] = c
         # In place or not, mixed (the autograd engine sums some gradients with ``add_``, others
         # with ``add``, on the CPU; all with ``add`` on meta): the same work when the calls of
         # each name and its twin add up. Their total stays on this node.
         real_calls: dict[str, int] = {}
         for child in loose:
-            base = nodes.label[child].rstrip("_")
-            real_calls[base] = real_calls.get(base, 0) + nodes.calls[child]
-        for base, calls in real_calls.items():
-            replayed = sum(exp[c].calls for c in e.children if c not in taken and c[-1].rstrip("_") == base)
-            ok = ok and calls == replayed * scale
-        # And the other way: work the replay did that the real run did not (a forward that takes
-        # another branch without real data, e.g. adds an attention mask it would have dropped).
-        for c in e.children:
-            ce = exp[c]
-            if c in taken or not (ce.flops or ce.macs) or c[-1].rstrip("_") in real_calls:
+            base = n_label[child].rstrip("_")
+            real_calls[base] = real_calls.get(base, 0) + n_calls[child]
+        replayed_calls: dict[str, int] = {}
+        for key, c in kids.items():
+            if c in taken:
                 continue
-            if ce.bwd and not e.bwd and not done:
-                continue  # replayed backward that is not carried over
-            ok = False
+            base = key.rstrip("_")
+            if base in real_calls:
+                replayed_calls[base] = replayed_calls.get(base, 0) + e_calls[c]
+            elif (e_flops[c] or e_macs[c]) and not (e_bwd[c] and not e_bwd[at] and not done):
+                # Work the replay did that the real run did not (a forward that takes another
+                # branch without real data, e.g. adds an attention mask it would have dropped),
+                # unless it is replayed backward that is not carried over.
+                ok = False
+        for base, calls in real_calls.items():
+            ok = ok and calls == replayed_calls.get(base, 0) * scale
         consistent[nid] = ok
         loose_of[nid] = loose
 
     # 2. Carry the totals over, top-down. A node whose children do not all match (an op that
     # runs other ops on the meta device than on the real one; a forward that took another branch
     # without real data) takes nothing of its own: its unmatched work is listed as of unknown
-    # cost, its parent does not take its replayed total either, and its matched children (a
-    # layer inside it) are still carried over, each checked the same way.
+    # cost (and its rows are unknown), its parent does not take its replayed total either, and
+    # its matched children (a layer inside it) are still carried over, each checked the same way.
     walk = [inst]
     while walk:
         nid = walk.pop()
-        e = exp[match[nid]]
+        at = match[nid]
         if not consistent[nid]:
             for child in loose_of[nid]:
-                _list_unknown(nodes, child, plan.unknown)
-            walk.extend(child for child in nodes.children[nid].values() if child in match)
+                _list_unknown(nodes, child, plan)
+            walk.extend(child for child in n_children[nid].values() if child in match)
             continue
         if not work[nid]:
             # No op with a formula ran here on the real device (a CPU kernel in one piece): what
             # the replay counts is how the meta kernel computes (index arithmetic), not work.
             continue
-        macs, flops = e.macs * scale, e.flops * scale
-        for child in nodes.children[nid].values():
-            taken_as = match.get(child)
-            if taken_as is not None:
-                macs -= exp[taken_as].macs * scale
-                flops -= exp[taken_as].flops * scale
+        macs, flops = e_macs[at] * scale, e_flops[at] * scale
+        for child in n_children[nid].values():
+            c = match.get(child)
+            if c is not None:
+                macs -= e_macs[c] * scale
+                flops -= e_flops[c] * scale
                 walk.append(child)
-        if not e.bwd and not done_of[nid]:
-            for cpath in e.children:
-                ce = exp[cpath]
-                if ce.bwd:  # replayed backward that is not carried over
-                    macs -= ce.macs * scale
-                    flops -= ce.flops * scale
+        if not e_bwd[at] and not done_of[nid]:
+            for c in e_children[at].values():
+                if e_bwd[c]:  # replayed backward that is not carried over
+                    macs -= e_macs[c] * scale
+                    flops -= e_flops[c] * scale
         if macs or flops:
             plan.assign.append((nid, macs, flops))
 
 
-def _list_unknown(nodes: Nodes, top: int, unknown: dict[str, int]) -> None:
-    """The outermost ops with a formula at or below ``top``: FLOPs unknown."""
+def _list_unknown(nodes: Nodes, top: int, plan: RootPlan) -> None:
+    """The outermost ops with a formula at or below ``top``: FLOPs unknown, and so are the rows
+    that hold them."""
+    unknown = plan.unknown
     stack = [top]
     while stack:
         nid = stack.pop()
         if nodes.kind[nid] == OP and nodes.label[nid] in _flops.FORMULAS:
             unknown[nodes.label[nid]] = unknown.get(nodes.label[nid], 0) + nodes.calls[nid]
+            plan.unknown_nodes.append(nid)
             continue
         stack.extend(nodes.children[nid].values())
 
@@ -343,8 +371,9 @@ def _note_uncovered(builder: TreeBuilder, covered_roots: list[int]) -> None:
         if inside[parent]:
             inside[nid] = True
         elif not inside[nid] and nodes.kind[nid] == OP and nodes.label[nid] in _flops.FORMULAS and not nodes.covered[parent] \
-                and not nodes.flops[nid] and not nodes.macs[nid]:  # fmt: skip
+                and not nodes.flops[nid] and not nodes.macs[nid] and nodes.label[nid] not in _flops.NO_ARITHMETIC:  # fmt: skip
             builder.shapeless[nodes.label[nid]] = builder.shapeless.get(nodes.label[nid], 0) + nodes.calls[nid]
+            builder.unknown_flop_nodes.add(nid)
 
 
 
