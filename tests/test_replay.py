@@ -409,3 +409,151 @@ def test_a_failure_in_torchprofs_own_hook_is_a_warning_and_unknown_flops(monkeyp
         df = prof.df
     assert df["flops"].isna().all()  # unknown, never a count of what the hooks half saw
     assert any("module hooks failed" in w for w in prof.summary["warnings"])
+
+
+# -- the replay describes what ran ------------------------------------------------------------------
+def test_a_layer_replaced_or_resized_before_the_profile_is_read_makes_flops_unknown_never_zero():
+    torch.manual_seed(0)
+    for change in ("replace", "resize"):
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+        with torchprof.Profiler() as prof:
+            model(torch.randn(32, 64)).sum().backward()
+        if change == "replace":
+            model[2] = nn.Linear(64, 64)  # same sizes, another layer: not the one that ran
+        else:
+            model[2].weight = nn.Parameter(torch.randn(16, 64))  # resized: it would count 16 outputs, 64 ran
+        df = prof.df
+        assert pd.isna(df.loc["Sequential", "flops"]) and pd.isna(df.loc["Sequential.2", "macs"]), change
+        assert "changed after it ran" in " ".join(prof.summary["warnings"]), change
+
+
+class _Out:
+    """A custom container of outputs (neither a tuple nor a dict)."""
+
+    def __init__(self, hidden, logits) -> None:
+        self.hidden, self.logits = hidden, logits
+
+
+def _structured(kind: str):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Output:
+        hidden: torch.Tensor
+        logits: torch.Tensor
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body, self.head = nn.Linear(64, 64), nn.Linear(64, 64)
+
+        def forward(self, x):
+            hidden = self.body(x)
+            logits = self.head(hidden.relu())
+            if kind == "dataclass":
+                return Output(hidden, logits)
+            if kind == "object":
+                return _Out(hidden, logits)
+            return (t for t in (hidden, logits))  # a generator
+
+    return Net()
+
+
+@pytest.mark.parametrize("kind", ["dataclass", "object", "generator"])
+def test_outputs_of_any_structure_get_their_backward_counted(kind):
+    torch.manual_seed(0)
+    model = _structured(kind)
+    x = torch.randn(32, 64)
+
+    def run():
+        out = model(x)
+        logits = list(out)[1] if kind == "generator" else out.logits
+        logits.sum().backward()
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert (recorded.df["is_backward"] & (recorded.df["macs"] > 0)).any()
+
+
+def test_the_users_global_hooks_and_anomaly_mode_stay_out_of_the_replay():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 8))
+    x = torch.randn(4, 8)
+    seen: list[str] = []
+
+    def reads_values(module, args, output):
+        seen.append(type(module).__name__)
+        output[0, 0].item()  # a value: impossible on a data-free copy
+
+    def run():
+        model(x).sum().backward()
+
+    handle = nn.modules.module.register_module_forward_hook(reads_values)
+    try:
+        with torch.autograd.detect_anomaly():
+            replayed, recorded = both(run)
+            calls = len(seen)
+            rows = layer_rows(replayed)  # the replay runs here
+        assert len(seen) == calls  # the user's hook ran in the user's calls only
+    finally:
+        handle.remove()
+    assert rows == layer_rows(recorded) and not replayed.summary.get("warnings")
+    assert not torch.is_anomaly_enabled()
+
+
+def test_a_hook_of_the_model_reading_values_is_named_as_the_cause():
+    model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8))
+    model[1].register_forward_pre_hook(lambda module, args: None)  # the user's hooks are dropped on the copy
+    model[1].forward = lambda x: nn.functional.linear(x, model[1].weight) * float(x.sum())  # reads a value
+    with torchprof.Profiler() as prof:
+        model(torch.randn(2, 8))
+    note = " ".join(prof.summary["warnings"])
+    assert "its forward cannot run without real data" in note and "test_replay.py" in note and "in <lambda>" in note
+
+
+def test_tensors_and_arrays_a_module_holds_are_never_copied_with_their_data():
+    import numpy as np
+
+    from torchprof._capture import replay
+
+    class Holder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+            self.table = np.ones((64, 64))
+            self.cache = [torch.ones(64, 64), {"k": torch.ones(32)}]
+            self.state = _Out(torch.ones(16), np.zeros(3))
+            self.alias = self.lin.weight  # the same tensor twice: one stand-in
+
+        def forward(self, x):
+            return self.lin(x) + self.cache[0][:1, :8]
+
+    model = Holder()
+    tensors = replay._Tensors(fake=False)
+    copy = replay.tensor_copy(model, tensors, replay.modules_below(model))
+    assert copy.table is model.table and copy.state.logits is model.state.logits  # shared, not copied
+    assert copy.cache is not model.cache and copy.cache[0].is_meta and copy.cache[1]["k"].is_meta
+    assert copy.state is not model.state and copy.state.hidden.is_meta
+    assert copy.lin.weight.is_meta and copy.alias is copy.lin.weight
+    assert not model.cache[0].is_meta and model.lin.weight.device.type == "cpu"
+    replayed, recorded = both(lambda: model(torch.randn(2, 8)))
+    assert layer_rows(replayed) == layer_rows(recorded)
+
+
+def test_fx_and_exported_roots_are_replayed_or_unknown_never_zero():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    x = torch.randn(4, 8)
+    exported = torch.export.export(model, (x,)).module()
+    replayed, recorded = both(lambda: exported(x))
+    root = "GraphModule"
+    assert replayed.df.loc[root, "flops"] == recorded.df.loc[root, "flops"] > 0
+    traced = torch.fx.symbolic_trace(model)
+
+    def train():
+        traced.zero_grad(set_to_none=True)
+        traced(x).sum().backward()
+
+    replayed, recorded = both(train)
+    got, want = layer_rows(replayed), layer_rows(recorded)
+    assert got == want and all(flops > 0 for flops, _ in got.values())

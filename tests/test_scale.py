@@ -91,6 +91,8 @@ def test_a_3000_deep_chain_profiles_with_the_right_deepest_path_and_no_recursion
     assert modules.loc[deepest, "name"] == "inner"
     # parameters of each level and all below it: one scalar per level
     assert modules.loc["Link", "params"] == 3000 and modules.loc[deepest, "params"] == 1
+    # FLOPs replayed on a data-free copy made and run without recursion in torchprof: x * w, 2 per level
+    assert modules.loc["Link", "flops"] == 2 * 3000 and modules.loc[deepest, "flops"] == 2
     assert deep.summary["params"] == 3000
     assert by_type.loc["Link", "modules"] == 3000 and by_type.loc["Link", "params"] == 3000
     # every module row is in the table; rows past MAX_GUIDES levels show only the innermost guides

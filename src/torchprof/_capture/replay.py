@@ -78,6 +78,8 @@ class Signature:
     """An output could not be walked: whether a gradient reached it is not known."""
     root: Any = None
     """The :class:`RootCalls` this signature belongs to."""
+    anomaly: bool = False
+    """Called in anomaly mode (``torch.autograd.detect_anomaly``), which checks every gradient."""
 
 
 @dataclass
@@ -109,6 +111,8 @@ class CallRecorder:
         self._inference = torch.is_inference_mode_enabled
         self._autocast = torch.is_autocast_enabled
         self._autocast_dtype = torch.get_autocast_dtype
+        self._anomaly = torch.is_anomaly_enabled
+        self._anomaly_nan = torch.is_anomaly_check_nan_enabled
         self._module = torch.nn.Module
         self._parameter = torch.nn.Parameter
         self._strided = torch.strided
@@ -156,8 +160,9 @@ class CallRecorder:
             raise _Unreplayable("its arguments could not be read") from None
         tensor = self._tensor
         autocast = tuple((dt, self._autocast_dtype(dt)) for dt in ("cpu", "cuda") if self._autocast(dt))
+        anomaly = (self._anomaly(), self._anomaly_nan()) if self._anomaly() else None
         key: list[Any] = [self._grad_enabled() and not self._inference(), bool(getattr(module, "training", False)),
-                          str(spec), autocast]  # fmt: skip
+                          str(spec), autocast, anomaly]  # fmt: skip
         kept: list[Any] = []
         first: dict[int, int] = {}  # id(tensor) -> its first leaf: one tensor passed twice is one tensor again
         for n, leaf in enumerate(leaves):
@@ -178,7 +183,7 @@ class CallRecorder:
         if sig is None:
             if len(calls.signatures) >= MAX_SIGNATURES:
                 raise _Unreplayable(f"called with more than {MAX_SIGNATURES} distinct argument sizes")
-            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast, root=calls)
+            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast, root=calls, anomaly=anomaly is not None)
         sig.count += 1
         return sig
 
@@ -480,6 +485,28 @@ class _Tensors:
         return _fast_meta_batch_norm() if self.batch_norm else contextlib.nullcontext()
 
 
+def _anomaly_checks_answered() -> Any:
+    """Anomaly mode asks, after each backward op, whether its gradients hold a NaN
+    (``isnan(grad)._is_any_true().item()``): a data-free tensor has no values, so the answer is
+    no. Only that question is answered: any other read of a value still fails."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    asked: set[int] = set()
+
+    class AnomalyChecks(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if func is aten._local_scalar_dense.default and args and id(args[0]) in asked:
+                return False
+            out = func(*args, **(kwargs or {}))
+            if func is aten._is_any_true.default and isinstance(out, torch.Tensor) and out.is_meta:
+                asked.add(id(out))
+            return out
+
+    return AnomalyChecks()
+
+
 def _fast_meta_batch_norm() -> Any:
     """Batch norm's meta kernels are Python decompositions (half a DenseNet's replay): outputs
     of the right sizes are all the replay needs, since FLOPs come from the recorded inputs of
@@ -540,6 +567,11 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
                     modes.enter_context(torch.autocast(device_type, dtype=dtype))
+                if sig.anomaly:
+                    # The run checked every gradient for NaN (ops the tree sees): so does the
+                    # replay, its checks answered "no NaN" as a copy without data has none.
+                    modes.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=True))
+                    modes.enter_context(_anomaly_checks_answered())
                 if "torch._dynamo" in sys.modules:
                     # A function compiled inside the forward runs eagerly: compiling it for fake
                     # inputs would take seconds, and its graphs are counted from their own maps.

@@ -506,7 +506,7 @@ floor floor_ ceil ceil_ round round_ trunc trunc_ frac
 eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ logical_and logical_or logical_not logical_xor
 bitwise_and bitwise_or bitwise_xor bitwise_not fmod fmod_ remainder remainder_ floor_divide
 isnan isinf isfinite nan_to_num nan_to_num_ where masked_fill masked_fill_ sgn sign_
-sum mean amax amin aminmax argmax argmin cumsum cumsum_ cumprod prod logsumexp all any nansum
+sum mean amax amin aminmax argmax argmin cumsum cumsum_ cumprod prod logsumexp all any nansum _is_any_true _is_all_true
 logcumsumexp cummax cummin
 dropout_ native_dropout native_dropout_backward feature_dropout feature_dropout_ alpha_dropout
 mse_loss mse_loss_backward l1_loss smooth_l1_loss smooth_l1_loss_backward huber_loss huber_loss_backward
