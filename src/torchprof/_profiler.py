@@ -11,7 +11,7 @@ from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
-from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
+from ._tree.replayed import commit_replays, mark_transformed, module_paths, plan_outside, plan_replays, replay_note
 from ._vocab import RECOMPUTE, NodeKind
 
 if TYPE_CHECKING:
@@ -263,16 +263,25 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
     device first (fast); a root whose ops run otherwise on the real device (a fused CPU kernel, an
     inference fast path) is replayed again with fake tensors on that device, and the closer of
     the two is kept. Returns why each root without FLOPs has none."""
-    if builder.replayed or builder.want_shapes or not builder.want_flops:
-        return dict(builder.replay_problems)  # shapes recorded: every op counted from its own
-    plans = plan_replays(builder, session.replays(module_paths(builder)))
+    if builder.replayed or not builder.want_flops:
+        return dict(builder.replay_problems)
+    if builder.want_shapes:  # every op counted from its own shapes, but for what torch.func ran
+        builder.replayed = True
+        mark_transformed(builder)
+        return dict(builder.replay_problems)
+    runs = session.replays(module_paths(builder)) + session.outside_replays()
+    plans = plan_replays(builder, runs)
     redo = [path for path, plan in plans.items() if not plan.exact]
     if redo:
-        again = plan_replays(builder, session.replays(redo, fake=True))
+        again_runs = session.replays(redo, fake=True) + [r for r in session.outside_replays(fake=True) if r.path in redo]
+        again = plan_replays(builder, again_runs)
         for path, plan in again.items():
             if plan.missing() < plans[path].missing():
                 plans[path] = plan
-    return commit_replays(builder, plans)
+    outside = plan_outside(builder, plans, [run for run in runs if run.kind == "outside"])
+    commit_replays(builder, plans, outside)
+    mark_transformed(builder)
+    return dict(builder.replay_problems)
 
 
 def _module_calls(tree: Any) -> int:

@@ -65,6 +65,9 @@ class ModuleInfo:
     """Sizes of the arguments of the path's first call (with shapes recorded), for module ranges
     that carry none: torch records a range's inputs only on the thread that started it, not in
     its every-thread mode."""
+    transformed: bool = False
+    """A root called inside a ``torch.func`` transform (``vmap``, ``grad``): torch records its
+    ops once per example, with the example's sizes, not the batch's."""
 
     def to_json(self) -> list[Any]:
         """``[type, params, param_bytes, root, replica]``: how traces and saved profiles store it."""
@@ -237,6 +240,13 @@ class ReplayRun:
     modules: dict[str, ModuleInfo] = field(default_factory=dict)
     error: str | None = None
     """Why there is no replay (then ``events`` is None): the root's FLOPs stay unknown."""
+    signature: int = 0
+    """Which of the root's call signatures this replays (runs of one signature are alternatives)."""
+    variant: str = ""
+    """The answers given to the forward's yes/no reads of values (a data-free copy has none):
+    each combination tried is one alternative replay; the tree keeps the one that matches."""
+    kind: str = "module"
+    """What ``path`` names: a root ``module``, or a ``region`` (an optimizer step's range)."""
 
 
 @dataclass

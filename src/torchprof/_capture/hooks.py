@@ -91,6 +91,7 @@ class ModuleTracker:
         self._keep: list[Any] = []
         self.faults = 0
         """Calls in which torchprof's own hook code failed (:meth:`fault`)."""
+        self._transformed: set[str] = set()  # root paths called inside a torch.func transform
         self.first_fault: str | None = None
         from torch.fx import GraphModule
 
@@ -107,6 +108,7 @@ class ModuleTracker:
 
         self._range = _RecordFunctionFast
         self._tensor = torch.Tensor
+        self._functorch_level = torch._C._functorch.maybe_current_level
         if not every_thread:
             starter = threading.get_ident()
             enabled = torch._C._autograd._profiler_enabled
@@ -181,7 +183,10 @@ class ModuleTracker:
             with self._naming:  # two threads meeting a new root at once must not label it twice
                 named = self._names.get(key) or self._name(module, stack, args)
         sig = None
+        if not stack and self._functorch_level() is not None:
+            self._transformed.add(named[0])
         if not stack and self.calls is not None:
+            self.calls.root_starts()
             sig = self.calls.root_call(module, named[0], args, id(module) in self._wrapper_of)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
@@ -215,6 +220,8 @@ class ModuleTracker:
                 if entry[4] is not None and self.calls is not None:
                     self.calls.root_output(entry[4], output)
                 break
+        if not stack and self.calls is not None:
+            self.calls.root_ends()
 
     def _transparent(self, module: Any) -> bool:
         """Modules that are machinery, not layers, get no range: the FX graph modules a compiler
@@ -330,7 +337,8 @@ class ModuleTracker:
             self.modules[path] = ModuleInfo(type=type(module).__name__, params=params, param_bytes=nbytes,
                                             op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path),
                                             root=root is not None and root[1] == path,
-                                            replica=bool(getattr(module, "_is_replica", False)))  # fmt: skip
+                                            replica=bool(getattr(module, "_is_replica", False)),
+                                            transformed=path in self._transformed)  # fmt: skip
 
     def roots(self) -> list[tuple[Any, str]]:
         """The root modules seen so far and their labels (the first part of their paths)."""

@@ -48,6 +48,8 @@ class TensorSpec:
     dtype: Any
     requires_grad: bool
     device: Any
+    leaf: bool = True
+    """Made by no op that autograd recorded (a gradient reaching it is accumulated into it)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,9 @@ class Signature:
     """The :class:`RootCalls` this signature belongs to."""
     anomaly: bool = False
     """Called in anomaly mode (``torch.autograd.detect_anomaly``), which checks every gradient."""
+    grads: tuple[bool, ...] = ()
+    """Per parameter of the root (``RootCalls.params``): whether it had a gradient already, which
+    its backward then adds to (gradient accumulation)."""
 
 
 @dataclass
@@ -93,6 +98,8 @@ class RootCalls:
     """Why this root is not replayed (too many signatures, arguments unseen)."""
     compiled: bool = False
     """Run through ``torch.compile``: its FLOPs come from the compiled graphs, not a replay."""
+    params: list[Any] | None = None
+    """The root's parameters, each once, in a fixed order (read at its first call)."""
     layout: tuple | None = None
     """The module's structure after its first call (:func:`module_layout`): a module changed
     between the run and the replay is not replayed."""
@@ -123,6 +130,9 @@ class CallRecorder:
         self.recursion_limit = sys.getrecursionlimit()
         """The highest recursion limit a root call ran under (a deep model's forward recurses)."""
         self.fault: str | None = None
+        self.outside: Any = None
+        """The :class:`~torchprof._capture.outside.OutsideRecorder` (optimizer steps, calls
+        outside modules), once installed."""
 
     def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Signature | None:
         """Note one call of a root module; returns its signature (None: not replayed). Never
@@ -161,8 +171,12 @@ class CallRecorder:
         tensor = self._tensor
         autocast = tuple((dt, self._autocast_dtype(dt)) for dt in ("cpu", "cuda") if self._autocast(dt))
         anomaly = (self._anomaly(), self._anomaly_nan()) if self._anomaly() else None
-        key: list[Any] = [self._grad_enabled() and not self._inference(), bool(getattr(module, "training", False)),
-                          str(spec), autocast, anomaly]  # fmt: skip
+        grad = self._grad_enabled() and not self._inference()
+        if calls.params is None:
+            calls.params = [p for m in modules_below(module) for p in m._parameters.values() if p is not None]
+        # Which parameters have a gradient already: its backward adds to those (accumulation).
+        grads = tuple(p.grad is not None for p in calls.params) if grad else ()
+        key: list[Any] = [grad, bool(getattr(module, "training", False)), str(spec), autocast, anomaly, grads]
         kept: list[Any] = []
         first: dict[int, int] = {}  # id(tensor) -> its first leaf: one tensor passed twice is one tensor again
         for n, leaf in enumerate(leaves):
@@ -183,7 +197,8 @@ class CallRecorder:
         if sig is None:
             if len(calls.signatures) >= MAX_SIGNATURES:
                 raise _Unreplayable(f"called with more than {MAX_SIGNATURES} distinct argument sizes")
-            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast, root=calls, anomaly=anomaly is not None)
+            sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast, root=calls,
+                                                              anomaly=anomaly is not None, grads=grads)  # fmt: skip
         sig.count += 1
         return sig
 
@@ -204,7 +219,7 @@ class CallRecorder:
         if t.is_quantized:
             raise _Unreplayable("it was called with a quantized tensor")
         stride = tuple(t.stride()) if t.layout == self._strided else ()
-        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device)
+        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device, t.is_leaf)
 
     def root_output(self, sig: Signature, output: Any) -> None:
         """Watch which output tensors of a root call a gradient reaches (a tensor hook that
@@ -234,11 +249,33 @@ class CallRecorder:
         self.fault = f"torchprof's module hooks failed during the run ({why})"
         for calls in self.roots.values():
             calls.skip = self.fault
+        if self.outside is not None and self.outside.calls_skip is None:
+            self.outside.calls_skip = self.fault  # which calls were outside modules is not known either
+
+    def install_outside(self, calls_outside: bool) -> None:
+        """Also note optimizer steps and (with ``calls_outside``) torch calls outside modules."""
+        from .outside import OutsideRecorder
+
+        self.outside = OutsideRecorder(self._spec)
+        self.outside.install(calls_outside)
+
+    def root_starts(self) -> None:
+        """A root module call starts: calls inside it are its own (replayed with it)."""
+        if self.outside is not None:
+            self.outside.suspend()
+
+    def root_ends(self) -> None:
+        if self.outside is not None:
+            self.outside.resume()
 
     def remove_hooks(self) -> None:
         handles, self._handles = self._handles, []
-        for handle in handles:
-            handle.remove()
+        try:
+            for handle in handles:
+                handle.remove()
+        finally:
+            if self.outside is not None:
+                self.outside.remove()
 
 
 class _Unreplayable(Exception):
@@ -367,15 +404,41 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
             except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
                 runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
                 continue
-            for sig in root.signatures.values():
+            for n, sig in enumerate(root.signatures.values()):
                 if sig.returned < sig.count:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="a call of it raised an exception"))
                     continue
                 if sig.unwatched:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="its output could not be read to see which parts a gradient reached"))
                     continue
-                runs.append(_replay_one(copied, tensors, root.path, sig, options_type, session_type))
+                runs += _replay_signature(copied, tensors, root.path, n, sig, options_type, session_type)
     return runs
+
+
+#: Yes/no reads of values answered per signature at most (each read doubles the ways to try).
+MAX_QUESTIONS = 3
+
+
+def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Signature, options_type: Any,
+                      session_type: Any) -> list[ReplayRun]:
+    """One signature's replay; where its forward reads a boolean value (``if mask.all():``),
+    one replay per way to answer (``MAX_QUESTIONS`` reads at most), each an alternative."""
+    run = _replay_one(copied, tensors, path, sig, options_type, session_type)
+    run.signature = n
+    if run.error is None or _VALUE_READ not in run.error:
+        return [run]
+    found: list[ReplayRun] = []
+    todo: list[list[bool]] = [[True], [False]]
+    while todo:
+        answers = todo.pop(0)
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers)
+        if tried.error == _QUESTION:
+            if len(answers) < MAX_QUESTIONS:
+                todo += [[*answers, True], [*answers, False]]
+        elif tried.error is None:
+            tried.signature, tried.variant = n, " ".join("yes" if a else "no" for a in answers)
+            found.append(tried)
+    return found or [run]
 
 
 def modules_below(root: Any) -> list[Any]:
@@ -448,6 +511,10 @@ class _Tensors:
         self.mode: Any = None
         self.batch_norm = False
         """The module has batch norm layers: their meta kernels get the fast stand-in."""
+        self.copies: dict[int, Any] = {}
+        """id(the user's object) -> its stand-in in the copy (parameters among them)."""
+        self.made: list[Any] = []
+        """The arguments made so far that require a gradient."""
         if fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -472,76 +539,138 @@ class _Tensors:
         return torch.empty(shape, dtype=dtype, device="meta")
 
     def of(self, spec: TensorSpec) -> Any:
+        """A data-free tensor for an argument: a leaf where the real one was one (its gradient
+        is accumulated), else the output of a step autograd runs through without accumulating
+        anything (:func:`_non_leaf`): the run had no ``AccumulateGrad`` for it either."""
         meta = made = self._meta(spec.shape, spec.stride, spec.dtype)
         if self.mode is not None:
             made = self.mode.fake_tensor_converter.from_meta_and_device(self.mode, meta, spec.device)
         if spec.requires_grad and (made.is_floating_point() or made.is_complex()):
-            made.requires_grad_(True)
+            if spec.leaf:
+                made.requires_grad_(True)
+            else:
+                made = _non_leaf(made)
+            self.made.append(made)
         return made
 
-    def active(self) -> Any:
+    def gradient_inputs(self) -> list[Any]:
+        """What a replay's backward computes gradients for: what required them in the run (the
+        copy's parameters, the arguments), so no other leaf gets an ``AccumulateGrad``."""
+        torch = self._torch
+        held = [t for t in self.copies.values() if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf]
+        return held + self.made
+
+    def active(self, answers: list[bool] | None = None, anomaly: bool = False) -> Any:
+        """The modes a replay runs under: fake tensors' (which make their own stand-ins), or
+        the meta replay's stand-ins (:func:`_replay_mode`)."""
+        stack = contextlib.ExitStack()
         if self.mode is not None:
-            return self.mode
-        return _fast_meta_batch_norm() if self.batch_norm else contextlib.nullcontext()
+            stack.enter_context(self.mode)
+        # Only where needed: under a dispatch mode, torch records ranges that are dispatched ops
+        # themselves (``record_function``) inside a "PythonDispatchMode" range, out of place.
+        batch_norm = self.batch_norm and self.mode is None
+        if batch_norm or answers is not None or anomaly:
+            stack.enter_context(_replay_mode(batch_norm, answers, anomaly))
+        return stack
 
 
-def _anomaly_checks_answered() -> Any:
-    """Anomaly mode asks, after each backward op, whether its gradients hold a NaN
-    (``isnan(grad)._is_any_true().item()``): a data-free tensor has no values, so the answer is
-    no. Only that question is answered: any other read of a value still fails."""
+_QUESTION = "it asks a question of a value with no answer"
+
+
+class _Question(Exception):
+    """The forward asked a yes/no question of a data-free tensor that no answer was given for."""
+
+
+#: How torch says a data-free tensor's value was read (``.item()``, ``bool()``, ``if t:``).
+_VALUE_READ = "cannot be called on meta tensors"
+
+
+def _non_leaf(t: Any) -> Any:
+    """``t`` as a tensor that requires a gradient without being a leaf: the output of a step
+    whose backward passes nothing on (its own input is a leaf no gradient reaches)."""
+    import torch
+
+    global _PASS_THROUGH
+    if _PASS_THROUGH is None:
+
+        class PassThrough(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, anchor: Any, x: Any) -> Any:
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx: Any, grad: Any) -> Any:
+                return None, None
+
+        _PASS_THROUGH = PassThrough
+    anchor = torch.empty((), device=t.device, requires_grad=True) if not t.is_meta else torch.empty((), device="meta", requires_grad=True)
+    return _PASS_THROUGH.apply(anchor, t)
+
+
+_PASS_THROUGH: Any = None
+
+
+def _replay_mode(batch_norm: bool, answers: list[bool] | None, anomaly: bool) -> Any:
+    """The replay's stand-ins where a data-free tensor cannot do what the real one did:
+
+    - batch norm's meta kernels are Python decompositions (half a DenseNet's replay): with
+      ``batch_norm``, outputs of the right sizes stand in, since FLOPs come from the recorded
+      inputs of the op the profiler records before dispatch reaches them;
+    - anomaly mode asks, after each backward op, whether its gradients hold a NaN
+      (``isnan(grad)._is_any_true().item()``): no, a copy without data has none;
+    - with ``answers``, each yes/no read of a boolean tensor (``if mask.all():``) takes the next
+      answer, and one asked past the last raises :class:`_Question`: the replay is tried with
+      each answer, and the tree keeps the one whose ops are exactly those that ran.
+
+    Any other read of a value still fails."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     aten = torch.ops.aten
     asked: set[int] = set()
+    pending = list(answers) if answers is not None else None
+    tensor = torch.Tensor
 
-    class AnomalyChecks(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if func is aten._local_scalar_dense.default and args and id(args[0]) in asked:
-                return False
-            out = func(*args, **(kwargs or {}))
-            if func is aten._is_any_true.default and isinstance(out, torch.Tensor) and out.is_meta:
-                asked.add(id(out))
-            return out
-
-    return AnomalyChecks()
-
-
-def _fast_meta_batch_norm() -> Any:
-    """Batch norm's meta kernels are Python decompositions (half a DenseNet's replay): outputs
-    of the right sizes are all the replay needs, since FLOPs come from the recorded inputs of
-    the op the profiler records before dispatch reaches them."""
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    aten = torch.ops.aten
-
-    def forward(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool, *_: Any) -> Any:
+    def bn_forward(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool, *_: Any) -> Any:
         channels = x.shape[1] if x.dim() > 1 else 0
         stats = (channels,) if training else (0,)
         return torch.empty_like(x), x.new_empty(stats), x.new_empty(stats)
 
-    def backward(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
+    def bn_backward(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
         mask = rest[-1]
         grad_weight = torch.empty(x.shape[1], dtype=x.dtype, device=x.device) if x.dim() > 1 else None
         return (torch.empty_like(x) if mask[0] else None,
                 grad_weight if mask[1] and weight is not None else None,
                 grad_weight.clone() if mask[2] and grad_weight is not None else None)  # fmt: skip
 
-    fast: dict[Any, Callable[..., Any]] = {aten.native_batch_norm.default: forward,
-                                           aten.native_batch_norm_backward.default: backward}
+    fast: dict[Any, Callable[..., Any]] = {}
+    if batch_norm:
+        fast[aten.native_batch_norm.default] = bn_forward
+        fast[aten.native_batch_norm_backward.default] = bn_backward
 
-    class FastBatchNorm(TorchDispatchMode):
+    class Replay(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
             kernel = fast.get(func)
-            if kernel is not None and all(not isinstance(a, torch.Tensor) or a.is_meta for a in args):
-                return kernel(*args, **(kwargs or {}))
-            return func(*args, **(kwargs or {}))
+            if kernel is not None and all(not isinstance(a, tensor) or a.is_meta for a in args):
+                return kernel(*args, **kwargs)
+            if func is aten._local_scalar_dense.default and args and isinstance(args[0], tensor) and args[0].is_meta:
+                if id(args[0]) in asked:
+                    return False
+                if pending is not None and args[0].dtype == torch.bool and args[0].numel() == 1:
+                    if not pending:
+                        raise _Question()
+                    return pending.pop(0)
+            out = func(*args, **kwargs)
+            if anomaly and func is aten._is_any_true.default and isinstance(out, tensor) and out.is_meta:
+                asked.add(id(out))
+            return out
 
-    return FastBatchNorm()
+    return Replay()
 
 
-def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, options_type: Any, session_type: Any) -> ReplayRun:
+def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, options_type: Any, session_type: Any,
+                answers: list[bool] | None = None) -> ReplayRun:
     import torch
     from torch.utils import _pytree
 
@@ -551,7 +680,13 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
     with _user_state_kept():
         if bool(copied.training) != sig.training:
             copied.train(sig.training)
+        params = sig.root.params if sig.root is not None and sig.root.params is not None else []
+        for p, had in zip(params, sig.grads or [False] * len(params)):
+            stand_in = tensors.copies.get(id(p))
+            if stand_in is not None:
+                stand_in.grad = torch.empty_like(stand_in).detach() if had else None
         leaves: list[Any] = []
+        tensors.made = []
         for leaf in sig.leaves:
             leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
         args, kwargs = _pytree.tree_unflatten(leaves, sig.spec)
@@ -563,7 +698,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
             session.start()
             started = True
             with contextlib.ExitStack() as modes:
-                modes.enter_context(tensors.active())
+                modes.enter_context(tensors.active(answers, sig.anomaly))
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
                     modes.enter_context(torch.autocast(device_type, dtype=dtype))
@@ -571,7 +706,6 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     # The run checked every gradient for NaN (ops the tree sees): so does the
                     # replay, its checks answered "no NaN" as a copy without data has none.
                     modes.enter_context(torch.autograd.set_detect_anomaly(True, check_nan=True))
-                    modes.enter_context(_anomaly_checks_answered())
                 if "torch._dynamo" in sys.modules:
                     # A function compiled inside the forward runs eagerly: compiling it for fake
                     # inputs would take seconds, and its graphs are counted from their own maps.
@@ -583,7 +717,9 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     outs = _backward_roots([t for n, t in enumerate(leaves) if n in sig.grad_outputs
                                             and t.requires_grad and t.grad_fn is not None])  # fmt: skip
                     if outs:
-                        torch.autograd.backward(outs, [torch.ones_like(t) for t in outs])
+                        torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=tensors.gradient_inputs() or None)
+        except _Question:
+            error = _QUESTION
         except Exception as exc:  # noqa: BLE001 - see the two cases below
             if not started:  # another profiler runs now (a profile printed inside one)
                 error = f"it could not be replayed now ({exc})"
@@ -643,7 +779,7 @@ def _first_line(exc: BaseException) -> str:
     line = text[0] if text else ""
     if "attempted to run this operator with Meta tensors" in line:
         # torch's wording runs on for lines about fake tensors: the op and why is what matters
-        return line.split(": attempted")[0] + " has no kernel for tensors without data (it reads their values)"
+        return line.split(": attempted")[0] + " has no kernel for tensors without data"
     return line[:200]
 
 
@@ -672,6 +808,7 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
             if isinstance(value, torch.Tensor) and id(value) not in memo:
                 memo[id(value)] = tensors.like(value)
     _data_free_memo([module.__dict__ for module in modules], memo, tensors)
+    tensors.copies = memo
     for module, new in copies:
         state = module.__dict__
         rest = {k: v for k, v in state.items() if k not in _MODULE_TABLES}

@@ -120,6 +120,7 @@ class CaptureSession:
         self._calls: CallRecorder | None = None
         self._replays: dict[str, list[ReplayRun]] = {}  # by root path
         self._fake_replays: dict[str, list[ReplayRun]] = {}
+        self._outside_replays: dict[bool, list[ReplayRun]] = {}  # by fake
 
     @property
     def running(self) -> bool:
@@ -192,6 +193,8 @@ class CaptureSession:
             with quiet_native_stderr():
                 self._torch_profile.start()
             self._tracker.install(every_thread=self._every_thread)
+            if self._calls is not None:
+                self._calls.install_outside(calls_outside=opts.schedule is None)
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
@@ -370,6 +373,18 @@ class CaptureSession:
             for run in replay(todo, CaptureSession, CaptureOptions, fake=fake, recursion_limit=self._calls.recursion_limit):
                 done.setdefault(run.path, []).append(run)
         return [run for p in wanted for run in done.get(p, [])]
+
+    def outside_replays(self, fake: bool = False) -> list[ReplayRun]:
+        """Optimizer steps and torch calls outside every module, run again on data-free tensors
+        (once each, after the run; empty when shapes were recorded or FLOPs not asked for)."""
+        if self._calls is None or self._calls.outside is None or self.running:
+            return []
+        if fake not in self._outside_replays:
+            from .outside import replay_outside
+
+            self._outside_replays[fake] = replay_outside(self._calls.outside, CaptureSession, CaptureOptions, fake=fake,
+                                                         recursion_limit=self._calls.recursion_limit, optimizers_only=fake)  # fmt: skip
+        return list(self._outside_replays[fake])
 
     def cycle_columns(self) -> EventColumns | None:
         """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).

@@ -31,9 +31,9 @@ from .._records import ReplayRun
 from .._vocab import EventKind
 from . import flops as _flops
 from .builder import TreeBuilder
-from .nodes import TAG_MODULE, Nodes
+from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
 
-OP, MODULE = int(EventKind.OP), int(EventKind.MODULE)
+OP, MODULE, REGION = int(EventKind.OP), int(EventKind.MODULE), int(EventKind.REGION)
 #: The node autograd starts a backward of several tensors from (the replay's; free, no work).
 _GRAPH_ROOT = "torch::autograd::GraphRoot"
 
@@ -77,6 +77,9 @@ class RootPlan:
     """The real nodes of this root's calls that the replay accounts for."""
     problem: str | None = None
     """Why the root has no FLOPs at all."""
+    replays: list[tuple[int, _Replayed]] = field(default_factory=list)
+    """The replays matched (real calls, replay): their backward no module owns is matched with
+    the rest of it (:func:`plan_outside`)."""
 
     @property
     def exact(self) -> bool:
@@ -94,59 +97,128 @@ def module_paths(builder: TreeBuilder) -> list[str]:
 
 
 def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootPlan]:
-    """Match each root's replays against ``builder``'s tree (see the module docstring)."""
+    """Match each root's replays against ``builder``'s tree (see the module docstring). Where a
+    signature was replayed several ways (answers to the forward's reads of values), each way is
+    matched and the closest kept."""
     nodes = builder.nodes
     by_path: dict[str, list[ReplayRun]] = {}
     for run in runs:
-        by_path.setdefault(run.path, []).append(run)
+        if run.kind != "outside":
+            by_path.setdefault(run.path, []).append(run)
+    kinds = {path: MODULE if path_runs[0].kind == "module" else REGION for path, path_runs in by_path.items()}
     instances_of: dict[str, list[int]] = {}
     for nid in range(len(nodes)):
-        if nodes.kind[nid] == MODULE and nodes.label[nid] in by_path:
-            instances_of.setdefault(nodes.label[nid], []).append(nid)
+        label = nodes.label[nid]
+        if label in kinds and nodes.kind[nid] == kinds[label]:
+            instances_of.setdefault(label, []).append(nid)
     plans: dict[str, RootPlan] = {}
     for path, path_runs in by_path.items():
         instances = instances_of.get(path, [])
         if not instances:
             continue
-        plan = plans[path] = RootPlan()
-        plan.problem = next((r.error for r in path_runs if r.error is not None), None)
-        if plan.problem is not None:
-            continue
-        expected = [(run.count, _expected_of(run)) for run in path_runs]
-        parts = [(count, e) for count, e in expected if e is not None]
-        if len(parts) < len(expected):
-            plan.problem = "its replay recorded no call of it"
-            continue
-        for inst in instances:
-            if _has_flops(nodes, inst):
-                plan.covered.append(inst)  # counted already (a compiled graph's map)
-                continue
-            if len(parts) == 1:
-                exp = parts[0][1]
-                scale, rest = divmod(nodes.calls[inst], exp.calls[0])
-                if rest or not scale:
-                    plan.problem = "its calls do not match its replay"
-                    break
-            else:
-                # Several argument sizes: their counts say how the calls split, which one node
-                # holding every call can use (not a tree with one node per step).
-                if len(instances) > 1 or nodes.calls[inst] != sum(count for count, _ in parts):
-                    plan.problem = "it was called with several argument sizes in different steps"
-                    break
-                exp, scale = _combined(parts), 1
-            _carry_over(nodes, inst, exp, scale, plan)
-            plan.covered.append(inst)
+        best: RootPlan | None = None
+        for alternative in _alternatives(path_runs):
+            plan = _plan_root(nodes, instances, alternative)
+            if best is None or plan.missing() < best.missing():
+                best = plan
+            if best.exact:
+                break
+        assert best is not None
+        plans[path] = best
     return plans
 
 
-def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan]) -> dict[str, str]:
-    """Write the plans into the tree, once; returns why each root without FLOPs has none."""
+def _alternatives(runs: list[ReplayRun], limit: int = 16) -> list[list[ReplayRun]]:
+    """The ways to take one replay per signature (most roots have one signature and one way)."""
+    by_signature: dict[int, list[ReplayRun]] = {}
+    for run in runs:
+        by_signature.setdefault(run.signature, []).append(run)
+    ways: list[list[ReplayRun]] = [[]]
+    for options in by_signature.values():
+        ways = [[*way, run] for way in ways for run in options][:limit]
+    return ways
+
+
+def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun]) -> RootPlan:
+    plan = RootPlan()
+    plan.problem = next((r.error for r in path_runs if r.error is not None), None)
+    if plan.problem is not None:
+        return plan
+    replays = [(run.count, _expected_of(run)) for run in path_runs]
+    parts = [(count, r) for count, r in replays if r is not None]
+    if len(parts) < len(replays):
+        plan.problem = "its replay recorded no call of it"
+        return plan
+    plan.replays = parts
+    for inst in instances:
+        if _has_flops(nodes, inst):
+            plan.covered.append(inst)  # counted already (a compiled graph's map)
+            continue
+        if len(parts) == 1:
+            rep = parts[0][1]
+            exp, top = rep.exp, rep.top
+            scale, rest = divmod(nodes.calls[inst], exp.calls[top])
+            if rest or not scale:
+                plan.problem = "its calls do not match its replay"
+                break
+        else:
+            # Several argument sizes: their counts say how the calls split, which one node
+            # holding every call can use (not a tree with one node per step).
+            if len(instances) > 1 or nodes.calls[inst] != sum(count for count, _ in parts):
+                plan.problem = "it was called with several argument sizes in different steps"
+                break
+            exp, top, scale = _combined([(count, r.exp, r.top) for count, r in parts]), 0, 1
+        _carry_over(nodes, inst, exp, scale, plan, top)
+        plan.covered.append(inst)
+    return plan
+
+
+def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[ReplayRun]) -> RootPlan | None:
+    """The work no module owns, matched to its replays: the calls made outside every module
+    (``runs``, one per distinct call), and the backward no module owns (gradient accumulation
+    into parameters that had gradients, and the backward of those calls), which every replay
+    adds to. Only for a profile without steps (a schedule's steps hold their own)."""
+    if builder.steps:
+        return None
+    nodes = builder.nodes
+    root = builder.root
+    plan = RootPlan()
+    problem = next((r.error for r in runs if r.error is not None), None)
+    calls = [] if problem is not None else [(run.count, _expected_of(run)) for run in runs]
+    top_parts = [(count, r.exp, 0) for count, r in calls if r is not None]
+    backward_parts = [(count, r.exp, r.unattributed) for count, r in calls if r is not None and r.unattributed >= 0]
+    for root_plan in plans.values():
+        if root_plan.problem is None:
+            backward_parts += [(count, r.exp, r.unattributed) for count, r in root_plan.replays if r.unattributed >= 0]
+    if top_parts:
+        outside = _combined(top_parts)
+        for key, child in nodes.children[root].items():
+            c = outside.children[0].get(key)
+            if nodes.kind[child] == OP and c is not None and nodes.calls[child] == outside.calls[c]:
+                _carry_over(nodes, child, outside, 1, plan, c)
+                plan.covered.append(child)
+    unattributed = nodes.children[root].get(KEY_UNATTRIBUTED, -1)
+    if unattributed >= 0 and backward_parts and (problem is None or not _calls_have_backward(nodes, unattributed)):
+        _carry_over(nodes, unattributed, _combined(backward_parts), 1, plan)
+        plan.covered.append(unattributed)
+    return plan
+
+
+def _calls_have_backward(nodes: Nodes, unattributed: int) -> bool:
+    """Backward no module owns, other than gradient accumulation (``AccumulateGrad``): the
+    backward of calls outside modules."""
+    return any("AccumulateGrad" not in key for key in nodes.children[unattributed])
+
+
+def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan], outside: RootPlan | None = None) -> dict[str, str]:
+    """Write the plans into the tree, once; returns why each root without FLOPs has none.
+    ``outside``: the plan for the work no module owns (:func:`plan_outside`)."""
     if builder.replayed:
         return dict(builder.replay_problems)
     builder.replayed = True
     nodes = builder.nodes
     covered: list[int] = []
-    for path, plan in plans.items():
+    for path, plan in [*plans.items(), *([("", outside)] if outside is not None else [])]:
         if plan.problem is not None:
             builder.replay_problems[path] = plan.problem
             continue
@@ -174,16 +246,36 @@ def _has_flops(nodes: Nodes, top: int) -> bool:
     return False
 
 
-def _expected_of(run: ReplayRun) -> _Expected | None:
-    """The replay's tree below its root module: per node, calls and subtree totals."""
+@dataclass
+class _Replayed:
+    """One replay's tree as :class:`_Expected`, and where its parts are: the root module's (or
+    optimizer step's) node, and the backward no module owns (gradient accumulation, the backward
+    of calls outside modules), -1 where absent."""
+
+    exp: _Expected
+    top: int
+    unattributed: int
+
+
+def _expected_of(run: ReplayRun) -> _Replayed | None:
+    """The replay's tree: per node, calls and subtree totals."""
     if run.events is None:
         return None
     replay = TreeBuilder(label="replay", modules=dict(run.modules), flops=True, shapes=False)
     replay.add(run.events)
     nodes = replay.nodes
-    top = nodes.children[replay.root].get(TAG_MODULE + run.path, -1)
-    if top < 0 or nodes.kind[top] != MODULE:
-        return None
+    root = replay.root
+    top = root
+    if run.kind != "outside":
+        want = (TAG_MODULE if run.kind == "module" else TAG_REGION) + run.path
+        look = [root]
+        top = -1
+        while look and top < 0:  # below the root, or below a dispatch range there
+            at = look.pop()
+            top = nodes.children[at].get(want, -1)
+            look += [c for k, c in nodes.children[at].items() if k in _DISPATCH_RANGES]
+        if top < 0:
+            return None
     count = len(nodes)
     macs, flops_ = list(nodes.macs), list(nodes.flops)
     for nid in range(count - 1, 0, -1):  # children have larger ids: subtree totals in one sweep
@@ -191,22 +283,47 @@ def _expected_of(run: ReplayRun) -> _Expected | None:
         macs[parent] += macs[nid]
         flops_[parent] += flops_[nid]
     out = _Expected()
-    stack = [(top, out.add(nodes.calls[top], macs[top], flops_[top], nodes.bwd[top]))]
+    index = {root: out.add(nodes.calls[root], macs[root], flops_[root], nodes.bwd[root])}
+    # (node, where its children go, the key of that place, whether it is a dispatch range there)
+    stack: list[tuple[int, int, str, bool]] = [(root, index[root], "", False)]
     while stack:
-        nid, at = stack.pop()
+        nid, at, at_key, dispatched = stack.pop()
         kids = out.children[at]
         for key, child in nodes.children[nid].items():
-            kids[key] = made = out.add(nodes.calls[child], macs[child], flops_[child], nodes.bwd[child])
-            stack.append((child, made))
-    return out
+            if key in _DISPATCH_RANGES:
+                # The replay's own stand-ins run under a Python dispatch mode, which torch records
+                # as a range around what runs inside it: what is inside belongs where it is.
+                stack.append((child, at, at_key, True))
+                continue
+            if dispatched and key == at_key:
+                # ... and the op the mode runs on is recorded again inside it: one op, not two.
+                index[child] = at
+                stack.append((child, at, at_key, False))
+                continue
+            made = kids.get(key)
+            if made is None:
+                kids[key] = made = out.add(nodes.calls[child], macs[child], flops_[child], nodes.bwd[child])
+            else:
+                out.calls[made] += nodes.calls[child]
+                out.macs[made] += macs[child]
+                out.flops[made] += flops_[child]
+            index[child] = made
+            stack.append((child, made, key, False))
+    un = nodes.children[root].get(KEY_UNATTRIBUTED, -1)
+    return _Replayed(out, index[top], index[un] if un >= 0 else -1)
 
 
-def _combined(parts: list[tuple[int, _Expected]]) -> _Expected:
-    """Several signatures' replays as one: each weighted by its number of real calls."""
+#: Ranges torch records around dispatch to Python (the replay's dispatch mode, fake tensors).
+_DISPATCH_RANGES = frozenset({"PythonDispatchMode", "PythonSubclass"})
+
+
+def _combined(parts: list[tuple[int, _Expected, int]]) -> _Expected:
+    """Several replays' subtrees (each from its own start node) as one: each weighted by its
+    number of real calls."""
     out = _Expected()
     out.add(0, 0, 0, False)
-    for count, exp in parts:
-        stack = [(0, 0)]
+    for count, exp, start in parts:
+        stack = [(start, 0)]
         while stack:
             at, into = stack.pop()
             out.calls[into] += exp.calls[at] * count
@@ -222,7 +339,7 @@ def _combined(parts: list[tuple[int, _Expected]]) -> _Expected:
     return out
 
 
-def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootPlan) -> None:
+def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootPlan, top: int = 0) -> None:
     """Match the real subtree of ``inst`` to the replay (``exp``, times ``scale``), then give each
     matched node the replay's subtree total less what its matched children take.
 
@@ -255,7 +372,7 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
         return real == replayed * scale and real > 0
 
     # 1. Match top-down: same key (or its in-place twin) under matched parents, and the same calls.
-    match: dict[int, int] = {inst: 0}
+    match: dict[int, int] = {inst: top}
     done_of: dict[int, bool] = {}
     consistent: dict[int, bool] = {}
     loose_of: dict[int, list[int]] = {}  # real children with work that match nothing
@@ -375,6 +492,31 @@ def _note_uncovered(builder: TreeBuilder, covered_roots: list[int]) -> None:
             builder.shapeless[nodes.label[nid]] = builder.shapeless.get(nodes.label[nid], 0) + nodes.calls[nid]
             builder.unknown_flop_nodes.add(nid)
 
+
+
+def mark_transformed(builder: TreeBuilder) -> None:
+    """Roots called inside a ``torch.func`` transform (``vmap``, ``grad``): torch records their
+    ops per example (a vmapped matmul with one example's sizes, the batch's work inside it as
+    other ops), so neither recorded shapes nor a replay give the batch's FLOPs. Their ops are
+    listed as of unknown cost and their rows unknown, with the reason."""
+    nodes, modules = builder.nodes, builder.modules
+    for nid in range(len(nodes)):
+        if nodes.kind[nid] != MODULE:
+            continue
+        info = modules.get(nodes.label[nid])
+        if info is None or not info.transformed:
+            continue
+        builder.replay_problems[nodes.label[nid]] = (
+            "it ran inside torch.func (vmap, grad), whose ops torch records once per example, with one "
+            "example's sizes: neither recorded shapes nor a replay count the batch")  # fmt: skip
+        stack = [nid]
+        while stack:
+            at = stack.pop()
+            if nodes.kind[at] == OP and nodes.label[at] in _flops.FORMULAS and at not in builder.unknown_flop_nodes:
+                builder.shapeless[nodes.label[at]] = builder.shapeless.get(nodes.label[at], 0) + nodes.calls[at]
+                builder.unknown_flop_nodes.add(at)
+                continue
+            stack.extend(nodes.children[at].values())
 
 
 def replay_note(path: str, why: str) -> str:

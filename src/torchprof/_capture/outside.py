@@ -1,0 +1,456 @@
+"""FLOPs of what a step runs outside every module, without recording shapes: optimizer steps and
+the step's own torch calls (a functional loss, its scaling, ``.sum()`` of an output).
+
+- **Optimizer steps.** torch's global optimizer pre-hook notes each ``step()``: which parameters
+  have gradients, their sizes, the optimizer state's sizes and the hyper-parameters (never the
+  data; one-element state such as the step count is kept as it is, since single-tensor Adam reads
+  it as a number). After the run each distinct step is replayed on a copy of the optimizer whose
+  parameters, gradients and state are data-free, under a shape-recording profile: its
+  ``Optimizer.step#...`` range is matched to the real one as a root module's is.
+- **Calls outside every module.** A ``TorchFunctionMode`` notes each torch call made outside
+  every module and every optimizer step (the module hooks take it off while a root module runs,
+  the optimizer hooks while a step runs): the function, its arguments' sizes, and which outputs a
+  gradient reached. Each distinct call is replayed the same way. Dynamo guards on the mode stack,
+  so the mode is used only in a process where ``torch.compile`` has not compiled anything, and it
+  is taken off for good when a compilation starts (its calls then stay of unknown cost).
+
+Nothing here raises into the user's code: what cannot be noted makes those FLOPs unknown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._records import ReplayRun
+from .replay import (
+    TensorSpec,
+    _backward_roots,
+    _first_line,
+    _Reached,
+    _replay_environment,
+    _Tensors,
+    _Unreplayable,
+    _user_state_kept,
+    _where,
+    output_tensors,
+)
+
+#: The path the replays of calls outside every module are filed under.
+OUTSIDE = "(outside modules)"
+#: Distinct calls outside modules (and distinct steps per optimizer) noted at most.
+MAX_CALLS = 64
+#: State of at most this many elements is kept as it is (the step count), the rest data-free.
+_SMALL = 1
+
+
+@dataclass
+class _Small:
+    """A one-element tensor kept with its value (an optimizer's step count)."""
+
+    value: Any
+
+
+@dataclass
+class StepSignature:
+    """One distinct optimizer step: per group, its hyper-parameters and, per parameter with a
+    gradient, the parameter's, gradient's and state's specs."""
+
+    groups: list[tuple[dict[str, Any], list[tuple[TensorSpec, TensorSpec, dict[str, Any]]]]]
+    count: int = 0
+
+
+@dataclass
+class OptimizerCalls:
+    optimizer: Any
+    label: str
+    signatures: dict[tuple, StepSignature] = field(default_factory=dict)
+    skip: str | None = None
+
+
+@dataclass
+class CallSignature:
+    func: Any
+    spec: Any
+    leaves: list[Any]
+    grad: bool
+    autocast: tuple
+    count: int = 0
+    grad_outputs: set[int] = field(default_factory=set)
+
+
+class OutsideRecorder:
+    """Notes optimizer steps and the torch calls made outside every module (see the module
+    docstring). ``spec_of``: the tensor-spec reader the module calls use (raises
+    ``_Unreplayable``)."""
+
+    def __init__(self, spec_of: Callable[[Any], TensorSpec]) -> None:
+        import torch
+        from torch.utils import _pytree
+
+        self._torch = torch
+        self._flatten = _pytree.tree_flatten
+        self._spec_of = spec_of
+        self.optimizers: dict[int, OptimizerCalls] = {}
+        self._labels: set[str] = set()
+        self.calls: dict[tuple, CallSignature] = {}
+        self.calls_skip: str | None = None
+        """Why calls outside modules are not replayed (None: they are, where noted)."""
+        self._handles: list[Any] = []
+        self._mode: Any = None
+        self._on = False
+        self._suspended = 0
+        self._owner_thread = 0
+
+    # -- install / remove -------------------------------------------------------------------------
+    def install(self, calls_outside: bool) -> None:
+        """Start noting: optimizer steps always; calls outside modules with ``calls_outside``
+        and only where no ``torch.compile`` graph exists in this process (Dynamo guards on
+        torch function modes: a compiled function would be compiled again)."""
+        import threading
+
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        self._handles.append(register_optimizer_step_pre_hook(self._step_starts))
+        self._handles.append(register_optimizer_step_post_hook(self._step_ends))
+        if not calls_outside:
+            self.calls_skip = "a schedule records only some steps"
+            return
+        if _compiled_anything():
+            self.calls_skip = "torch.compile has compiled code in this process (noting these calls would make it compile again)"
+            return
+        self._mode = _make_mode(self)
+        self._owner_thread = threading.get_ident()
+        callbacks = sys.modules.get("torch._dynamo.callback")
+        if callbacks is not None:
+            with contextlib.suppress(Exception):
+                self._handles.append(_Callback(callbacks.callback_handler, self._compile_starts))
+        self._push()
+
+    def remove(self) -> None:
+        """Stop noting; each part runs even if one fails, and can be repeated."""
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            with contextlib.suppress(Exception):
+                handle.remove()
+        self._pop()
+        self._mode = None
+
+    def _push(self) -> None:
+        if self._mode is not None and not self._on:
+            self._torch._C._push_on_torch_function_stack(self._mode)
+            self._on = True
+
+    def _pop(self) -> None:
+        torch = self._torch
+        if not self._on:
+            return
+        depth = torch._C._len_torch_function_stack()
+        if depth and torch._C._get_function_stack_at(depth - 1) is self._mode:
+            torch._C._pop_torch_function_stack()
+            self._on = False
+        else:  # the user's own mode sits above ours: leave both, note nothing more
+            self._give_up("a torch function mode of the block's own was entered above torchprof's")
+
+    def _give_up(self, why: str) -> None:
+        if self.calls_skip is None:
+            self.calls_skip = why
+
+    def _compile_starts(self, *args: Any, **kwargs: Any) -> None:
+        """Dynamo starts compiling: the mode goes for good, before the frame's guards are made."""
+        import threading
+
+        if threading.get_ident() == self._owner_thread and self._on:
+            self._pop()
+            self._mode = None
+            if self.calls_skip is None:
+                self.calls_skip = "torch.compile compiled code during the block"
+
+    # -- suspended while a root module or an optimizer step runs ------------------------------------
+    def suspend(self) -> None:
+        """A root module starts (its calls are the module's, replayed with it)."""
+        if self._on:
+            self._pop()
+
+    def resume(self) -> None:
+        if self._mode is not None and not self._on and self.calls_skip is None:
+            import threading
+
+            if threading.get_ident() == self._owner_thread:
+                self._push()
+
+    # -- optimizer steps ----------------------------------------------------------------------------
+    def _step_starts(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.suspend()
+        try:
+            self._note_step(optimizer, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - our hook never raises into the user's step
+            calls = self.optimizers.get(id(optimizer))
+            if calls is not None:
+                calls.skip = f"torchprof could not read its state ({type(exc).__name__}: {_first_line(exc)})"
+
+    def _step_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self.resume()
+
+    def _note_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        calls = self.optimizers.get(id(optimizer))
+        if calls is None:
+            label = f"Optimizer.step#{type(optimizer).__name__}.step"
+            calls = self.optimizers[id(optimizer)] = OptimizerCalls(optimizer, label)
+            if label in self._labels:
+                for other in self.optimizers.values():  # two optimizers of a class share one range
+                    if other.label == label:
+                        other.skip = f"two {type(optimizer).__name__} optimizers stepped (their ranges have one name)"
+            self._labels.add(label)
+        if calls.skip is not None:
+            return
+        if len(args) > 1 or kwargs:
+            calls.skip = "its step was given a closure (it runs the model again inside the step)"
+            return
+        torch = self._torch
+        key: list[Any] = []
+        groups = []
+        state = optimizer.state
+        for group in optimizer.param_groups:
+            hyper = {k: v for k, v in group.items() if k != "params"}
+            key.append(tuple((k, v if not isinstance(v, torch.Tensor) else ("tensor", tuple(v.shape))) for k, v in hyper.items()
+                             if isinstance(v, (bool, int, float, str, type(None), torch.Tensor))))  # fmt: skip
+            params = []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = state.get(p, {})
+                key.append((id(p), tuple(sorted(st))))
+                params.append((p, st))
+            groups.append((hyper, params))
+        signature_key = tuple(key)
+        sig = calls.signatures.get(signature_key)
+        if sig is None:
+            if len(calls.signatures) >= MAX_CALLS:
+                calls.skip = f"more than {MAX_CALLS} distinct steps"
+                return
+            spec = self._spec_of
+            made = [(self._state_value(hyper), [(spec(p), spec(p.grad), {k: self._state_value(v) for k, v in st.items()})
+                                                for p, st in params]) for hyper, params in groups]  # fmt: skip
+            sig = calls.signatures[signature_key] = StepSignature(made)
+        sig.count += 1
+
+    def _state_value(self, value: Any) -> Any:
+        """A state or hyper-parameter value as the replay rebuilds it: a tensor's spec, a
+        one-element tensor kept with its value, anything else as it is (dicts walked)."""
+        torch = self._torch
+        if isinstance(value, dict):
+            return {k: self._state_value(v) for k, v in value.items()}
+        if isinstance(value, torch.Tensor):
+            if value.numel() <= _SMALL and value.layout == torch.strided and not value.is_meta:
+                return _Small(value.detach().clone())
+            return self._spec_of(value)
+        return value
+
+    # -- calls outside every module -----------------------------------------------------------------
+    def note_call(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        if self.calls_skip is not None:
+            return
+        torch = self._torch
+        try:
+            leaves, spec = self._flatten((tuple(args), kwargs))
+            key: list[Any] = [func, str(spec), torch.is_grad_enabled()]
+            kept: list[Any] = []
+            for leaf in leaves:
+                if isinstance(leaf, torch.Tensor):
+                    ts = self._spec_of(leaf)
+                    key.append(ts)
+                    kept.append(ts)
+                else:
+                    key.append((type(leaf), leaf) if isinstance(leaf, (bool, int, float, str, type(None))) else (type(leaf), id(leaf)))
+                    kept.append(leaf)
+            autocast = tuple((dt, torch.get_autocast_dtype(dt)) for dt in ("cpu", "cuda") if torch.is_autocast_enabled(dt))
+            key.append(autocast)
+            sig = self.calls.get(tuple(key))
+            if sig is None:
+                if len(self.calls) >= MAX_CALLS:
+                    self.calls_skip = f"more than {MAX_CALLS} distinct calls outside modules"
+                    return
+                sig = self.calls[tuple(key)] = CallSignature(func, spec, kept, bool(key[2]), autocast)
+            sig.count += 1
+            if sig.grad:
+                for n, t in enumerate(output_tensors(out, torch.Tensor, torch.nn.Module)):
+                    if t.requires_grad and n not in sig.grad_outputs:
+                        self._handles.append(t.register_hook(_Reached(sig.grad_outputs, n)))
+        except _Unreplayable as why:
+            self.calls_skip = f"a call of {getattr(func, '__name__', func)} outside modules: {why}"
+        except Exception as exc:  # noqa: BLE001 - our mode never raises into the user's code
+            self.calls_skip = f"torchprof could not read a call outside modules ({type(exc).__name__}: {_first_line(exc)})"
+
+
+class _Callback:
+    """A Dynamo compile-start callback, removable like a hook handle."""
+
+    def __init__(self, handler: Any, fn: Callable[..., None]) -> None:
+        self._handler, self._fn = handler, fn
+        handler.register_start_callback(fn)
+
+    def remove(self) -> None:
+        with contextlib.suppress(Exception):
+            self._handler.remove_start_callback(self._fn)
+
+
+def _compiled_anything() -> bool:
+    dynamo_utils = sys.modules.get("torch._dynamo.utils")
+    if dynamo_utils is None:
+        return False
+    try:
+        return bool(dynamo_utils.counters["frames"].get("total", 0))
+    except Exception:  # noqa: BLE001 - a Dynamo without these counters: assume it compiled
+        return True
+
+
+#: Calls never noted: what reads or formats values, runs backward (its ops are the modules'),
+#: or only asks about a tensor (attributes).
+_NOT_NOTED = frozenset({
+    "backward", "grad", "item", "tolist", "numpy", "__repr__", "__format__", "__str__", "__bool__", "__len__",
+    "__iter__", "__get__", "__set__", "__contains__", "__hash__", "__reduce_ex__", "__deepcopy__", "size", "dim",
+    "numel", "stride", "data_ptr", "is_contiguous", "element_size", "__array__", "__dlpack__", "register_hook",
+    "requires_grad_", "retain_grad", "untyped_storage", "storage", "_version", "is_floating_point", "is_complex",
+})  # fmt: skip
+
+
+def _make_mode(recorder: OutsideRecorder) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    class OutsideModules(TorchFunctionMode):
+        """Notes each torch call outside every module (the call itself runs unchanged; inside
+        it, this mode is off, so what the call does in turn is not noted)."""
+
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            if getattr(func, "__name__", "") not in _NOT_NOTED:
+                recorder.note_call(func, args, kwargs, out)
+            return out
+
+    return OutsideModules()
+
+
+# -- replays ------------------------------------------------------------------------------------------
+def replay_outside(recorder: OutsideRecorder, session_type: Any, options_type: Any, fake: bool = False,
+                   recursion_limit: int = 0, optimizers_only: bool = False) -> list[ReplayRun]:
+    """Each distinct optimizer step and call outside modules, run again on data-free tensors
+    under a shape-recording profile (see :func:`torchprof._capture.replay.replay`)."""
+    runs: list[ReplayRun] = []
+    with _replay_environment(recursion_limit):
+        for calls in recorder.optimizers.values():
+            if calls.skip is not None:
+                runs.append(ReplayRun(path=calls.label, count=0, error=calls.skip, kind="region"))
+                continue
+            for n, sig in enumerate(calls.signatures.values()):
+                run = _replay_step(calls, sig, _Tensors(fake), session_type, options_type)
+                run.signature = n
+                runs.append(run)
+        if optimizers_only:
+            return runs
+        if recorder.calls_skip is not None:
+            runs.append(ReplayRun(path=OUTSIDE, count=0, error=recorder.calls_skip, kind="outside"))
+        else:
+            for n, call in enumerate(recorder.calls.values()):
+                run = _replay_call(call, _Tensors(fake), session_type, options_type)
+                run.signature = n
+                runs.append(run)
+    return runs
+
+
+def _made(value: Any, tensors: _Tensors) -> Any:
+    if isinstance(value, TensorSpec):
+        return tensors.of(value)
+    if isinstance(value, _Small):
+        return value.value.clone()
+    if isinstance(value, dict):
+        return {k: _made(v, tensors) for k, v in value.items()}
+    return value
+
+
+def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
+    import torch
+
+    real = calls.optimizer
+    cls: Any = type(real)
+    try:
+        opt = cls.__new__(cls)
+        state = dict(real.__dict__)
+        for name in ("param_groups", "state", "step", "zero_grad"):  # an instance's own step: a scheduler's wrapper of the real one
+            state.pop(name, None)
+        opt.__dict__.update(copy.copy(state))
+        opt.defaults = dict(real.defaults)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):  # fmt: skip
+            if name in real.__dict__:
+                setattr(opt, name, type(real.__dict__[name])())
+        groups: list[dict[str, Any]] = []
+        opt_state: dict[Any, Any] = {}
+        for hyper, params in sig.groups:
+            made = []
+            for p_spec, g_spec, st in params:
+                p = torch.nn.Parameter(tensors.of(p_spec).detach(), requires_grad=p_spec.requires_grad)
+                p.grad = tensors.of(g_spec).detach()
+                if st:
+                    opt_state[p] = _made(st, tensors)
+                made.append(p)
+            groups.append({**_made(hyper, tensors), "params": made})
+        opt.param_groups = groups
+        from collections import defaultdict
+
+        opt.state = defaultdict(dict, opt_state)
+    except Exception as exc:  # noqa: BLE001 - an optimizer that cannot be rebuilt without data
+        return ReplayRun(path=calls.label, count=sig.count, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})", kind="region")
+    return _run(calls.label, sig.count, "region", lambda: opt.step(), tensors, session_type, options_type)
+
+
+def _replay_call(call: CallSignature, tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
+    import torch
+    from torch.utils import _pytree
+
+    leaves = [tensors.of(v) if isinstance(v, TensorSpec) else v for v in call.leaves]
+    args, kwargs = _pytree.tree_unflatten(leaves, call.spec)
+
+    def run() -> None:
+        with contextlib.ExitStack() as modes:
+            modes.enter_context(torch.set_grad_enabled(call.grad))
+            for device_type, dtype in call.autocast:
+                modes.enter_context(torch.autocast(device_type, dtype=dtype))
+            out = call.func(*args, **kwargs)
+        if call.grad_outputs:
+            found = output_tensors(out, torch.Tensor, torch.nn.Module)
+            outs = _backward_roots([t for n, t in enumerate(found) if n in call.grad_outputs and t.requires_grad and t.grad_fn is not None])
+            if outs:
+                torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=tensors.gradient_inputs() or None)
+
+    return _run(OUTSIDE, call.count, "outside", run, tensors, session_type, options_type)
+
+
+def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
+    """``body`` under a shape-recording session of its own, the user's state kept."""
+    session = session_type(options_type(shapes=True, flops=True), lambda *_: None)
+    error: str | None = None
+    with _user_state_kept():
+        started = False
+        try:
+            session.start()
+            started = True
+            with tensors.active():
+                body()
+        except Exception as exc:  # noqa: BLE001 - needs real values, or cannot run now: FLOPs unknown, said why
+            error = (f"it cannot run without real data ({type(exc).__name__}: {_first_line(exc)}{_where(exc)})" if started
+                     else f"it could not be replayed now ({exc})")  # fmt: skip
+        finally:
+            try:
+                session.stop()
+            finally:
+                session.release_interrupts()
+    if error is not None:
+        return ReplayRun(path=path, count=count, error=error, kind=kind)
+    return ReplayRun(path=path, count=count, events=session.cycle_columns(), modules=dict(session.modules), kind=kind)
