@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -355,11 +356,37 @@ def replay_outside(recorder: OutsideRecorder, session_type: Any, options_type: A
             return runs
         if recorder.calls_skip is not None:
             runs.append(ReplayRun(path=OUTSIDE, count=0, error=recorder.calls_skip, kind="outside"))
-        else:
-            for n, call in enumerate(recorder.calls.values()):
-                run = _replay_call(call, _Tensors(fake), session_type, options_type)
-                run.signature = n
-                runs.append(run)
+        elif recorder.calls:
+            runs += _replay_calls(list(recorder.calls.values()), fake, session_type, options_type)
+    return runs
+
+
+#: Calls outside modules replayed in one profile at most (each as often as it ran).
+_ONE_PROFILE = 256
+
+
+def _replay_calls(calls: list[CallSignature], fake: bool, session_type: Any, options_type: Any) -> list[ReplayRun]:
+    """The calls outside modules, each as often as it ran, in one shape-recording profile (a
+    profile of its own costs more than most calls); where that fails, one profile per call,
+    so one call that cannot be replayed leaves the others known."""
+    if sum(call.count for call in calls) <= _ONE_PROFILE:
+        tensors = _Tensors(fake)
+        plan = [(call, made) for call in calls for made in _inputs(call, tensors, call.count)]
+
+        def all_calls() -> None:
+            for call, (args, kwargs) in plan:
+                _call(call, args, kwargs, tensors)
+
+        together = _run(OUTSIDE, 1, "outside", all_calls, tensors, session_type, options_type)
+        if together.error is None:
+            return [together]
+    runs = []
+    for n, call in enumerate(calls):
+        tensors = _Tensors(fake)
+        ((args, kwargs),) = _inputs(call, tensors, 1)
+        run = _run(OUTSIDE, call.count, "outside", functools.partial(_call, call, args, kwargs, tensors), tensors, session_type, options_type)
+        run.signature = n
+        runs.append(run)
     return runs
 
 
@@ -410,26 +437,38 @@ def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, s
     return _run(calls.label, sig.count, "region", lambda: opt.step(), tensors, session_type, options_type)
 
 
-def _replay_call(call: CallSignature, tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
-    import torch
+def _inputs(call: CallSignature, tensors: _Tensors, times: int) -> list[tuple[Any, Any]]:
+    """Data-free arguments for ``times`` calls (made before the profile starts)."""
     from torch.utils import _pytree
 
-    leaves = [tensors.of(v) if isinstance(v, TensorSpec) else v for v in call.leaves]
-    args, kwargs = _pytree.tree_unflatten(leaves, call.spec)
+    out = []
+    for _ in range(times):
+        leaves = [tensors.of(v) if isinstance(v, TensorSpec) else v for v in call.leaves]
+        out.append(_pytree.tree_unflatten(leaves, call.spec))
+    return out
 
-    def run() -> None:
-        with contextlib.ExitStack() as modes:
-            modes.enter_context(torch.set_grad_enabled(call.grad))
-            for device_type, dtype in call.autocast:
-                modes.enter_context(torch.autocast(device_type, dtype=dtype))
-            out = call.func(*args, **kwargs)
-        if call.grad_outputs:
-            found = output_tensors(out, torch.Tensor, torch.nn.Module)
-            outs = _backward_roots([t for n, t in enumerate(found) if n in call.grad_outputs and t.requires_grad and t.grad_fn is not None])
-            if outs:
-                torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=tensors.gradient_inputs() or None)
 
-    return _run(OUTSIDE, call.count, "outside", run, tensors, session_type, options_type)
+def _call(call: CallSignature, args: Any, kwargs: Any, tensors: _Tensors) -> None:
+    """One call as it ran (grad mode, autocast), then the backward a gradient reached."""
+    import torch
+
+    with contextlib.ExitStack() as modes:
+        modes.enter_context(torch.set_grad_enabled(call.grad))
+        for device_type, dtype in call.autocast:
+            modes.enter_context(torch.autocast(device_type, dtype=dtype))
+        out = call.func(*args, **kwargs)
+    if call.grad_outputs:
+        found = output_tensors(out, torch.Tensor, torch.nn.Module)
+        outs = _backward_roots([t for n, t in enumerate(found) if n in call.grad_outputs and t.requires_grad and t.grad_fn is not None])
+        if outs:
+            inputs = [t for t in tensors.made if any(t is a for a in _pytree_leaves((args, kwargs)))]
+            torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=inputs or None)
+
+
+def _pytree_leaves(value: Any) -> list[Any]:
+    from torch.utils import _pytree
+
+    return list(_pytree.tree_leaves(value))
 
 
 def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:

@@ -24,12 +24,12 @@ import random
 import sys
 import types
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
+from .fast_meta import fast_meta_kernels
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
@@ -186,7 +186,7 @@ class CallRecorder:
                     key.append(("same", same))
                     kept.append(_Same(same))
                     continue
-                ts = self._spec(leaf)
+                ts = self.spec(leaf)
                 key.append(ts)
                 kept.append(ts)
             else:
@@ -202,7 +202,7 @@ class CallRecorder:
         sig.count += 1
         return sig
 
-    def _spec(self, t: Any) -> TensorSpec:
+    def spec(self, t: Any) -> TensorSpec:
         """A plain tensor's sizes, strides, dtype and device; a tensor a data-free copy cannot
         stand for raises :class:`_Unreplayable` saying what it is."""
         if t.is_nested:
@@ -251,13 +251,6 @@ class CallRecorder:
             calls.skip = self.fault
         if self.outside is not None and self.outside.calls_skip is None:
             self.outside.calls_skip = self.fault  # which calls were outside modules is not known either
-
-    def install_outside(self, calls_outside: bool) -> None:
-        """Also note optimizer steps and (with ``calls_outside``) torch calls outside modules."""
-        from .outside import OutsideRecorder
-
-        self.outside = OutsideRecorder(self._spec)
-        self.outside.install(calls_outside)
 
     def root_starts(self) -> None:
         """A root module call starts: calls inside it are its own (replayed with it)."""
@@ -400,7 +393,6 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
             try:
                 tensors = _Tensors(fake)
                 copied = tensor_copy(root.module, tensors, modules)
-                tensors.batch_norm = any(type(m).__name__.startswith("BatchNorm") for m in modules)
             except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
                 runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
                 continue
@@ -472,7 +464,8 @@ _OPTIMIZER_HOOK_TABLES = ("_global_optimizer_pre_hooks", "_global_optimizer_post
 def _replay_environment(recursion_limit: int) -> Any:
     """While replays run: the user's global hooks out of torch's tables (torchprof's own are
     put in and taken out by each replay's session), anomaly mode off (it checks values, which a
-    data-free tensor has none of), and the recursion limit at least what the run had."""
+    data-free tensor has none of), the recursion limit at least what the run had, and
+    shape-only kernels for the common elementwise ops (:mod:`.fast_meta`)."""
     import torch
     from torch.nn.modules import module as nn_module
     from torch.optim import optimizer as optim_module
@@ -491,7 +484,8 @@ def _replay_environment(recursion_limit: int) -> Any:
             torch.set_anomaly_enabled(False)
         if recursion_limit > limit:
             sys.setrecursionlimit(recursion_limit)
-        yield
+        with fast_meta_kernels():
+            yield
     finally:
         sys.setrecursionlimit(limit)
         if anomaly[0]:
@@ -509,8 +503,6 @@ class _Tensors:
 
         self._torch = torch
         self.mode: Any = None
-        self.batch_norm = False
-        """The module has batch norm layers: their meta kernels get the fast stand-in."""
         self.copies: dict[int, Any] = {}
         """id(the user's object) -> its stand-in in the copy (parameters among them)."""
         self.made: list[Any] = []
@@ -561,16 +553,15 @@ class _Tensors:
         return held + self.made
 
     def active(self, answers: list[bool] | None = None, anomaly: bool = False) -> Any:
-        """The modes a replay runs under: fake tensors' (which make their own stand-ins), or
-        the meta replay's stand-ins (:func:`_replay_mode`)."""
+        """The modes a replay runs under: fake tensors', and the answers to reads of values
+        where the run needs them (:func:`_replay_mode`)."""
         stack = contextlib.ExitStack()
         if self.mode is not None:
             stack.enter_context(self.mode)
         # Only where needed: under a dispatch mode, torch records ranges that are dispatched ops
         # themselves (``record_function``) inside a "PythonDispatchMode" range, out of place.
-        batch_norm = self.batch_norm and self.mode is None
-        if batch_norm or answers is not None or anomaly:
-            stack.enter_context(_replay_mode(batch_norm, answers, anomaly))
+        if answers is not None or anomaly:
+            stack.enter_context(_replay_mode(answers, anomaly))
         return stack
 
 
@@ -610,12 +601,9 @@ def _non_leaf(t: Any) -> Any:
 _PASS_THROUGH: Any = None
 
 
-def _replay_mode(batch_norm: bool, answers: list[bool] | None, anomaly: bool) -> Any:
-    """The replay's stand-ins where a data-free tensor cannot do what the real one did:
+def _replay_mode(answers: list[bool] | None, anomaly: bool) -> Any:
+    """Answers to reads of values a data-free tensor has none of:
 
-    - batch norm's meta kernels are Python decompositions (half a DenseNet's replay): with
-      ``batch_norm``, outputs of the right sizes stand in, since FLOPs come from the recorded
-      inputs of the op the profiler records before dispatch reaches them;
     - anomaly mode asks, after each backward op, whether its gradients hold a NaN
       (``isnan(grad)._is_any_true().item()``): no, a copy without data has none;
     - with ``answers``, each yes/no read of a boolean tensor (``if mask.all():``) takes the next
@@ -631,29 +619,9 @@ def _replay_mode(batch_norm: bool, answers: list[bool] | None, anomaly: bool) ->
     pending = list(answers) if answers is not None else None
     tensor = torch.Tensor
 
-    def bn_forward(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool, *_: Any) -> Any:
-        channels = x.shape[1] if x.dim() > 1 else 0
-        stats = (channels,) if training else (0,)
-        return torch.empty_like(x), x.new_empty(stats), x.new_empty(stats)
-
-    def bn_backward(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
-        mask = rest[-1]
-        grad_weight = torch.empty(x.shape[1], dtype=x.dtype, device=x.device) if x.dim() > 1 else None
-        return (torch.empty_like(x) if mask[0] else None,
-                grad_weight if mask[1] and weight is not None else None,
-                grad_weight.clone() if mask[2] and grad_weight is not None else None)  # fmt: skip
-
-    fast: dict[Any, Callable[..., Any]] = {}
-    if batch_norm:
-        fast[aten.native_batch_norm.default] = bn_forward
-        fast[aten.native_batch_norm_backward.default] = bn_backward
-
     class Replay(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
-            kernel = fast.get(func)
-            if kernel is not None and all(not isinstance(a, tensor) or a.is_meta for a in args):
-                return kernel(*args, **kwargs)
             if func is aten._local_scalar_dense.default and args and isinstance(args[0], tensor) and args[0].is_meta:
                 if id(args[0]) in asked:
                     return False
@@ -807,7 +775,7 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
         for value in (*module._parameters.values(), *module._buffers.values()):
             if isinstance(value, torch.Tensor) and id(value) not in memo:
                 memo[id(value)] = tensors.like(value)
-    _data_free_memo([module.__dict__ for module in modules], memo, tensors)
+    _data_free_memo([v for module in modules for k, v in module.__dict__.items() if k not in _MODULE_TABLES], memo, tensors)
     tensors.copies = memo
     for module, new in copies:
         state = module.__dict__

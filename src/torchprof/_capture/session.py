@@ -21,6 +21,7 @@ from . import compiled
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
+from .outside import OutsideRecorder, replay_outside
 from .quiet import quiet_native_stderr
 from .replay import CallRecorder, replay
 from .tensors import TensorWatch
@@ -194,7 +195,9 @@ class CaptureSession:
                 self._torch_profile.start()
             self._tracker.install(every_thread=self._every_thread)
             if self._calls is not None:
-                self._calls.install_outside(calls_outside=opts.schedule is None)
+                # Optimizer steps and calls outside every module, for the whole step's FLOPs.
+                self._calls.outside = OutsideRecorder(self._calls.spec)
+                self._calls.outside.install(calls_outside=opts.schedule is None)
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
@@ -380,8 +383,6 @@ class CaptureSession:
         if self._calls is None or self._calls.outside is None or self.running:
             return []
         if fake not in self._outside_replays:
-            from .outside import replay_outside
-
             self._outside_replays[fake] = replay_outside(self._calls.outside, CaptureSession, CaptureOptions, fake=fake,
                                                          recursion_limit=self._calls.recursion_limit, optimizers_only=fake)  # fmt: skip
         return list(self._outside_replays[fake])

@@ -1,0 +1,154 @@
+"""Shape-only kernels for the replay's most common ops on the meta device.
+
+torch registers Python meta kernels (its ``_refs`` decompositions, run through ``prims``) for
+elementwise ops over its C++ ones: about 150 µs an op, which made most of a replay's time (a
+single-tensor AdamW step over 200 parameters alone runs 2,500 of them). While a replay runs,
+these ops get a kernel that makes the output directly in the simple case (floating tensors of
+one size and layout, dense, and plain numbers), and hands anything else to torch's own kernel;
+batch norm's forward and backward get outputs of the right sizes.
+The profiler records each op before dispatch reaches a kernel, so the FLOPs (counted from the
+recorded inputs) do not change; the kernels are put back when the replay ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: Elementwise ops whose output has the input's sizes, strides and dtype (floating inputs).
+_SAME = """
+add.Tensor add.Scalar sub.Tensor sub.Scalar mul.Tensor mul.Scalar div.Tensor div.Scalar div.Tensor_mode rsub.Scalar
+maximum minimum pow.Tensor_Scalar pow.Tensor_Tensor neg exp exp2 log log2 log1p expm1 sqrt rsqrt reciprocal abs sign
+sigmoid tanh sin cos erf relu gelu silu mish hardswish hardsigmoid elu leaky_relu softplus clamp clamp_min clamp_max
+sigmoid_backward tanh_backward threshold_backward gelu_backward silu_backward mish_backward hardswish_backward
+hardsigmoid_backward elu_backward leaky_relu_backward softplus_backward lerp.Scalar lerp.Tensor addcmul addcdiv
+"""
+#: ... and comparisons, whose output is boolean.
+_BOOL = "eq.Tensor eq.Scalar ne.Tensor ne.Scalar lt.Tensor lt.Scalar le.Tensor le.Scalar gt.Tensor gt.Scalar ge.Tensor ge.Scalar"
+
+_lock = threading.Lock()
+_ops: list[tuple[str, Any, str]] | None = None  # (name, torch's meta kernel, kind of stand-in)
+
+
+#: Batch norm's meta kernels are Python decompositions too (half a DenseNet's replay).
+_BATCH_NORM = "native_batch_norm native_batch_norm_backward"
+
+
+def _python_meta_ops() -> list[tuple[str, Any, str]]:
+    """The ops above whose meta kernel is torch's Python one, with that kernel (the fallback)
+    and the kind of stand-in: ``same`` (the input's sizes and dtype), ``bool``, or batch norm's."""
+    import torch
+    from torch._decomp import global_decomposition_table
+
+    found = []
+    for names, kind in ((_SAME, "same"), (_BOOL, "bool"), (_BATCH_NORM, "")):
+        for name in names.split():
+            base, _, overload = name.partition(".")
+            packet = getattr(torch.ops.aten, base, None)
+            op = getattr(packet, overload or "default", None) if packet is not None else None
+            if op is None:
+                continue
+            kernel = next((global_decomposition_table[table][op] for table in ("meta", "post_autograd", "pre_autograd")
+                           if op in global_decomposition_table[table]), None)  # fmt: skip
+            if kernel is not None and "_meta_registrations" in torch._C._dispatch_dump(op.name()).split("Meta: ", 1)[-1].split("\n", 1)[0]:
+                found.append((op.name().split("::", 1)[1], kernel, kind or base))
+    return found
+
+
+def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
+    import torch
+
+    if kind == "native_batch_norm":
+        return _meta_only(fallback, _batch_norm)
+    if kind == "native_batch_norm_backward":
+        return _meta_only(fallback, _batch_norm_backward)
+    floating = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
+    tensor, meta = torch.Tensor, torch.device("meta")
+    contiguous, channels_last = torch.contiguous_format, torch.channels_last
+    boolean = kind == "bool"
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        first = None
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, tensor):
+                if a.dtype not in floating or a.device != meta:
+                    return fallback(*args, **kwargs)
+                if a.dim() == 0:
+                    continue  # a number as a tensor: the sized tensor's dtype wins within floating types
+                if first is None:
+                    first = a
+                elif a.shape != first.shape or a.stride() != first.stride() or a.dtype != first.dtype:
+                    return fallback(*args, **kwargs)
+            elif not isinstance(a, (bool, int, float, str)) and a is not None:
+                return fallback(*args, **kwargs)
+        if first is None or not (first.is_contiguous(memory_format=contiguous) or first.is_contiguous(memory_format=channels_last)):
+            return fallback(*args, **kwargs)
+        return torch.empty_strided(first.shape, first.stride(), dtype=torch.bool if boolean else first.dtype, device=meta)
+
+    return kernel
+
+
+def _meta_only(fallback: Callable[..., Any], stand_in: Callable[..., Any]) -> Callable[..., Any]:
+    import torch
+
+    def kernel(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or not all(not isinstance(a, torch.Tensor) or a.is_meta for a in args):
+            return fallback(*args, **kwargs)
+        return stand_in(*args)
+
+    return kernel
+
+
+def _batch_norm(x: Any, weight: Any, bias: Any, mean: Any, var: Any, training: bool, *_: Any) -> Any:
+    """Outputs of the right sizes: FLOPs come from the op's recorded inputs, and nothing reads
+    the saved statistics but the backward, whose stand-in makes outputs of the right sizes."""
+    channels = x.shape[1] if x.dim() > 1 else 0
+    stats = (channels,) if training else (0,)
+    return _like(x), x.new_empty(stats), x.new_empty(stats)
+
+
+def _batch_norm_backward(grad: Any, x: Any, weight: Any, *rest: Any) -> Any:
+    import torch
+
+    mask = rest[-1]
+    grad_weight = torch.empty(x.shape[1], dtype=x.dtype, device=x.device) if x.dim() > 1 else None
+    return (_like(x) if mask[0] else None,
+            grad_weight if mask[1] and weight is not None else None,
+            grad_weight.clone() if mask[2] and grad_weight is not None else None)  # fmt: skip
+
+
+def _like(x: Any) -> Any:
+    import torch
+
+    return torch.empty_like(x)
+
+
+@contextlib.contextmanager
+def fast_meta_kernels() -> Iterator[None]:
+    """While the block runs (a replay), the shape-only kernels stand in for torch's Python meta
+    kernels; torch's are in place again after, whatever happens."""
+    global _ops
+    import warnings
+
+    import torch
+
+    with _lock:
+        if _ops is None:
+            try:
+                _ops = _python_meta_ops()
+            except Exception:  # noqa: BLE001 - a torch laid out otherwise: no stand-ins, just slower
+                _ops = []
+    lib = None
+    try:
+        if _ops:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # torch warns that a kernel is overridden: that is the point
+                lib = torch.library.Library("aten", "IMPL", "Meta")
+                for name, fallback, kind in _ops:
+                    lib.impl(name, _kernel(fallback, kind))
+        yield
+    finally:
+        if lib is not None:
+            lib._destroy()
