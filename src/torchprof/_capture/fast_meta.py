@@ -71,6 +71,7 @@ def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         first = None
+        shape: Any = None  # the broadcast sizes, where the tensors' sizes differ
         for a in (*args, *kwargs.values()):
             if isinstance(a, tensor):
                 if a.dtype not in floating or a.device != meta:
@@ -79,15 +80,37 @@ def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
                     continue  # a number as a tensor: the sized tensor's dtype wins within floating types
                 if first is None:
                     first = a
-                elif a.shape != first.shape or a.stride() != first.stride() or a.dtype != first.dtype:
+                elif a.dtype != first.dtype:
                     return fallback(*args, **kwargs)
+                elif a.shape != first.shape or a.stride() != first.stride():
+                    if not (a.is_contiguous() and first.is_contiguous()):
+                        return fallback(*args, **kwargs)  # broadcasting keeps a layout only as torch works it out
+                    shape = _broadcast(shape if shape is not None else first.shape, a.shape)
+                    if shape is None:
+                        return fallback(*args, **kwargs)
             elif not isinstance(a, (bool, int, float, str)) and a is not None:
                 return fallback(*args, **kwargs)
+        dtype = torch.bool if boolean else first.dtype if first is not None else None
         if first is None or not (first.is_contiguous(memory_format=contiguous) or first.is_contiguous(memory_format=channels_last)):
             return fallback(*args, **kwargs)
-        return torch.empty_strided(first.shape, first.stride(), dtype=torch.bool if boolean else first.dtype, device=meta)
+        if shape is not None:
+            return torch.empty(shape, dtype=dtype, device=meta)
+        return torch.empty_strided(first.shape, first.stride(), dtype=dtype, device=meta)
 
     return kernel
+
+
+def _broadcast(a: Any, b: Any) -> tuple[int, ...] | None:
+    """The sizes two sizes broadcast to; None where they do not."""
+    out = []
+    for x, y in zip(reversed((1,) * (len(b) - len(a)) + tuple(a)), reversed((1,) * (len(a) - len(b)) + tuple(b))):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return None
+    return tuple(reversed(out))
 
 
 def _meta_only(fallback: Callable[..., Any], stand_in: Callable[..., Any]) -> Callable[..., Any]:

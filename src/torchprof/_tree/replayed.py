@@ -258,9 +258,20 @@ class _Replayed:
 
 
 def _expected_of(run: ReplayRun) -> _Replayed | None:
-    """The replay's tree: per node, calls and subtree totals."""
+    """The replay's tree: per node, calls and subtree totals (made once per replay)."""
     if run.events is None:
         return None
+    made = run.__dict__.get(_MADE, _MADE)
+    if made is _MADE:  # plans are made again (fake-tensor replays, alternatives): the tree once
+        made = run.__dict__[_MADE] = _expected_tree(run)
+    return made
+
+
+_MADE = "_torchprof_expected"
+
+
+def _expected_tree(run: ReplayRun) -> _Replayed | None:
+    assert run.events is not None
     replay = TreeBuilder(label="replay", modules=dict(run.modules), flops=True, shapes=False)
     replay.add(run.events)
     nodes = replay.nodes
