@@ -148,6 +148,10 @@ def test_a_forward_that_branches_on_a_yes_or_no_value_is_replayed_down_the_branc
         assert not replayed.summary.get("warnings")
 
 
+def layer_flops(prof) -> float:
+    return prof.df.loc["Linear", "flops"]
+
+
 def test_code_outside_every_module_is_counted_from_the_calls_it_made():
     torch.manual_seed(0)
     w = torch.randn(8, 8, requires_grad=True)
@@ -163,9 +167,10 @@ def test_code_outside_every_module_is_counted_from_the_calls_it_made():
     assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"] > 0
     assert replayed.df.loc["Linear", "flops"] == recorded.df.loc["Linear", "flops"] > 0
     assert not replayed.unsupported_ops and "FLOPs leave out" not in str(replayed)
-    with torchprof.Profiler() as bare:
-        (torch.randn(2, 8) @ w).sum()
-    assert bare.df.loc["profile", "flops"] == 2 * 2 * 8 * 8 + 2 * 8  # no module at all: still counted
+    with torchprof.Profiler() as then:
+        layer(torch.randn(2, 8))
+        (torch.randn(2, 8) @ w).sum()  # calls are noted from the first module call's end on
+    assert then.df.loc["profile", "flops"] == 2 * 2 * 8 * 8 + 2 * 8 + layer_flops(then)
     nested = _nested(torch.jagged)
     with torchprof.Profiler() as unknown:
         layer(torch.randn(2, 8)).sum()
@@ -661,3 +666,20 @@ def test_vmap_and_per_sample_gradients_are_unknown_and_say_why_never_one_example
         assert "ran inside torch.func" in " ".join(prof.summary["warnings"]), name
         listed = "aten::addmm" in prof.unsupported_ops or "aten::mm" in prof.unsupported_ops
         assert listed or df["macs"].isna().all(), name  # its ops listed, or nothing known at all
+
+
+def test_a_tracer_entered_in_the_block_leaves_no_mode_behind():
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    lin = nn.Linear(8, 8)
+    params = dict(lin.named_parameters())
+    before = torch._C._len_torch_function_stack()
+    for first in (False, True):
+        with torchprof.Profiler() as prof:
+            if first:
+                lin(torch.randn(2, 8))
+            make_fx(lambda p, t: functional_call(lin, p, (t,)), tracing_mode="symbolic")(params, torch.randn(4, 8))
+            lin(torch.randn(2, 8)).sum()
+        prof.df
+        assert torch._C._len_torch_function_stack() == before, first

@@ -278,8 +278,7 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
         for path, plan in again.items():
             if plan.missing() < plans[path].missing():
                 plans[path] = plan
-    outside = plan_outside(builder, plans, [run for run in runs if run.kind == "outside"])
-    commit_replays(builder, plans, outside)
+    commit_replays(builder, plans, plan_outside(builder, plans, [run for run in runs if run.kind == "outside"]))
     mark_transformed(builder)
     return dict(builder.replay_problems)
 

@@ -247,6 +247,8 @@ class ReplayRun:
     each combination tried is one alternative replay; the tree keeps the one that matches."""
     kind: str = "module"
     """What ``path`` names: a root ``module``, or a ``region`` (an optimizer step's range)."""
+    steps: dict[int, int] | None = None
+    """With a schedule: the real calls of this signature in each profiler step."""
 
 
 @dataclass

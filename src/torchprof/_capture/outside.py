@@ -11,8 +11,10 @@ the step's own torch calls (a functional loss, its scaling, ``.sum()`` of an out
   every module and every optimizer step (the module hooks take it off while a root module runs,
   the optimizer hooks while a step runs): the function, its arguments' sizes, and which outputs a
   gradient reached. Each distinct call is replayed the same way. Dynamo guards on the mode stack,
-  so the mode is used only in a process where ``torch.compile`` has not compiled anything, and it
-  is taken off for good when a compilation starts (its calls then stay of unknown cost).
+  so the mode is used only in a process where ``torch.compile`` has not compiled anything, goes
+  on once the block's first root call or step has returned (a model compiled in the block
+  compiles at its first call, without it), and is taken off for good when a compilation starts
+  (calls outside modules then stay of unknown cost, as they did before).
 
 Nothing here raises into the user's code: what cannot be noted makes those FLOPs unknown.
 """
@@ -32,6 +34,7 @@ from .replay import (
     TensorSpec,
     _backward_roots,
     _first_line,
+    _per_step,
     _Reached,
     _replay_environment,
     _Tensors,
@@ -51,7 +54,7 @@ _SMALL = 1
 
 @dataclass
 class _Small:
-    """A one-element tensor kept with its value (an optimizer's step count)."""
+    """A one-element tensor replayed with its value (an optimizer's step count)."""
 
     value: Any
 
@@ -63,6 +66,7 @@ class StepSignature:
 
     groups: list[tuple[dict[str, Any], list[tuple[TensorSpec, TensorSpec, dict[str, Any]]]]]
     count: int = 0
+    steps: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,6 +85,7 @@ class CallSignature:
     grad: bool
     autocast: tuple
     count: int = 0
+    steps: dict[int, int] = field(default_factory=dict)
     grad_outputs: set[int] = field(default_factory=set)
 
 
@@ -102,35 +107,42 @@ class OutsideRecorder:
         self.calls_skip: str | None = None
         """Why calls outside modules are not replayed (None: they are, where noted)."""
         self._handles: list[Any] = []
+        self._recording: Callable[[], bool] = lambda: True
+        self.step_of: Callable[[], int] = lambda: -1
         self._mode: Any = None
+        self._pushed: Any = None
+        self._depth = 0
         self._on = False
         self._suspended = 0
         self._owner_thread = 0
 
     # -- install / remove -------------------------------------------------------------------------
-    def install(self, calls_outside: bool) -> None:
-        """Start noting: optimizer steps always; calls outside modules with ``calls_outside``
-        and only where no ``torch.compile`` graph exists in this process (Dynamo guards on
-        torch function modes: a compiled function would be compiled again)."""
+    def install(self, recording: Callable[[], bool] | None = None) -> None:
+        """Start noting optimizer steps and calls outside modules, these where no
+        ``torch.compile`` graph exists in this process (Dynamo guards on torch function modes: a
+        compiled function would be compiled again). ``recording``: whether the profiler records
+        now (a schedule's waits and warm-ups are not noted); None: always."""
         import threading
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+        self._recording = recording or (lambda: True)
         self._handles.append(register_optimizer_step_pre_hook(self._step_starts))
         self._handles.append(register_optimizer_step_post_hook(self._step_ends))
-        if not calls_outside:
-            self.calls_skip = "a schedule records only some steps"
-            return
         if _compiled_anything():
             self.calls_skip = "torch.compile has compiled code in this process (noting these calls would make it compile again)"
             return
         self._mode = _make_mode(self)
         self._owner_thread = threading.get_ident()
+        self._depth = self._torch._C._len_torch_function_stack()
         callbacks = sys.modules.get("torch._dynamo.callback")
         if callbacks is not None:
             with contextlib.suppress(Exception):
                 self._handles.append(_Callback(callbacks.callback_handler, self._compile_starts))
-        self._push()
+        # The mode goes on only once the first root module call or optimizer step has returned:
+        # a module compiled inside the block compiles at its first call, before anything is noted
+        # (Dynamo keeps the mode stack it saw at a frame's entry as a guard, before any hook of
+        # ours runs), and then nothing is noted at all (see _compile_starts).
 
     def remove(self) -> None:
         """Stop noting; each part runs even if one fails, and can be repeated."""
@@ -142,8 +154,11 @@ class OutsideRecorder:
         self._mode = None
 
     def _push(self) -> None:
-        if self._mode is not None and not self._on:
+        # Only onto the stack as the block found it: a mode entered since (a tracer's, inside
+        # which a module returned) pops the top when it exits, which would be ours.
+        if self._mode is not None and not self._on and self._torch._C._len_torch_function_stack() == self._depth:
             self._torch._C._push_on_torch_function_stack(self._mode)
+            self._pushed = self._mode
             self._on = True
 
     def _pop(self) -> None:
@@ -151,11 +166,13 @@ class OutsideRecorder:
         if not self._on:
             return
         depth = torch._C._len_torch_function_stack()
-        if depth and torch._C._get_function_stack_at(depth - 1) is self._mode:
+        if depth and torch._C._get_function_stack_at(depth - 1) is self._pushed:
             torch._C._pop_torch_function_stack()
             self._on = False
-        else:  # the user's own mode sits above ours: leave both, note nothing more
+        elif depth:  # the user's own mode sits above ours: leave both, note nothing more
             self._give_up("a torch function mode of the block's own was entered above torchprof's")
+        # (no mode at all: inside our own mode's handler, where torch has taken it off for the
+        # call and puts it back after; it comes off at the next root call, step or stop)
 
     def _give_up(self, why: str) -> None:
         if self.calls_skip is None:
@@ -165,11 +182,10 @@ class OutsideRecorder:
         """Dynamo starts compiling: the mode goes for good, before the frame's guards are made."""
         import threading
 
-        if threading.get_ident() == self._owner_thread and self._on:
+        if self.calls_skip is None:
+            self.calls_skip = "torch.compile compiled code during the block"
+        if threading.get_ident() == self._owner_thread:
             self._pop()
-            self._mode = None
-            if self.calls_skip is None:
-                self.calls_skip = "torch.compile compiled code during the block"
 
     # -- suspended while a root module or an optimizer step runs ------------------------------------
     def suspend(self) -> None:
@@ -178,6 +194,7 @@ class OutsideRecorder:
             self._pop()
 
     def resume(self) -> None:
+        """A root module call or an optimizer step has returned (on the thread that profiles)."""
         if self._mode is not None and not self._on and self.calls_skip is None:
             import threading
 
@@ -187,6 +204,8 @@ class OutsideRecorder:
     # -- optimizer steps ----------------------------------------------------------------------------
     def _step_starts(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self.suspend()
+        if not self._recording():
+            return
         try:
             self._note_step(optimizer, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - our hook never raises into the user's step
@@ -239,6 +258,8 @@ class OutsideRecorder:
                                                 for p, st in params]) for hyper, params in groups]  # fmt: skip
             sig = calls.signatures[signature_key] = StepSignature(made)
         sig.count += 1
+        step = self.step_of()
+        sig.steps[step] = sig.steps.get(step, 0) + 1
 
     def _state_value(self, value: Any) -> Any:
         """A state or hyper-parameter value as the replay rebuilds it: a tensor's spec, a
@@ -248,13 +269,13 @@ class OutsideRecorder:
             return {k: self._state_value(v) for k, v in value.items()}
         if isinstance(value, torch.Tensor):
             if value.numel() <= _SMALL and value.layout == torch.strided and not value.is_meta:
-                return _Small(value.detach().clone())
+                return _Small(value)  # copied when replayed: nothing is allocated inside the user's step
             return self._spec_of(value)
         return value
 
     # -- calls outside every module -----------------------------------------------------------------
     def note_call(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
-        if self.calls_skip is not None:
+        if self.calls_skip is not None or not self._recording():
             return
         torch = self._torch
         try:
@@ -278,6 +299,8 @@ class OutsideRecorder:
                     return
                 sig = self.calls[tuple(key)] = CallSignature(func, spec, kept, bool(key[2]), autocast)
             sig.count += 1
+            step = self.step_of()
+            sig.steps[step] = sig.steps.get(step, 0) + 1
             if sig.grad:
                 for n, t in enumerate(output_tensors(out, torch.Tensor, torch.nn.Module)):
                     if t.requires_grad and n not in sig.grad_outputs:
@@ -350,7 +373,7 @@ def replay_outside(recorder: OutsideRecorder, session_type: Any, options_type: A
                 continue
             for n, sig in enumerate(calls.signatures.values()):
                 run = _replay_step(calls, sig, _Tensors(fake), session_type, options_type)
-                run.signature = n
+                run.signature, run.steps = n, _per_step(sig.steps)
                 runs.append(run)
         if optimizers_only:
             return runs
@@ -369,7 +392,7 @@ def _replay_calls(calls: list[CallSignature], fake: bool, session_type: Any, opt
     """The calls outside modules, each as often as it ran, in one shape-recording profile (a
     profile of its own costs more than most calls); where that fails, one profile per call,
     so one call that cannot be replayed leaves the others known."""
-    if sum(call.count for call in calls) <= _ONE_PROFILE:
+    if sum(call.count for call in calls) <= _ONE_PROFILE and all(_per_step(call.steps) is None for call in calls):
         tensors = _Tensors(fake)
         plan = [(call, made) for call in calls for made in _inputs(call, tensors, call.count)]
 
@@ -385,7 +408,7 @@ def _replay_calls(calls: list[CallSignature], fake: bool, session_type: Any, opt
         tensors = _Tensors(fake)
         ((args, kwargs),) = _inputs(call, tensors, 1)
         run = _run(OUTSIDE, call.count, "outside", functools.partial(_call, call, args, kwargs, tensors), tensors, session_type, options_type)
-        run.signature = n
+        run.signature, run.steps = n, _per_step(call.steps)
         runs.append(run)
     return runs
 
@@ -394,7 +417,7 @@ def _made(value: Any, tensors: _Tensors) -> Any:
     if isinstance(value, TensorSpec):
         return tensors.of(value)
     if isinstance(value, _Small):
-        return value.value.clone()
+        return value.value.detach().clone()
     if isinstance(value, dict):
         return {k: _made(v, tensors) for k, v in value.items()}
     return value

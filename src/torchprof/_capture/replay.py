@@ -24,6 +24,7 @@ import random
 import sys
 import types
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -70,6 +71,8 @@ class Signature:
     autocast: tuple[tuple[str, Any], ...] = ()
     """``(device type, dtype)`` of each autocast context the call ran in."""
     count: int = 0
+    steps: dict[int, int] = field(default_factory=dict)
+    """With a schedule: calls per profiler step (-1 without one)."""
     returned: int = 0
     """Calls that returned (a call that raised is not replayed: its forward ran only partly)."""
     grad_outputs: set[int] = field(default_factory=set)
@@ -130,6 +133,8 @@ class CallRecorder:
         self.recursion_limit = sys.getrecursionlimit()
         """The highest recursion limit a root call ran under (a deep model's forward recurses)."""
         self.fault: str | None = None
+        self.step_of: Callable[[], int] = lambda: -1
+        """The profiler's step now (a schedule's; -1 without one)."""
         self.outside: Any = None
         """The :class:`~torchprof._capture.outside.OutsideRecorder` (optimizer steps, calls
         outside modules), once installed."""
@@ -200,6 +205,8 @@ class CallRecorder:
             sig = calls.signatures[signature_key] = Signature(spec, kept, key[0], key[1], autocast, root=calls,
                                                               anomaly=anomaly is not None, grads=grads)  # fmt: skip
         sig.count += 1
+        step = self.step_of()
+        sig.steps[step] = sig.steps.get(step, 0) + 1
         return sig
 
     def spec(self, t: Any) -> TensorSpec:
@@ -699,8 +706,14 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
             finally:
                 session.release_interrupts()
     if error is not None:
-        return ReplayRun(path=path, count=sig.count, error=error)
-    return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules))
+        return ReplayRun(path=path, count=sig.count, error=error, steps=_per_step(sig.steps))
+    return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules),
+                     steps=_per_step(sig.steps))  # fmt: skip
+
+
+def _per_step(steps: dict[int, int]) -> dict[int, int] | None:
+    """Calls per profiler step, where a schedule made steps."""
+    return None if set(steps) <= {-1} else dict(steps)
 
 
 def _backward_roots(outs: list[Any]) -> list[Any]:

@@ -197,7 +197,9 @@ class CaptureSession:
             if self._calls is not None:
                 # Optimizer steps and calls outside every module, for the whole step's FLOPs.
                 self._calls.outside = OutsideRecorder(self._calls.spec)
-                self._calls.outside.install(calls_outside=opts.schedule is None)
+                self._calls.outside.install(self._recording_now if opts.schedule is not None else None)
+                if opts.schedule is not None:  # which step each call was in: a step's work is matched to its own
+                    self._calls.step_of = self._calls.outside.step_of = lambda: self.step_num
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
@@ -337,6 +339,13 @@ class CaptureSession:
             warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
             self._torch_profile.step()
         self._sigint.raise_pending()  # a Ctrl-C held while a cycle was folded in
+
+    def _recording_now(self) -> bool:
+        """Whether a schedule's current step is recorded (not a wait or a warm-up)."""
+        from torch.profiler import ProfilerAction
+
+        prof = self._torch_profile
+        return prof is not None and prof.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
     @property
     def step_num(self) -> int:

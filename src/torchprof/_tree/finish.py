@@ -113,8 +113,16 @@ class Finishing:
     def flops_unknown(self) -> list[bool]:
         """Rows whose FLOPs are unknown: an op of unknown cost (``TreeBuilder.unknown_flop_nodes``)
         at or below them. A row that leaves out part of its work shows NaN, never a low number."""
+        return self._unknown_above(self.builder.unknown_flop_nodes)
+
+    @cached_property
+    def macs_unknown(self) -> list[bool]:
+        """The same for MACs: only an unknown op that does multiply-adds (a matmul, not an add)."""
+        label = self.nodes.label
+        return self._unknown_above({nid for nid in self.builder.unknown_flop_nodes if label[nid] in _flops.WITH_MACS})
+
+    def _unknown_above(self, marked: set[int]) -> list[bool]:
         unknown = [False] * len(self.nodes)
-        marked = self.builder.unknown_flop_nodes
         if marked:
             parent = self.nodes.parent
             for nid in marked:
@@ -126,7 +134,7 @@ class Finishing:
 
     def counted(self, column: str) -> list[float]:
         """A FLOP column's subtree totals per row, NaN where part of them is unknown."""
-        total, unknown = self.sums.total[column], self.flops_unknown
+        total, unknown = self.sums.total[column], self.macs_unknown if column == "macs" else self.flops_unknown
         return [NAN if unknown[nid] else float(total[nid]) for nid in self.order]
 
     def us(self, values: list[int]) -> list[float]:

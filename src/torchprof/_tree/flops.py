@@ -574,6 +574,11 @@ for _name in ("_fused_adam_", "_fused_adam", "_fused_adamw_", "_fused_adamw"):
 FORMULAS["aten::_fused_sgd_"] = FORMULAS["aten::_fused_sgd"] = _fused_sgd
 
 
+#: Ops whose formulas count MACs (matmuls, convolutions, attention, RNNs): an op of unknown
+#: cost makes a row's MACs unknown only if it is one of these (its other FLOPs have no MACs).
+WITH_MACS = frozenset(name for name in FORMULAS if re.search(r"mm|mv|dot|convolution|attention|rnn", name))
+
+
 def _no_arithmetic(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
     return 0, 0
 

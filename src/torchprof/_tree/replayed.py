@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._records import ReplayRun
-from .._vocab import EventKind
+from .._vocab import STEP_PREFIX, EventKind
 from . import flops as _flops
 from .builder import TreeBuilder
 from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
@@ -77,9 +77,9 @@ class RootPlan:
     """The real nodes of this root's calls that the replay accounts for."""
     problem: str | None = None
     """Why the root has no FLOPs at all."""
-    replays: list[tuple[int, _Replayed]] = field(default_factory=list)
-    """The replays matched (real calls, replay): their backward no module owns is matched with
-    the rest of it (:func:`plan_outside`)."""
+    replays: dict[int, list[tuple[int, _Replayed]]] = field(default_factory=dict)
+    """The replays matched, per step (or the profile) they ran in: (real calls, replay). Their
+    backward no module owns is matched with the rest of it (:func:`plan_outside`)."""
 
     @property
     def exact(self) -> bool:
@@ -144,63 +144,88 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun]) -
     plan.problem = next((r.error for r in path_runs if r.error is not None), None)
     if plan.problem is not None:
         return plan
-    replays = [(run.count, _expected_of(run)) for run in path_runs]
-    parts = [(count, r) for count, r in replays if r is not None]
+    replays = [(run, _expected_of(run)) for run in path_runs]
+    parts = [(run, r) for run, r in replays if r is not None]
     if len(parts) < len(replays):
         plan.problem = "its replay recorded no call of it"
         return plan
-    plan.replays = parts
+    per_step = any(run.steps is not None for run, _ in parts)
     for inst in instances:
         if _has_flops(nodes, inst):
             plan.covered.append(inst)  # counted already (a compiled graph's map)
             continue
-        if len(parts) == 1:
-            rep = parts[0][1]
+        container = _container(nodes, inst)
+        if per_step:  # a schedule: the signatures each step made, as many times as it made them
+            step = _step_number(nodes, container)
+            here = [(run.steps.get(step, 0) if run.steps else 0, r) for run, r in parts]
+            weights = [(w, r) for w, r in here if w]
+        else:
+            weights = [(run.count, r) for run, r in parts]
+        if len(weights) == 1 and not per_step:
+            rep = weights[0][1]
             exp, top = rep.exp, rep.top
             scale, rest = divmod(nodes.calls[inst], exp.calls[top])
             if rest or not scale:
                 plan.problem = "its calls do not match its replay"
                 break
+            weights = [(scale, rep)]
         else:
-            # Several argument sizes: their counts say how the calls split, which one node
-            # holding every call can use (not a tree with one node per step).
-            if len(instances) > 1 or nodes.calls[inst] != sum(count for count, _ in parts):
+            # Several argument sizes (or a step's share): their counts say how the calls split,
+            # which one node holding every call of them can use (not a tree with one node per step).
+            made = sum(w * r.exp.calls[r.top] for w, r in weights)
+            if not weights or nodes.calls[inst] != made or (not per_step and len(instances) > 1):
                 plan.problem = "it was called with several argument sizes in different steps"
                 break
-            exp, top, scale = _combined([(count, r.exp, r.top) for count, r in parts]), 0, 1
+            exp, top, scale = _combined([(w, r.exp, r.top) for w, r in weights]), 0, 1
         _carry_over(nodes, inst, exp, scale, plan, top)
         plan.covered.append(inst)
+        plan.replays.setdefault(container, []).extend(weights)
     return plan
 
 
-def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[ReplayRun]) -> RootPlan | None:
+def _container(nodes: Nodes, nid: int) -> int:
+    """The step (``ProfilerStep#N``) or the profile a node ran in."""
+    while nodes.parent[nid] >= 0 and not (nodes.kind[nid] == REGION and nodes.label[nid].startswith(STEP_PREFIX)):
+        nid = nodes.parent[nid]
+    return nid
+
+
+def _step_number(nodes: Nodes, container: int) -> int:
+    label = nodes.label[container]
+    number = label[len(STEP_PREFIX):] if label.startswith(STEP_PREFIX) else ""
+    return int(number) if number.isdigit() else -1
+
+
+def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[ReplayRun]) -> RootPlan:
     """The work no module owns, matched to its replays: the calls made outside every module
-    (``runs``, one per distinct call), and the backward no module owns (gradient accumulation
-    into parameters that had gradients, and the backward of those calls), which every replay
-    adds to. Only for a profile without steps (a schedule's steps hold their own)."""
-    if builder.steps:
-        return None
+    (``runs``: their replays, each call as often as it ran), and the backward no module owns
+    (gradient accumulation into parameters that had gradients, and the backward of those
+    calls), which every replay adds to. Per recorded step where a schedule made steps."""
     nodes = builder.nodes
     root = builder.root
     plan = RootPlan()
+    containers = [root] if not builder.steps else [s["node"] for s in builder.steps]
     problem = next((r.error for r in runs if r.error is not None), None)
-    calls = [] if problem is not None else [(run.count, _expected_of(run)) for run in runs]
-    top_parts = [(count, r.exp, 0) for count, r in calls if r is not None]
-    backward_parts = [(count, r.exp, r.unattributed) for count, r in calls if r is not None and r.unattributed >= 0]
-    for root_plan in plans.values():
-        if root_plan.problem is None:
-            backward_parts += [(count, r.exp, r.unattributed) for count, r in root_plan.replays if r.unattributed >= 0]
-    if top_parts:
-        outside = _combined(top_parts)
-        for key, child in nodes.children[root].items():
-            c = outside.children[0].get(key)
-            if nodes.kind[child] == OP and c is not None and nodes.calls[child] == outside.calls[c]:
-                _carry_over(nodes, child, outside, 1, plan, c)
-                plan.covered.append(child)
-    unattributed = nodes.children[root].get(KEY_UNATTRIBUTED, -1)
-    if unattributed >= 0 and backward_parts and (problem is None or not _calls_have_backward(nodes, unattributed)):
-        _carry_over(nodes, unattributed, _combined(backward_parts), 1, plan)
-        plan.covered.append(unattributed)
+    replays = [] if problem is not None else [(run, _expected_of(run)) for run in runs]
+    for container in containers:
+        step = _step_number(nodes, container)
+        calls = [((run.steps or {}).get(step, 0) if builder.steps else run.count, r) for run, r in replays if r is not None]
+        calls = [(w, r) for w, r in calls if w]
+        if calls:
+            outside = _combined([(w, r.exp, 0) for w, r in calls])
+            for key, child in nodes.children[container].items():
+                c = outside.children[0].get(key)
+                if nodes.kind[child] == OP and c is not None and nodes.calls[child] == outside.calls[c]:
+                    _carry_over(nodes, child, outside, 1, plan, c)
+                    plan.covered.append(child)
+        backward_parts = [(w, r.exp, r.unattributed) for w, r in calls if r.unattributed >= 0]
+        for root_plan in plans.values():
+            if root_plan.problem is None:
+                backward_parts += [(w, r.exp, r.unattributed) for w, r in root_plan.replays.get(container, []) if r.unattributed >= 0]
+        unattributed = nodes.children[container].get(KEY_UNATTRIBUTED, -1)
+        if unattributed >= 0 and backward_parts and (problem is None or not _calls_have_backward(nodes, unattributed)):
+            _carry_over(nodes, unattributed, _combined(backward_parts), 1, plan)
+            plan.covered.append(unattributed)
     return plan
 
 
