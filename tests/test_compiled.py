@@ -3,6 +3,7 @@ compiled regions get their forward and backward time and their FLOPs."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -191,8 +192,11 @@ def test_layers_inside_a_compiled_cnn_get_forward_and_backward_time_and_exact_ma
     s = prof.summary
     assert s["cpu_us"] <= s["wall_us"]
     assert s["macs"] == eager.summary["macs"]  # the graph's matmuls and convolutions, exactly
-    # each eager op call counted once (the eager run's FLOPs replayed, the graph's from its map)
-    assert df.loc["SmallCNN", "flops"] == pytest.approx(eager.df.loc["SmallCNN", "flops"], rel=0.01)
+    # each eager op call counted once (the eager run's FLOPs replayed, the graph's from its map);
+    # the model's row holds the backward graph's eager fallback (max pooling's scatter, of
+    # unknown cost without shapes): its FLOPs are unknown, not a total that leaves it out
+    assert df.loc["SmallCNN", "macs"] == eager.df.loc["SmallCNN", "macs"]
+    assert math.isnan(df.loc["SmallCNN", "flops"]) and "aten::scatter_reduce_" in prof.unsupported_ops
     # Without shapes=True only the loss and optimizer ops, outside the model, have unknown FLOPs.
     outside = {"aten::pow", "aten::mean", "aten::add_", "aten::mul", "aten::div"}
     assert set(eager.unsupported_ops) <= outside
