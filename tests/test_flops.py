@@ -72,8 +72,9 @@ def assert_replay_agrees(replayed, recorded) -> None:
         # No layer ran: the calls made outside every module are replayed; a row the default
         # capture counts is counted exactly, any other is unknown (NaN, its ops listed).
         for path in a.index:
-            got = (b.loc[path, "flops"], b.loc[path, "macs"]) if path in b.index else (float("nan"),) * 2
-            assert (pd.isna(got[0]) and pd.isna(got[1])) or got == (a.loc[path, "flops"], a.loc[path, "macs"]), path
+            for column in ("flops", "macs"):
+                got = b.loc[path, column] if path in b.index else float("nan")
+                assert pd.isna(got) or got == a.loc[path, column], (path, column)
         return
 
     def in_layer(path) -> bool:

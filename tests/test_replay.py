@@ -7,6 +7,7 @@ several outputs), FLOPs said to be unknown where it cannot, and the user's state
 from __future__ import annotations
 
 import random
+import sys
 
 import pandas as pd
 import pytest
@@ -15,6 +16,15 @@ from torch import nn
 
 import torchprof
 from torchprof._tree import flops as _flops
+
+
+@pytest.fixture(autouse=True)
+def no_compiled_code():
+    """Calls outside modules are noted only in a process holding no torch.compile'd code (Dynamo
+    would compile it again): earlier tests' compiled code is dropped, as a fresh process has none."""
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()
 
 
 def both(run, **options):

@@ -66,7 +66,9 @@ def test_summary_refers_to_the_recorded_steps(train_step):
     assert s["steps"] == 3
     assert s["wall_us"] == pytest.approx(prof.steps.wall_us.sum())  # FLOP/s over the time the FLOPs took
     assert s["cpu_us"] == pytest.approx(prof.steps.cpu_us.sum())
-    assert s["flops_per_s"] == pytest.approx(s["flops"] / (s["wall_us"] / 1e6))
+    # (unknown when the step's FLOPs are: calls outside modules are not noted in a process
+    # holding torch.compile'd code, as earlier tests may leave)
+    assert s["flops_per_s"] == pytest.approx(s["flops"] / (s["wall_us"] / 1e6), nan_ok=True)
     assert prof.meta["block_wall_us"] > s["wall_us"]  # the whole loop, waits included
 
 

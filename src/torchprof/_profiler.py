@@ -11,7 +11,15 @@ from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
-from ._tree.replayed import commit_replays, mark_transformed, module_paths, plan_outside, plan_replays, replay_note
+from ._tree.replayed import (
+    commit_replays,
+    mark_transformed,
+    module_paths,
+    outside_wanted,
+    plan_outside,
+    plan_replays,
+    replay_note,
+)
 from ._vocab import RECOMPUTE, NodeKind
 
 if TYPE_CHECKING:
@@ -269,11 +277,12 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
         builder.replayed = True
         mark_transformed(builder)
         return dict(builder.replay_problems)
-    runs = session.replays(module_paths(builder)) + session.outside_replays()
+    steps, calls = outside_wanted(builder)
+    runs = session.replays(module_paths(builder)) + session.outside_replays(steps=steps, calls=calls)
     plans = plan_replays(builder, runs)
     redo = [path for path, plan in plans.items() if not plan.exact]
     if redo:
-        again_runs = session.replays(redo, fake=True) + [r for r in session.outside_replays(fake=True) if r.path in redo]
+        again_runs = session.replays(redo, fake=True) + session.outside_replays(fake=True, steps=steps & set(redo), calls=False)
         again = plan_replays(builder, again_runs)
         for path, plan in again.items():
             if plan.missing() < plans[path].missing():

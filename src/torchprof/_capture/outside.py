@@ -324,12 +324,14 @@ class _Callback:
 
 
 def _compiled_anything() -> bool:
-    dynamo_utils = sys.modules.get("torch._dynamo.utils")
-    if dynamo_utils is None:
+    """Whether Dynamo holds compiled code in this process (the code objects it compiled, kept
+    until ``torch._dynamo.reset()``)."""
+    convert_frame = sys.modules.get("torch._dynamo.convert_frame")
+    if convert_frame is None:
         return False
     try:
-        return bool(dynamo_utils.counters["frames"].get("total", 0))
-    except Exception:  # noqa: BLE001 - a Dynamo without these counters: assume it compiled
+        return bool(convert_frame.input_codes.seen)
+    except Exception:  # noqa: BLE001 - a Dynamo laid out otherwise: assume it compiled
         return True
 
 
@@ -362,20 +364,24 @@ def _make_mode(recorder: OutsideRecorder) -> Any:
 
 # -- replays ------------------------------------------------------------------------------------------
 def replay_outside(recorder: OutsideRecorder, session_type: Any, options_type: Any, fake: bool = False,
-                   recursion_limit: int = 0, optimizers_only: bool = False) -> list[ReplayRun]:
-    """Each distinct optimizer step and call outside modules, run again on data-free tensors
-    under a shape-recording profile (see :func:`torchprof._capture.replay.replay`)."""
+                   recursion_limit: int = 0, steps: set[str] | None = None, calls: bool = True) -> list[ReplayRun]:
+    """Each distinct optimizer step (of the optimizers whose ranges ``steps`` names; None: all)
+    and, with ``calls``, each call outside modules, run again on data-free tensors under a
+    shape-recording profile (see :func:`torchprof._capture.replay.replay`)."""
     runs: list[ReplayRun] = []
+    wanted = [c for c in recorder.optimizers.values() if steps is None or c.label in steps]
+    if not wanted and not (calls and (recorder.calls or recorder.calls_skip)):
+        return runs
     with _replay_environment(recursion_limit):
-        for calls in recorder.optimizers.values():
-            if calls.skip is not None:
-                runs.append(ReplayRun(path=calls.label, count=0, error=calls.skip, kind="region"))
+        for calls_of in wanted:
+            if calls_of.skip is not None:
+                runs.append(ReplayRun(path=calls_of.label, count=0, error=calls_of.skip, kind="region"))
                 continue
-            for n, sig in enumerate(calls.signatures.values()):
-                run = _replay_step(calls, sig, _Tensors(fake), session_type, options_type)
+            for n, sig in enumerate(calls_of.signatures.values()):
+                run = _replay_step(calls_of, sig, _Tensors(fake), session_type, options_type)
                 run.signature, run.steps = n, _per_step(sig.steps)
                 runs.append(run)
-        if optimizers_only:
+        if not calls:
             return runs
         if recorder.calls_skip is not None:
             runs.append(ReplayRun(path=OUTSIDE, count=0, error=recorder.calls_skip, kind="outside"))

@@ -121,7 +121,7 @@ class CaptureSession:
         self._calls: CallRecorder | None = None
         self._replays: dict[str, list[ReplayRun]] = {}  # by root path
         self._fake_replays: dict[str, list[ReplayRun]] = {}
-        self._outside_replays: dict[bool, list[ReplayRun]] = {}  # by fake
+        self._outside_replays: dict[tuple, list[ReplayRun]] = {}  # by what was asked
 
     @property
     def running(self) -> bool:
@@ -386,15 +386,17 @@ class CaptureSession:
                 done.setdefault(run.path, []).append(run)
         return [run for p in wanted for run in done.get(p, [])]
 
-    def outside_replays(self, fake: bool = False) -> list[ReplayRun]:
-        """Optimizer steps and torch calls outside every module, run again on data-free tensors
-        (once each, after the run; empty when shapes were recorded or FLOPs not asked for)."""
+    def outside_replays(self, fake: bool = False, steps: set[str] | None = None, calls: bool = True) -> list[ReplayRun]:
+        """Optimizer steps (those whose ranges are named in ``steps``; None: all) and, with
+        ``calls``, the torch calls outside every module, run again on data-free tensors (once
+        each, after the run; empty when shapes were recorded or FLOPs not asked for)."""
         if self._calls is None or self._calls.outside is None or self.running:
             return []
-        if fake not in self._outside_replays:
-            self._outside_replays[fake] = replay_outside(self._calls.outside, CaptureSession, CaptureOptions, fake=fake,
-                                                         recursion_limit=self._calls.recursion_limit, optimizers_only=fake)  # fmt: skip
-        return list(self._outside_replays[fake])
+        key = (fake, frozenset(steps) if steps is not None else None, calls)
+        if key not in self._outside_replays:
+            self._outside_replays[key] = replay_outside(self._calls.outside, CaptureSession, CaptureOptions, fake=fake,
+                                                        recursion_limit=self._calls.recursion_limit, steps=steps, calls=calls)  # fmt: skip
+        return list(self._outside_replays[key])
 
     def cycle_columns(self) -> EventColumns | None:
         """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._records import ReplayRun
-from .._vocab import STEP_PREFIX, EventKind
+from .._vocab import OPTIMIZER_STEP_PREFIX, STEP_PREFIX, EventKind
 from . import flops as _flops
 from .builder import TreeBuilder
 from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
@@ -94,6 +94,17 @@ def module_paths(builder: TreeBuilder) -> list[str]:
     """The module paths in the tree (the roots among them are the ones to replay)."""
     nodes = builder.nodes
     return sorted({nodes.label[nid] for nid in range(len(nodes)) if nodes.kind[nid] == MODULE})
+
+
+def outside_wanted(builder: TreeBuilder) -> tuple[set[str], bool]:
+    """What of the work outside modules the tree holds, to replay: the optimizer steps' ranges
+    (by name), and whether any step (or the profile) has ops or backward of its own."""
+    nodes = builder.nodes
+    steps = {label for nid, label in enumerate(nodes.label) if nodes.kind[nid] == REGION and label.startswith(OPTIMIZER_STEP_PREFIX)}
+    containers = [builder.root] if not builder.steps else [s["node"] for s in builder.steps]
+    calls = any(KEY_UNATTRIBUTED in nodes.children[c] or any(nodes.kind[k] == OP for k in nodes.children[c].values())
+                for c in containers)  # fmt: skip
+    return steps, calls
 
 
 def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootPlan]:
