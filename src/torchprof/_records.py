@@ -249,6 +249,9 @@ class ReplayRun:
     """What ``path`` names: a root ``module``, or a ``region`` (an optimizer step's range)."""
     steps: dict[int, int] | None = None
     """With a schedule: the real calls of this signature in each profiler step."""
+    classes: list[tuple[str, int]] | None = None
+    """An optimizer step replayed one parameter of each kind at a time: each kind's range name
+    and how many of the real step's parameters are of that kind (the tree weighs them)."""
 
 
 @dataclass

@@ -278,8 +278,8 @@ def agree(names: list[str]) -> None:
     import torchprof
 
     warnings.simplefilter("ignore")
-    print("agree: every module row of a training step (with an AdamW step), default vs shapes=True, on the same step twice "
-          "(gradients reset); accumulating into existing gradients in the second", flush=True)
+    print("agree: every module row of a training step (forward, loss, backward, AdamW step), default vs shapes=True, "
+          "the same step twice", flush=True)
     for name in names:
         try:
             model, step = AGREE[name]()
@@ -294,11 +294,11 @@ def agree(names: list[str]) -> None:
             opt.step()
 
         run()
-        model.zero_grad(set_to_none=True)
         profs = []
         for shapes in (False, True):
+            model.zero_grad(set_to_none=True)  # both runs the same step
             with torchprof.Profiler(shapes=shapes) as prof:
-                run()  # the gradients exist after the first: both runs are the same step
+                run()
             profs.append((prof, prof.df))
         (default, a), (_, b) = profs
         rows = a.index[a["kind"] == "module"]

@@ -342,6 +342,8 @@ _NOT_NOTED = frozenset({
     "__iter__", "__get__", "__set__", "__contains__", "__hash__", "__reduce_ex__", "__deepcopy__", "size", "dim",
     "numel", "stride", "data_ptr", "is_contiguous", "element_size", "__array__", "__dlpack__", "register_hook",
     "requires_grad_", "retain_grad", "untyped_storage", "storage", "_version", "is_floating_point", "is_complex",
+    # moves between devices: no arithmetic, and a data-free tensor has nothing to move
+    "to", "cuda", "cpu", "pin_memory", "share_memory_", "record_stream",
 })  # fmt: skip
 
 
@@ -429,41 +431,104 @@ def _made(value: Any, tensors: _Tensors) -> Any:
     return value
 
 
+#: Optimizers whose single-tensor step runs the same ops for each parameter, one after another.
+_PER_PARAMETER = frozenset({"SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "ASGD", "Adadelta", "Rprop"})
+#: The range around each kind of parameter's step in such a replay (see ``ReplayRun.classes``).
+KIND_RANGE = "torchprof: parameters of one kind #"
+
+
+def _one_at_a_time(real: Any) -> bool:
+    """Whether ``real`` steps each parameter on its own (its single-tensor implementation):
+    then one parameter of each kind (sizes, dtypes, state) stands for all of that kind."""
+    if type(real).__name__ not in _PER_PARAMETER:
+        return False
+    from torch.optim.optimizer import _default_to_fused_or_foreach
+
+    for group in real.param_groups:
+        if group.get("fused") or group.get("foreach") or group.get("differentiable"):
+            return False
+        if group.get("foreach") is None and group.get("fused") is None:  # torch picks by device
+            fused, foreach = _default_to_fused_or_foreach(list(group["params"]), differentiable=False, use_fused=False)
+            if fused or foreach:
+                return False
+    return True
+
+
+def _kind_key(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _kind_key(v)) for k, v in value.items()))
+    if isinstance(value, _Small):
+        return ("small", value.value.dtype, tuple(value.value.shape))
+    return value if isinstance(value, (TensorSpec, bool, int, float, str, type(None))) else type(value)
+
+
+def _optimizer_like(real: Any, groups: list[dict[str, Any]], opt_state: dict[Any, Any]) -> Any:
+    """A copy of optimizer ``real`` over these data-free groups and state, with no hooks and
+    without an instance's own ``step`` (a scheduler's wrapper of the real one's)."""
+    from collections import defaultdict
+
+    cls: Any = type(real)
+    opt = cls.__new__(cls)
+    state = dict(real.__dict__)
+    for name in ("param_groups", "state", "step", "zero_grad"):
+        state.pop(name, None)
+    opt.__dict__.update(copy.copy(state))
+    opt.defaults = dict(real.defaults)
+    for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                 "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                 "_optimizer_load_state_dict_post_hooks"):  # fmt: skip
+        if name in real.__dict__:
+            setattr(opt, name, type(real.__dict__[name])())
+    opt.param_groups = groups
+    opt.state = defaultdict(dict, opt_state)
+    return opt
+
+
 def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
     import torch
+    from torch._C._profiler import _RecordFunctionFast
 
     real = calls.optimizer
-    cls: Any = type(real)
-    try:
-        opt = cls.__new__(cls)
-        state = dict(real.__dict__)
-        for name in ("param_groups", "state", "step", "zero_grad"):  # an instance's own step: a scheduler's wrapper of the real one
-            state.pop(name, None)
-        opt.__dict__.update(copy.copy(state))
-        opt.defaults = dict(real.defaults)
-        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
-                     "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
-                     "_optimizer_load_state_dict_post_hooks"):  # fmt: skip
-            if name in real.__dict__:
-                setattr(opt, name, type(real.__dict__[name])())
-        groups: list[dict[str, Any]] = []
-        opt_state: dict[Any, Any] = {}
-        for hyper, params in sig.groups:
-            made = []
-            for p_spec, g_spec, st in params:
-                p = torch.nn.Parameter(tensors.of(p_spec).detach(), requires_grad=p_spec.requires_grad)
-                p.grad = tensors.of(g_spec).detach()
-                if st:
-                    opt_state[p] = _made(st, tensors)
-                made.append(p)
-            groups.append({**_made(hyper, tensors), "params": made})
-        opt.param_groups = groups
-        from collections import defaultdict
 
-        opt.state = defaultdict(dict, opt_state)
+    def param(entry: tuple[TensorSpec, TensorSpec, dict[str, Any]], opt_state: dict[Any, Any]) -> Any:
+        p_spec, g_spec, st = entry
+        p = torch.nn.Parameter(tensors.of(p_spec).detach(), requires_grad=p_spec.requires_grad)
+        p.grad = tensors.of(g_spec).detach()
+        if st:
+            opt_state[p] = _made(st, tensors)
+        return p
+
+    try:
+        if _one_at_a_time(real):
+            # One parameter of each kind, each in a range of its own: a step over 200 parameters
+            # of 30 kinds replays 30 parameters (the tree weighs each kind by how many it has).
+            kinds: dict[tuple, list[Any]] = {}
+            for g, (_, params) in enumerate(sig.groups):
+                for entry in params:
+                    key = (g, entry[0], entry[1], _kind_key(entry[2]))
+                    kinds.setdefault(key, [g, entry, 0])[2] += 1
+            steps = []
+            for g, entry, _ in kinds.values():
+                opt_state: dict[Any, Any] = {}
+                hyper = sig.groups[g][0]
+                steps.append(_optimizer_like(real, [{**_made(hyper, tensors), "params": [param(entry, opt_state)]}], opt_state))
+
+            def body() -> None:
+                for n, opt in enumerate(steps):
+                    with _RecordFunctionFast(f"{KIND_RANGE}{n}"):
+                        opt.step()
+
+            run = _run(calls.label, sig.count, "region", body, tensors, session_type, options_type)
+            run.classes = [(f"{KIND_RANGE}{n}", kind[2]) for n, kind in enumerate(kinds.values())]
+            return run
+        groups: list[dict[str, Any]] = []
+        opt_state = {}
+        for hyper, params in sig.groups:
+            groups.append({**_made(hyper, tensors), "params": [param(entry, opt_state) for entry in params]})
+        opt = _optimizer_like(real, groups, opt_state)
     except Exception as exc:  # noqa: BLE001 - an optimizer that cannot be rebuilt without data
         return ReplayRun(path=calls.label, count=sig.count, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})", kind="region")
-    return _run(calls.label, sig.count, "region", lambda: opt.step(), tensors, session_type, options_type)
+    return _run(calls.label, sig.count, "region", opt.step, tensors, session_type, options_type)
 
 
 def _inputs(call: CallSignature, tensors: _Tensors, times: int) -> list[tuple[Any, Any]]:

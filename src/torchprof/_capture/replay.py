@@ -414,8 +414,10 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
     return runs
 
 
-#: Yes/no reads of values answered per signature at most (each read doubles the ways to try).
+#: Yes/no reads of values answered per signature at most (each read doubles the ways to try),
+#: and replays tried at most for one signature.
 MAX_QUESTIONS = 3
+MAX_TRIES = 8
 
 
 def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Signature, options_type: Any,
@@ -428,7 +430,9 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
         return [run]
     found: list[ReplayRun] = []
     todo: list[list[bool]] = [[True], [False]]
-    while todo:
+    tries = 0
+    while todo and tries < MAX_TRIES:
+        tries += 1
         answers = todo.pop(0)
         tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers)
         if tried.error == _QUESTION:

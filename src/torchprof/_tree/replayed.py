@@ -216,8 +216,10 @@ def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[Re
     root = builder.root
     plan = RootPlan()
     containers = [root] if not builder.steps else [s["node"] for s in builder.steps]
+    # A call that could not be replayed leaves its ops unmatched (listed), and the backward no
+    # module owns unknown if it had one; the other calls are still matched.
     problem = next((r.error for r in runs if r.error is not None), None)
-    replays = [] if problem is not None else [(run, _expected_of(run)) for run in runs]
+    replays = [(run, _expected_of(run)) for run in runs if run.error is None]
     for container in containers:
         step = _step_number(nodes, container)
         calls = [((run.steps or {}).get(step, 0) if builder.steps else run.count, r) for run, r in replays if r is not None]
@@ -312,6 +314,8 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
     replay.add(run.events)
     nodes = replay.nodes
     root = replay.root
+    if run.classes:
+        return _weighed_kinds(run, nodes, root)
     top = root
     if run.kind != "outside":
         want = (TAG_MODULE if run.kind == "module" else TAG_REGION) + run.path
@@ -362,6 +366,41 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
 
 #: Ranges torch records around dispatch to Python (the replay's dispatch mode, fake tensors).
 _DISPATCH_RANGES = frozenset({"PythonDispatchMode", "PythonSubclass"})
+
+
+def _weighed_kinds(run: ReplayRun, nodes: Nodes, root: int) -> _Replayed | None:
+    """An optimizer step replayed one parameter of each kind at a time (``ReplayRun.classes``):
+    each kind's step weighed by how many parameters are of that kind, as one step."""
+    whole = _expected_nodes(nodes, root)
+    parts = []
+    for name, weight in run.classes or []:
+        kind = whole.children[0].get(name, whole.children[0].get(TAG_REGION + name))  # (torch records it as an op)
+        step = whole.children[kind].get(TAG_REGION + run.path) if kind is not None else None
+        if step is None:
+            return None
+        parts.append((weight, whole, step))
+    out = _combined(parts)
+    out.calls[0] = 1  # one step of all of them
+    return _Replayed(out, 0, -1)
+
+
+def _expected_nodes(nodes: Nodes, root: int) -> _Expected:
+    """A replay tree as :class:`_Expected`, node for node (index 0 is ``root``)."""
+    out = _Expected()
+    index = {root: out.add(nodes.calls[root], 0, 0, nodes.bwd[root])}
+    order = [root]
+    stack = [root]
+    while stack:
+        nid = stack.pop()
+        for key, child in nodes.children[nid].items():
+            out.children[index[nid]][key] = index[child] = out.add(nodes.calls[child], nodes.macs[child], nodes.flops[child], nodes.bwd[child])
+            order.append(child)
+            stack.append(child)
+    for nid in reversed(order[1:]):  # subtree totals: children were added after their parents
+        parent = index[nodes.parent[nid]]
+        out.macs[parent] += out.macs[index[nid]]
+        out.flops[parent] += out.flops[index[nid]]
+    return out
 
 
 def _combined(parts: list[tuple[int, _Expected, int]]) -> _Expected:
