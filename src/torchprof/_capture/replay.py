@@ -655,6 +655,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
 
     # Every module it calls is tracked, not only the copy's own: a forward may make one (a loss).
     session = session_type(options_type(shapes=True, flops=True, labels={copied: path}), lambda *_: None)
+    session.keeps_trace = False
     error: str | None = None
     with _user_state_kept():
         if bool(copied.training) != sig.training:

@@ -116,6 +116,8 @@ class CaptureSession:
         self._trace_files: list[str] = []  # one chrome trace per recorded cycle, in order
         self._trace_problems: list[str] = []  # why a cycle's trace could not be kept
         self._mangled: dict[tuple[int, int], str] | None = None  # real names of the unscheduled cycle's events
+        self.keeps_trace = True
+        """Whether its trace may be exported (a replay's never is: the names kineto mangles are not read)."""
         self._compile_capture: contextlib.ExitStack | None = None
         self._tensors: TensorWatch | None = None  # with memory=True: parameters, gradients, optimizer state
         self._calls: CallRecorder | None = None
@@ -411,7 +413,8 @@ class CaptureSession:
                               shapes=self.options.shapes)
         # The trace itself is written only when asked for (kineto writes a result once, and the
         # user may want torch's own export_chrome_trace first); the real names are known now.
-        self._mangled = names_kineto_mangles(cols)
+        if self.keeps_trace:
+            self._mangled = names_kineto_mangles(cols)
         return cols
 
     # -- what the profile misses --------------------------------------------------------------------

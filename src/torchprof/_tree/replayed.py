@@ -333,6 +333,12 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
         parent = nodes.parent[nid]
         macs[parent] += macs[nid]
         flops_[parent] += flops_[nid]
+    un = nodes.children[root].get(KEY_UNATTRIBUTED, -1)
+    if not _DISPATCH_RANGES.intersection(nodes.label):
+        # The common case: the replay's tree as it is, node ids for indices (no copy).
+        out = _Expected()
+        out.calls, out.macs, out.flops, out.bwd, out.children = nodes.calls, macs, flops_, nodes.bwd, nodes.children
+        return _Replayed(out, top, un)
     out = _Expected()
     index = {root: out.add(nodes.calls[root], macs[root], flops_[root], nodes.bwd[root])}
     # (node, where its children go, the key of that place, whether it is a dispatch range there)
@@ -360,7 +366,6 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
                 out.flops[made] += flops_[child]
             index[child] = made
             stack.append((child, made, key, False))
-    un = nodes.children[root].get(KEY_UNATTRIBUTED, -1)
     return _Replayed(out, index[top], index[un] if un >= 0 else -1)
 
 
