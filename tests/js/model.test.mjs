@@ -1,7 +1,9 @@
 // The payload decoder, the columns a profile gets, and the in-page model of the HTML report.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { columnsFor, createModel, decodePayload, loadPayload } from "../../js/widget.js";
+import { columnsFor } from "../../js/src/columns.js";
+import { decodePayload, loadPayload } from "../../js/src/payload.js";
+import { createModel } from "../../js/src/state.js";
 import { payloadFrom, small, VOCAB } from "./helpers.mjs";
 
 test("paths are rebuilt from the parent's path plus a tail, names from the tail", () => {
