@@ -1782,141 +1782,166 @@ function phaseAt(memory, time) {
   return null;
 }
 var MEMORY_HEIGHT = 180;
-function create2(ctx) {
-  const { data } = ctx;
-  const memory = (
-    /** @type {MemoryData} */
-    data.memory
-  );
-  const box = h("div", { class: `tp-panel tp-panel-${ctx.view} tp-memory`, "data-view": ctx.view, "data-testid": ctx.view });
-  let device = Math.max(0, memory.devices.findIndex((d) => d.name !== "cpu"));
-  const readout = h("span", { class: "tp-mem-readout", "data-testid": "memory-readout", "aria-live": "polite" });
-  const picker = h("span", { class: "tp-mem-devices" });
-  if (memory.devices.length > 1) {
-    memory.devices.forEach((d, k) => picker.append(h("button", { type: "button", class: "tp-btn", "data-device": k, text: d.name })));
+function chartParts(data, memory, series, scales) {
+  const { plot } = scales;
+  const keep = downsampleMinMax(series.t, series.v, Math.max(1, Math.floor(plot.right - plot.left)));
+  const parts = [];
+  for (const band of bandRects(memory.bands, memory.phases, scales)) {
+    parts.push(svg("rect", { class: `tp-mem-band tp-mem-${band.phase}`, x: band.x, y: plot.top, width: band.width, height: plot.bottom - plot.top }));
   }
-  const legend = h("span", { class: "tp-mem-legend" });
-  for (const code of new Set(memory.bands.map((b) => b[2]))) {
-    const phase = memory.phases[code];
-    legend.append(h("span", { class: `tp-mem-key tp-mem-${phase}` }), h("span", { text: phase + " " }));
+  const label = (text, at) => {
+    const node = svg("text", { class: "tp-mem-axis", ...at });
+    node.textContent = text;
+    return node;
+  };
+  parts.push(svg("line", { class: "tp-mem-grid", x1: plot.left, x2: plot.right, y1: plot.bottom, y2: plot.bottom }));
+  parts.push(label(formatBytes(scales.vmax), { x: plot.left - 6, y: plot.top + 4, "text-anchor": "end" }));
+  parts.push(label("0 B", { x: plot.left - 6, y: plot.bottom, "text-anchor": "end" }));
+  parts.push(label(formatTime(scales.t0), { x: plot.left, y: MEMORY_HEIGHT - 4 }));
+  parts.push(label(formatTime(scales.t1), { x: plot.right, y: MEMORY_HEIGHT - 4, "text-anchor": "end" }));
+  parts.push(svg("path", { class: "tp-mem-line", "data-testid": "memory-line", d: memoryPath(series, keep, scales) }));
+  const p = series.peak;
+  if (p) {
+    const mark = svg("circle", { class: "tp-mem-peak", "data-testid": "memory-peak-mark", cx: scales.x(p.t), cy: scales.y(p.v), r: 4 });
+    const title = svg("title", {});
+    title.textContent = `peak ${formatBytes(p.v)}: ${data.path[p.row]} (${p.phase})`;
+    mark.append(title);
+    parts.push(mark);
   }
-  const peakButton = h("button", { type: "button", class: "tp-btn", "data-testid": "memory-peak", title: "Open the layer running at the peak in the table", text: "Peak layer" });
-  const chart = svg("svg", { class: "tp-mem-chart", "data-testid": "memory-chart", role: "img", height: MEMORY_HEIGHT });
-  const head = h("div", { class: "tp-mem-head" }, picker, legend, peakButton, readout);
-  box.append(head, chart);
-  let scales;
-  let series;
-  let cursor;
-  let drawnWidth = -1;
-  function select(i) {
+  parts.push(svg("line", { class: "tp-mem-cursor", x1: 0, x2: 0, y1: plot.top, y2: plot.bottom, visibility: "hidden" }));
+  return parts;
+}
+var MemoryView = class {
+  /** @param {Context} ctx */
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.data = ctx.data;
+    const memory = (
+      /** @type {MemoryData} */
+      ctx.data.memory
+    );
+    this.memory = memory;
+    this.el = h("div", { class: `tp-panel tp-panel-${ctx.view} tp-memory`, "data-view": ctx.view, "data-testid": ctx.view });
+    this.device = Math.max(0, memory.devices.findIndex((d) => d.name !== "cpu"));
+    this.readout = h("span", { class: "tp-mem-readout", "data-testid": "memory-readout", "aria-live": "polite" });
+    const picker = h("span", { class: "tp-mem-devices" });
+    if (memory.devices.length > 1) {
+      memory.devices.forEach((d, k) => picker.append(h("button", { type: "button", class: "tp-btn", "data-device": k, text: d.name })));
+    }
+    const legend = h("span", { class: "tp-mem-legend" });
+    for (const code of new Set(memory.bands.map((b) => b[2]))) {
+      const phase = memory.phases[code];
+      legend.append(h("span", { class: `tp-mem-key tp-mem-${phase}` }), h("span", { text: phase + " " }));
+    }
+    this.peakButton = h("button", { type: "button", class: "tp-btn", "data-testid": "memory-peak", title: "Open the layer running at the peak in the table", text: "Peak layer" });
+    this.chart = svg("svg", { class: "tp-mem-chart", "data-testid": "memory-chart", role: "img", height: MEMORY_HEIGHT });
+    this.head = h("div", { class: "tp-mem-head" }, picker, legend, this.peakButton, this.readout);
+    this.el.append(this.head, this.chart);
+    this.series = memory.devices[this.device];
+    this.scales = memoryScales(this.series, 800, MEMORY_HEIGHT);
+    this.cursor = null;
+    this.drawnWidth = -1;
+    this.move = this.move.bind(this);
+    this.click = this.click.bind(this);
+    this.headClick = this.headClick.bind(this);
+    this.chart.addEventListener("mousemove", this.move);
+    this.chart.addEventListener("mouseleave", this.move);
+    this.chart.addEventListener("click", this.click);
+    this.head.addEventListener("click", this.headClick);
+  }
+  /** Open row i in the table (the whole run's), selected, its ancestors expanded. @param {number} i */
+  select(i) {
+    const { ctx, data } = this;
     const st = ctx.state();
     const values = { view: ctx.rowsView, step: "", selected: data.path[i], expanded: expandTo(data, i, 0, st.expandedList) };
     if (!visibleRows(data, { ...st, expanded: new Set(values.expanded), root: 0 }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
     ctx.change(values);
   }
-  function idle() {
+  /** The readout with the cursor off the line: the device's peak and where it was. */
+  idle() {
+    const { series } = this;
     const p = series.peak;
-    readout.textContent = p ? `${series.name} peak ${formatBytes(p.v)} at ${formatTime(p.t)} in ${data.path[p.row]} (${p.phase}) · click the line to open a layer` : series.name;
+    this.readout.textContent = p ? `${series.name} peak ${formatBytes(p.v)} at ${formatTime(p.t)} in ${this.data.path[p.row]} (${p.phase}) · click the line to open a layer` : series.name;
   }
-  function draw() {
-    series = memory.devices[device];
-    const width = Math.max(240, Math.floor(box.clientWidth) || 800);
-    drawnWidth = width;
+  draw() {
+    const { chart } = this;
+    const series = this.memory.devices[this.device];
+    this.series = series;
+    const width = Math.max(240, Math.floor(this.el.clientWidth) || 800);
+    this.drawnWidth = width;
     chart.setAttribute("width", String(width));
     chart.setAttribute("viewBox", `0 0 ${width} ${MEMORY_HEIGHT}`);
-    scales = memoryScales(series, width, MEMORY_HEIGHT);
-    const { plot } = scales;
-    const keep = downsampleMinMax(series.t, series.v, Math.max(1, Math.floor(plot.right - plot.left)));
-    const parts = [];
-    for (const band of bandRects(memory.bands, memory.phases, scales)) {
-      parts.push(svg("rect", { class: `tp-mem-band tp-mem-${band.phase}`, x: band.x, y: plot.top, width: band.width, height: plot.bottom - plot.top }));
-    }
-    const label = (text, at) => {
-      const node = svg("text", { class: "tp-mem-axis", ...at });
-      node.textContent = text;
-      return node;
-    };
-    parts.push(svg("line", { class: "tp-mem-grid", x1: plot.left, x2: plot.right, y1: plot.bottom, y2: plot.bottom }));
-    parts.push(label(formatBytes(scales.vmax), { x: plot.left - 6, y: plot.top + 4, "text-anchor": "end" }));
-    parts.push(label("0 B", { x: plot.left - 6, y: plot.bottom, "text-anchor": "end" }));
-    parts.push(label(formatTime(scales.t0), { x: plot.left, y: MEMORY_HEIGHT - 4 }));
-    parts.push(label(formatTime(scales.t1), { x: plot.right, y: MEMORY_HEIGHT - 4, "text-anchor": "end" }));
-    parts.push(svg("path", { class: "tp-mem-line", "data-testid": "memory-line", d: memoryPath(series, keep, scales) }));
-    const p = series.peak;
-    if (p) {
-      const mark = svg("circle", { class: "tp-mem-peak", "data-testid": "memory-peak-mark", cx: scales.x(p.t), cy: scales.y(p.v), r: 4 });
-      const title = svg("title", {});
-      title.textContent = `peak ${formatBytes(p.v)}: ${data.path[p.row]} (${p.phase})`;
-      mark.append(title);
-      parts.push(mark);
-    }
-    cursor = svg("line", { class: "tp-mem-cursor", x1: 0, x2: 0, y1: plot.top, y2: plot.bottom, visibility: "hidden" });
-    parts.push(cursor);
+    this.scales = memoryScales(series, width, MEMORY_HEIGHT);
+    const parts = chartParts(this.data, this.memory, series, this.scales);
+    this.cursor = /** @type {SVGElement} */
+    parts.at(-1);
     chart.replaceChildren(...parts);
-    chart.setAttribute("aria-label", `Allocated memory over the run on ${series.name}` + (p ? `, peak ${formatBytes(p.v)}` : ""));
-    idle();
+    chart.setAttribute("aria-label", `Allocated memory over the run on ${series.name}` + (series.peak ? `, peak ${formatBytes(series.peak.v)}` : ""));
+    this.idle();
   }
-  function pointOf(event) {
-    const rect = chart.getBoundingClientRect();
-    const x = event.clientX - rect.left;
+  /** The point under the pointer, or -1 off the plot. @param {MouseEvent} event */
+  pointOf(event) {
+    const { scales } = this;
+    const x = event.clientX - this.chart.getBoundingClientRect().left;
     if (x < scales.plot.left || x > scales.plot.right) return -1;
-    return pointAt(series.t, scales.time(x));
+    return pointAt(this.series.t, scales.time(x));
   }
-  function move(event) {
-    const i = pointOf(
+  /** @param {Event} event */
+  move(event) {
+    const { series, cursor } = this;
+    if (!cursor) return;
+    const i = this.pointOf(
       /** @type {MouseEvent} */
       event
     );
     if (i < 0) {
       cursor.setAttribute("visibility", "hidden");
-      idle();
+      this.idle();
       return;
     }
-    const x = String(scales.x(series.t[i]));
+    const x = String(this.scales.x(series.t[i]));
     cursor.setAttribute("x1", x);
     cursor.setAttribute("x2", x);
     cursor.setAttribute("visibility", "visible");
-    readout.textContent = memoryReadout(data, series, i, phaseAt(memory, series.t[i]) ?? void 0);
+    this.readout.textContent = memoryReadout(this.data, series, i, phaseAt(this.memory, series.t[i]) ?? void 0);
   }
-  function click(event) {
-    const i = pointOf(
+  /** @param {Event} event */
+  click(event) {
+    const i = this.pointOf(
       /** @type {MouseEvent} */
       event
     );
-    if (i >= 0 && series.row[i] > 0) select(series.row[i]);
+    if (i >= 0 && this.series.row[i] > 0) this.select(this.series.row[i]);
   }
-  function headClick(event) {
+  /** @param {Event} event */
+  headClick(event) {
     const button = (
       /** @type {HTMLElement} */
       event.target.closest("button")
     );
     if (!button) return;
-    if (button === peakButton) {
-      if (series.peak && series.peak.row > 0) select(series.peak.row);
+    if (button === this.peakButton) {
+      if (this.series.peak && this.series.peak.row > 0) this.select(this.series.peak.row);
       return;
     }
-    device = Number(button.dataset.device);
-    draw();
+    this.device = Number(button.dataset.device);
+    this.draw();
   }
-  chart.addEventListener("mousemove", move);
-  chart.addEventListener("mouseleave", move);
-  chart.addEventListener("click", click);
-  head.addEventListener("click", headClick);
-  return {
-    el: box,
-    update() {
-      if (drawnWidth < 0 || Math.floor(box.clientWidth) !== drawnWidth) draw();
-    },
-    resized() {
-      if (!box.hidden && Math.floor(box.clientWidth) !== drawnWidth) draw();
-    },
-    destroy() {
-      chart.removeEventListener("mousemove", move);
-      chart.removeEventListener("mouseleave", move);
-      chart.removeEventListener("click", click);
-      head.removeEventListener("click", headClick);
-    }
-  };
+  update() {
+    if (this.drawnWidth < 0 || Math.floor(this.el.clientWidth) !== this.drawnWidth) this.draw();
+  }
+  resized() {
+    if (!this.el.hidden && Math.floor(this.el.clientWidth) !== this.drawnWidth) this.draw();
+  }
+  destroy() {
+    this.chart.removeEventListener("mousemove", this.move);
+    this.chart.removeEventListener("mouseleave", this.move);
+    this.chart.removeEventListener("click", this.click);
+    this.head.removeEventListener("click", this.headClick);
+  }
+};
+function create2(ctx) {
+  return new MemoryView(ctx);
 }
 var offered = (data) => !!data.memory;
 var controls2 = {};

@@ -512,7 +512,7 @@ class StateKey:
 
 
 #: The views the widget switches between, in the order of its view switcher ("table" first: the
-#: default). A view is one entry here and one renderer in js/widget.js (``VIEW_RENDERERS``).
+#: default). A view is one entry here and one module in js/src/views/, listed in js/src/views/index.js.
 VIEWS: tuple[str, ...] = ("table", "flame", "top", "memory")
 #: How the Flame view colours its bars: by forward/backward/other share, or by module type.
 FLAME_COLOURS: tuple[str, ...] = ("phase", "type")

@@ -10,12 +10,17 @@ const ts = require("typescript");
 
 /**
  * Where a literal stands, in words a check can match: "tag" (the first argument of h() or svg(),
- * an element name), "attribute:<key>" (the value of a property whose key is quoted or named, in
- * an object literal), "case", "compare", or "" for anywhere else.
+ * an element name), "attribute:<key>" (the value of a property of an object literal, or of
+ * setAttribute(key, ...)), "template" (a fixed part of a template literal), or "" for anywhere
+ * else.
  * @param {any} node
  */
 function placeOf(node) {
-  const parent = node.parent;
+  let parent = node.parent;
+  // A value chosen by a condition (`open ? "a" : "b"`) stands where the condition stands.
+  while (ts.isConditionalExpression(parent) || ts.isParenthesizedExpression(parent)) parent = parent.parent;
+  if (ts.isCallExpression(parent) && ts.isPropertyAccessExpression(parent.expression) && parent.expression.name.text === "setAttribute"
+    && parent.arguments[1] !== undefined && node.pos >= parent.arguments[1].pos && ts.isStringLiteral(parent.arguments[0])) return "attribute:" + parent.arguments[0].text;
   if (ts.isCallExpression(parent) && parent.arguments[0] === node && ts.isIdentifier(parent.expression) && ["h", "svg"].includes(parent.expression.text)) return "tag";
   if (ts.isPropertyAssignment(parent) && parent.initializer === node) {
     const key = parent.name;
