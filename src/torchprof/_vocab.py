@@ -1,7 +1,7 @@
 """torchprof's vocabulary, written down once: node and event kinds, the event names it reads, the
 column registry and the view-state keys.
 
-Every other module (the tree, every view, the README's column table) and, through the payload, the
+Every other module (the tree, every view, docs/columns.md) and, through the payload, the
 front end read these definitions; nothing spells a column list, a kind code or a state key again.
 This module imports nothing of torchprof.
 """
@@ -237,7 +237,7 @@ class Column:
     unit: str
     """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``text``, ``bool``."""
     about: str
-    """One sentence for tooltips and the README."""
+    """One sentence for tooltips and docs/columns.md."""
     dtype: str = "float"
     """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
     rollup: str = "none"

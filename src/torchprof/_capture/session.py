@@ -74,8 +74,7 @@ def _thread_config(memory: bool) -> tuple[bool, Any]:
     are lost (all of them, the main thread's too): with ``memory`` only the starting thread (and
     the threads torch hands its state to: autograd, intra-op) is recorded, and module calls on
     other threads are reported as missed. The cost is one global callback check per op on every
-    thread; on the profiled thread it measured within noise (README, "Threads, Ctrl-C and what a
-    profile can miss").
+    thread; on the profiled thread it measured within noise (docs/benchmarks.md, "Other captures").
     """
     if memory:
         return False, None
