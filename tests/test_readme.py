@@ -275,3 +275,13 @@ def test_the_docs_index_lists_every_page_and_the_readme_links_the_index():
     pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
     assert pages - listed == set(), "add a row for each new page to docs/README.md's index"
     assert "(docs/README.md)" in README.read_text(encoding="utf-8")
+
+
+def test_every_option_of_the_magic_and_the_command_line_is_in_docs_profiling_md():
+    from torchprof import _cli
+    from torchprof._magic import TorchprofMagics
+
+    parsers = [TorchprofMagics.torchprof.parser, _cli.build_parser(), _cli.build_demo_parser()]
+    options = {o for p in parsers for a in p._actions for o in a.option_strings if o not in ("-h", "--help")}
+    text = (DOCS / "profiling.md").read_text(encoding="utf-8")
+    assert sorted(o for o in options if f"`{o}" not in text and f" {o}`" not in text and f", {o}" not in text) == []
