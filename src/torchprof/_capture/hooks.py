@@ -136,7 +136,10 @@ class ModuleTracker:
 
     def scrub(self) -> None:
         """Take torchprof's hooks out of torch's tables even where their ids were lost (an
-        interrupt between torch registering a hook and the id being kept)."""
+        interrupt between torch registering a hook and the id being kept). Not while another
+        tracker holds them (a stop resumed after another Profiler started)."""
+        if _GLOBAL_HOOKS.owner not in (None, self):
+            return
         _GLOBAL_HOOKS.scrub()
         if _GLOBAL_HOOKS.owner is self:
             _GLOBAL_HOOKS.owner = None
