@@ -161,7 +161,11 @@ class Profiler:
 
         Even when the stop is interrupted (Ctrl-C) or fails, the hooks are gone, torch's
         profiler is off and the result holds what was recorded; the interrupt is raised after.
+        From another thread than the start's it works where torch records every thread (the
+        default); with ``memory=True`` it is a ProfilerError that changes nothing.
         """
+        if self._session is not None:
+            self._session.check_thread("stop")
         try:
             self._stop()
         finally:
@@ -189,6 +193,7 @@ class Profiler:
         """
         if self._session is None or not self._session.running:
             raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
+        self._session.check_thread("step")
         self._session.step()
         raise_pending()  # a Ctrl-C held while the cycle was folded in (one after it lands here)
 

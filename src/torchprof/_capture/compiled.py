@@ -330,8 +330,8 @@ def _begin_capture(token: object) -> None:
 def _end_capture(token: object) -> None:
     global _depth, _patch
     with _lock:
-        if id(token) not in _capturing:
-            _depth = len(_capturing)  # (an end cut short just before this line)
+        if not _capturing or id(token) not in _capturing:  # (not _capturing: also at interpreter exit)
+            _depth = len(_capturing or ())  # (an end cut short just before this line)
             return
         if len(_capturing) == 1:
             if _watcher in sys.meta_path:

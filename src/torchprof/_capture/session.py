@@ -8,6 +8,7 @@ import inspect
 import os
 import sys
 import tempfile
+import threading
 import time
 import warnings
 import weakref
@@ -112,6 +113,8 @@ class CaptureSession:
         self._torch_stop_tried = False  # torch's own stop is tried once; the safety net does the rest
         self._stopped = False  # the teardown is complete (a stop interrupted before that is resumed)
         self._every_thread = False
+        self._thread = threading.get_ident()  # the thread that started it
+        self._thread_name = threading.current_thread().name
         self.entered_from: FrameType | None = None
         """The frame whose ``with`` statement started this session, if one did (see :meth:`left_behind`)."""
         self.owner_stop: Callable[[], Any] | None = None
@@ -171,6 +174,7 @@ class CaptureSession:
         if opts.cuda:
             activities.append(ProfilerActivity.CUDA)
         self._every_thread, experimental = _thread_config(opts.memory)
+        self._thread, self._thread_name = threading.get_ident(), threading.current_thread().name
         # Without shapes=True, FLOPs come from replaying the root modules' calls afterwards
         # (``replay.py``): torch's record_shapes costs more than the rest of the capture together.
         self._calls = CallRecorder() if opts.flops and not opts.shapes else None
@@ -270,6 +274,16 @@ class CaptureSession:
         if self.wall_us is None:
             self.wall_us = (time.perf_counter() - self._t0) * 1e6
         self._teardown(stop_torch=True)
+
+    def check_thread(self, what: str) -> None:
+        """ProfilerError when ``what`` (stop, step) is asked on another thread than the start's
+        while torch's profiler keeps its state in that thread (``memory=True``, or a torch
+        without ``profile_all_threads``): from here it could neither stop nor read it."""
+        if self.running and not self._every_thread and threading.get_ident() != self._thread:
+            why = ("with memory=True torch's profiler keeps its state in the thread that started it"
+                   if self.options.memory else "this torch's profiler keeps its state in the thread that started it")
+            raise ProfilerError(f"{what}() must run on the thread that started the Profiler ({self._thread_name!r}): {why}, "
+                                "and no other thread can stop or read it. Nothing was changed: the profile is still running.")
 
     @lifecycle
     def release_interrupts(self) -> None:
