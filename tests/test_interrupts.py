@@ -320,6 +320,29 @@ def test_random_sigints_never_leave_the_process_unable_to_profile(capfd):
     assert_clean(before, capfd)
 
 
+def test_ctrl_c_inside_a_hook_is_not_blamed_on_another_profiler(mlp, monkeypatch):
+    """A Ctrl-C that lands in torchprof's hook as a module call begins interrupts the forward; the
+    profile used to warn that "a torch.profiler session started inside the block" dropped calls."""
+    real, calls = hooks.ModuleTracker._name, [0]
+
+    def name(self, module, stack, args=()):
+        calls[0] += 1
+        if calls[0] == 3:  # the third module met: Sequential.1
+            raise KeyboardInterrupt("in the hook")
+        return real(self, module, stack, args)
+
+    monkeypatch.setattr(hooks.ModuleTracker, "_name", name)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt, match="in the hook"):
+            with torchprof.Profiler() as prof:
+                mlp(X)
+        df = prof.df
+    assert list(df.loc[["Sequential", "Sequential.0"], "calls"]) == [1, 1]
+    assert not any("torch.profiler session" in str(w.message) for w in caught)
+    assert prof.summary["interrupted"] == "KeyboardInterrupt: in the hook"
+
+
 # -- every line ----------------------------------------------------------------------------------------------------
 PACKAGE = os.path.dirname(torchprof.__file__) + os.sep
 
@@ -473,7 +496,9 @@ def _start_step(tmp: Path) -> Any:
 
         raised = _traced(tracer, block)
         problems = []
-        if ran and _calls(prof.tree, "Sequential.0") != 1:
+        if ran and tracer.fired is not None:
+            problems.append("the Ctrl-C was held until the block ended")  # it lands as start() returns
+        elif ran and _calls(prof.tree, "Sequential.0") != 1:
             problems.append("a start that completed recorded nothing")
         if not ran:
             with pytest.raises(torchprof.ProfilerError, match="nothing was profiled"):

@@ -261,8 +261,13 @@ def module_labels(user_ns: dict[str, Any]) -> dict[Any, str]:
     labels: dict[Any, str] = {}
     module = torch.nn.Module
     for name, value in list(user_ns.items()):
-        if not name.startswith("_") and isinstance(value, module) and value not in labels:
-            labels[value] = name
+        if name.startswith("_"):
+            continue
+        try:
+            if isinstance(value, module) and value not in labels:
+                labels[value] = name
+        except Exception:  # noqa: BLE001 - an object whose __class__ or __hash__ raises: not a module to name
+            continue
     return labels
 
 

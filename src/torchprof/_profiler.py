@@ -253,7 +253,8 @@ class Profiler:
                 recording.wall_us = sum(s["wall_us"] for s in builder.steps)
             problems = _replayed_flops(builder, session)
             tree = builder.finish()
-            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
+            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
+                                           interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
             if notes:
                 meta["warnings"] = notes

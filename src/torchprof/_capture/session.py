@@ -490,13 +490,18 @@ class CaptureSession:
             self._notes.append(text)
             warnings.warn(f"torchprof: {text}", ProfilerWarning, stacklevel=_stacklevel_outside_torchprof())
 
-    def coverage_notes(self, recorded: int | None) -> list[str]:
+    def coverage_notes(self, recorded: int | None, interrupted: bool = False) -> list[str]:
         """What the profile misses of what the hooks saw, also given as warnings: module calls on
-        threads torch did not record, a profile emptied by another ``torch.profiler`` session.
+        threads torch did not record, a profile emptied by another ``torch.profiler`` session,
+        modules the hooks could not name.
 
         ``recorded``: module calls the profile has (None when that cannot be compared with the
-        hooks' count: a schedule records only its active steps).
+        hooks' count: a schedule records only its active steps). ``interrupted``: the block ended
+        by an exception (a Ctrl-C in a hook may leave one call half recorded: not another
+        session's doing).
         """
+        for problem in self._tracker.problems if self._tracker is not None else []:
+            self._note(problem)
         threads = self._tracker.thread_calls() if self._tracker is not None else []
         missed = [(name, calls) for name, calls, recorded_here in threads if recorded_here is False]
         if missed:
@@ -509,7 +514,7 @@ class CaptureSession:
                    "the thread that started the Profiler, or upgrade torch")  # fmt: skip
             self._note(f"module calls not recorded: {where}: {why}.")
         seen = sum(calls for _, calls, _ in threads) - sum(calls for _, calls in missed)
-        if recorded is not None and recorded < seen and not self._notes:
+        if recorded is not None and recorded < seen and not self._notes and not interrupted:
             have = f"only {recorded}" if recorded else "none"
             self._note(
                 f"torchprof's hooks saw {seen} module calls but the profile has {have}: torch's profiler did not "
