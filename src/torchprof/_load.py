@@ -139,7 +139,8 @@ def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = T
 
 def load(path: PathLike) -> Result:
     """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
-    tree, recording = from_json(read_json(path, expected="a profile written by prof.save()"), os.fspath(path))
+    with paused_gc():  # millions of small objects, no cycles (see _gc.py)
+        tree, recording = from_json(read_json(path, expected="a profile written by prof.save()"), os.fspath(path))
     return Result(tree, recording)
 
 
