@@ -3,7 +3,9 @@
 Each internal step of the start and stop paths is made to raise KeyboardInterrupt in turn (before
 or after it did its work); afterwards no hook is installed, torch's profiler is off (its Python
 flag and its C++ state), fd 2 and the SIGINT handler are restored, a new Profiler gives a correct
-tree, and the profile of a run that had finished is readable. Then real SIGINTs at random points.
+tree, and the profile of a run that had finished is readable. Then real SIGINTs at random points,
+and, through sys.settrace, an interrupt at every line of torchprof's code that an export, the FLOP
+replay, a start and a stop run: a real SIGINT and a KeyboardInterrupt raised there, each in turn.
 """
 
 from __future__ import annotations
