@@ -89,6 +89,7 @@ class ModuleTracker:
         self._wrapper_of: dict[int, Any] = {}  # id(model) -> the torch.compile wrapper around it
         self._unwrapped: dict[int, Any] = {}  # id(torch.compile wrapper) -> the model it wraps
         self._keep: list[Any] = []
+        self._paused = False  # out of torch's tables for a schedule's idle steps (show() keeps them out)
         from torch.fx import GraphModule
 
         self._graph_module = GraphModule
@@ -151,8 +152,23 @@ class ModuleTracker:
             _GLOBAL_HOOKS.hide()
 
     def show(self) -> None:
-        if _GLOBAL_HOOKS.owner is self:
+        if _GLOBAL_HOOKS.owner is self and not self._paused:
             _GLOBAL_HOOKS.show()
+
+    def pause(self) -> bool:
+        """Take the hooks out while nothing is recorded (a schedule's idle steps), so module calls
+        then cost what they cost without torchprof. Refused (False) while a module call is open
+        on any thread: its exit hook must still run to close its range."""
+        if any(self._stacks):
+            return False
+        self._paused = True
+        self.hide()
+        return True
+
+    def resume(self) -> None:
+        """Put the hooks back after :meth:`pause`."""
+        self._paused = False
+        self.show()
 
     # -- the hooks (hot path) -----------------------------------------------------------------
     def _enter(self, module: Any, args: Any) -> None:
