@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name
 from .interrupts import run_all
+from .replay import PASS_THROUGH
 
 if TYPE_CHECKING:
     import torch
@@ -194,7 +195,7 @@ class ModuleTracker:
             with self._naming:  # two threads meeting a new root at once must not label it twice
                 named = self._names.get(key) or self._name(module, stack, args)
         sig = None
-        if not stack and self.calls is not None:
+        if self.calls is not None and (not stack or stack[-1][4] is PASS_THROUGH):
             sig = self.calls.root_call(module, named[0], args, id(module) in self._wrapper_of)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
@@ -225,7 +226,7 @@ class ModuleTracker:
             entry = stack.pop()
             entry[2].__exit__(None, None, None)
             if entry[0] is module:
-                if entry[4] is not None and self.calls is not None:
+                if entry[4] is not None and entry[4] is not PASS_THROUGH and self.calls is not None:
                     self.calls.root_output(entry[4], output)
                 break
 

@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from .._profiler import Profiler
 
 
+#: Facts of a trainer's run the integrations keep in a profile's meta, carried into the merged job.
+RUN_FACTS = ("trainer", "steps", "run_steps")
+
+
 def world_size(result: Result) -> int:
     """How many ranks the job that recorded ``result`` has (1 outside a distributed job)."""
     info = result.meta.get("distributedInfo")
@@ -40,4 +44,10 @@ def gather_ranks(prof: Profiler | Result, out: str | None = None) -> Result | No
         return 0
 
     report_rank(result, argparse.Namespace(out=out), result.recording.label, keep)
-    return merged[0] if merged else None
+    if not merged:
+        return None
+    job = merged[0]
+    for key in RUN_FACTS:  # what the ranks' run was: the same on every rank
+        if key in result.meta:
+            job.meta[key] = result.meta[key]
+    return job

@@ -27,15 +27,12 @@ def in_kernel() -> bool:
 
 
 def headline(result: Result) -> str:
-    """``torchprof: GPT2LMHeadModel under the Trainer, steps 6-8 recorded (of 1-12), 2 ranks``."""
+    """``torchprof: GPT2LMHeadModel under the Trainer, steps 6-8 recorded (of 1-12)``."""
     meta = result.meta
-    ranks = result.ranks
-    parts = [f"torchprof: {result.recording.label} under the {meta.get('trainer', 'trainer')}"]
+    parts = [f"torchprof: {result.recording.label} under the {meta.get('trainer', 'trainer')}"]  # a job's label counts its ranks
     if meta.get("steps"):
         run = f" (of {meta['run_steps']})" if meta.get("run_steps") else ""
         parts.append(f"steps {meta['steps']} recorded{run}")
-    if len(ranks) > 1:
-        parts.append(f"{len(ranks)} ranks")
     return printable(", ".join(parts))
 
 
