@@ -18,6 +18,8 @@ from typing import Any
 
 #: The tiny GPT-2: its lm_head is Linear(EMBD, VOCAB, bias=False) over BATCH * SEQ tokens.
 VOCAB, EMBD, LAYERS, HEADS, SEQ, BATCH = 128, 32, 2, 2, 16, 4
+#: The LightningModule: Linear(FEATURES, WIDTH), ReLU, Linear(WIDTH, 1) on batches of ROWS.
+FEATURES, WIDTH, ROWS = 8, 32, 4
 
 
 def quiet_frameworks() -> None:
@@ -64,7 +66,8 @@ def hf_train(callbacks: list[Any], *, max_steps: int = 6, accumulate: int = 2, o
                              disable_tqdm=True, max_steps=max_steps, per_device_train_batch_size=BATCH,
                              gradient_accumulation_steps=accumulate, dataloader_num_workers=0, seed=0,
                              ddp_find_unused_parameters=False)  # fmt: skip
-    trainer = Trainer(model=gpt2(), args=args, train_dataset=token_dataset(), callbacks=callbacks)
+    data = token_dataset(max(64, BATCH * accumulate * max_steps))  # every step in one epoch
+    trainer = Trainer(model=gpt2(), args=args, train_dataset=data, callbacks=callbacks)
     with contextlib.redirect_stdout(io.StringIO()) if os.environ.get("QUIET_TRAIN") else contextlib.nullcontext():
         trainer.train()
     return trainer
@@ -78,7 +81,7 @@ def lightning_module() -> Any:
     class Regressor(pl.LightningModule):
         def __init__(self) -> None:
             super().__init__()
-            self.net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+            self.net = nn.Sequential(nn.Linear(FEATURES, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 1))
 
         def training_step(self, batch: Any, batch_idx: int) -> Any:
             x, y = batch
@@ -97,9 +100,10 @@ def lightning_train(profiler: Any, *, max_steps: int = 6, accumulate: int = 2, d
     import torch
 
     quiet_frameworks()
-    data = torch.utils.data.TensorDataset(torch.randn(64, 8, generator=torch.Generator().manual_seed(0)),
-                                          torch.randn(64, 1, generator=torch.Generator().manual_seed(1)))  # fmt: skip
-    loader = torch.utils.data.DataLoader(data, batch_size=4)
+    rows = 16 * ROWS * max(max_steps, 1)  # enough batches for every step in one epoch
+    data = torch.utils.data.TensorDataset(torch.randn(rows, FEATURES, generator=torch.Generator().manual_seed(0)),
+                                          torch.randn(rows, 1, generator=torch.Generator().manual_seed(1)))  # fmt: skip
+    loader = torch.utils.data.DataLoader(data, batch_size=ROWS)
     strategy = "ddp" if devices > 1 else "auto"
     trainer = pl.Trainer(max_steps=max_steps, accelerator="cpu", devices=devices, strategy=strategy, profiler=profiler,
                          logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,

@@ -124,6 +124,8 @@ class CaptureSession:
         self._fake_replays: dict[str, list[ReplayRun]] = {}
         self._step_times: list[tuple[int, float, bool]] = []  # (step, wall µs, recorded) per step() mark
         self._step_mark = 0.0
+        self._none: Any = None  # torch's ProfilerAction.NONE, and the actions that record (set at start)
+        self._active_actions: tuple[Any, ...] = ()
 
     @property
     def running(self) -> bool:
@@ -155,8 +157,9 @@ class CaptureSession:
     def start(self) -> None:
         global _active
         import torch
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
+        self._none, self._active_actions = ProfilerAction.NONE, (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         if _active is not None:
             raise ProfilerError("a torchprof Profiler is already running; finish it before starting another")
         if torch.autograd.profiler._is_profiler_enabled:
@@ -333,14 +336,20 @@ class CaptureSession:
         if self._torch_profile is None or _active is not self:
             raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
         ended = time.perf_counter()
+        prof, schedule, none = self._torch_profile, self.options.schedule, self._none
         self._step_times.append((self.step_num, (ended - self._step_mark) * 1e6, self._recording()))
         try:
-            with quiet_native_stderr(), warnings.catch_warnings():
-                # torch warns that each cycle replaces the last one's events; torchprof keeps every
-                # cycle in its tree, so the warning would only mislead.
-                warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
-                self._torch_profile.step()
-            self._follow_schedule()
+            if schedule is not None and prof.current_action is none and schedule(prof.step_num + 1) is none:
+                # Idle to idle: torch only moves its counter (and its step range), kineto says
+                # nothing, and the hooks stay out: a long wait costs the loop next to nothing.
+                prof.step()
+            else:
+                with quiet_native_stderr(), warnings.catch_warnings():
+                    # torch warns that each cycle replaces the last one's events; torchprof keeps
+                    # every cycle in its tree, so the warning would only mislead.
+                    warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
+                    prof.step()
+                self._follow_schedule()
         finally:
             # The next step's clock starts now: folding a finished cycle in is not the loop's time.
             self._step_mark = time.perf_counter()
@@ -348,19 +357,15 @@ class CaptureSession:
 
     def _recording(self) -> bool:
         """torch's profiler records the step that runs now (a schedule's active phase)."""
-        from torch.profiler import ProfilerAction
-
-        return self._torch_profile.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+        return self._torch_profile.current_action in self._active_actions
 
     def _follow_schedule(self) -> None:
         """The module hooks are out of torch's tables during a schedule's idle steps (torch's
         profiler records nothing then either), so a long wait before the recorded steps costs
         the loop nothing; they are back from the warm-up step on."""
-        from torch.profiler import ProfilerAction
-
         if self.options.schedule is None or self._tracker is None:
             return
-        if self._torch_profile.current_action == ProfilerAction.NONE:
+        if self._torch_profile.current_action is self._none:
             self._tracker.pause()
         else:
             self._tracker.resume()

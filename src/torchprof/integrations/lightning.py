@@ -86,6 +86,7 @@ class TorchprofProfiler(Profiler):  # type: ignore[misc]
         self._lightning_module: Any = None  # set by the Trainer, as for Lightning's PyTorchProfiler
         self._regions: list[tuple[str, Any]] = []  # open regions, innermost last
         self._hooks: tuple[str, str, str] = ("", "", "")  # the names of train start, batch end, train end
+        self._hook_names: frozenset[str] = frozenset()
         self._global_step = 0
         self._shown = False
 
@@ -101,11 +102,12 @@ class TorchprofProfiler(Profiler):  # type: ignore[misc]
         name = module.__class__.__name__ if module is not None else ""  # through the weak proxy, as Lightning names it
         self._hooks = (_HOOK.format(name, "on_train_start"), _HOOK.format(name, "on_train_batch_end"),
                        _HOOK.format(name, "on_train_end"))  # fmt: skip
+        self._hook_names = frozenset(self._hooks)
 
     def start(self, action_name: str) -> None:
         window = self._window
-        if not window.recording or action_name in SPANNING:
-            return
+        if window.prof is None or not window.recording or action_name in SPANNING:
+            return  # the fast way out: Lightning calls this for every action of every step
         try:
             region = window.region(action_name)
             if region is not None:
@@ -119,7 +121,7 @@ class TorchprofProfiler(Profiler):  # type: ignore[misc]
         try:
             if self._regions:
                 self._close(action_name)
-            if action_name not in self._hooks:
+            if action_name not in self._hook_names:
                 return
             trainer = self._lightning_module.trainer
             started, batch_end, _ = self._hooks
