@@ -172,3 +172,30 @@ def test_layers_under_a_forward_redirected_for_one_call_get_their_flops():
     assert figures[0] == figures[1]
     # by hand: forward and both gradients of Linear(32, 1); forward and the weight's gradient of Linear(8, 32)
     assert figures[0]["Module.net.2"][1] == 3 * 4 * 32 and figures[0]["Module.net.0"][1] == 2 * 4 * 8 * 32
+
+
+def test_a_cell_that_raises_inside_the_recorded_steps_leaves_nothing_running(mlp):
+    """In IPython no trainer tells the callback that training raised: when the cell ends with the
+    capture still running, it is stopped, keeping the steps recorded until then."""
+    from IPython.testing.globalipapp import get_ipython
+
+    shell = get_ipython()
+    window = StepWindow([2, 3], {"flops": False}, trainer="loop")
+    shell.user_ns.update(window=window, model=mlp, torch=torch)
+    cell = """
+window.begin(1, 5, "mlp", model)
+for step in range(1, 6):
+    model(torch.randn(4, 8)).sum().backward()
+    if step == 3:
+        raise KeyboardInterrupt
+    window.boundary()
+"""
+    try:
+        with pytest.warns(torchprof.ProfilerWarning, match="cut short"):
+            assert not shell.run_cell(cell).success
+        assert not window.capturing
+        assert not nn_module._global_forward_pre_hooks
+        assert window.result is not None and window.result.steps["step"].tolist() == [2, 3]
+    finally:
+        for name in ("window", "model"):
+            shell.user_ns.pop(name, None)

@@ -15,8 +15,11 @@ round the ratio of medians is taken over the same step numbers of both runs:
 - between: the loop's steps between two windows (``steps=[20-22, 40-42]``), where the Profiler
   runs with its hooks out (only for the loop);
 - inside: the recorded steps;
-- after: the step right after the window (its whole cost, in ms, over the baseline's).
-Prints the median ratio over the rounds and their range.
+- after: the step right after the window (its whole cost, in ms, over the baseline's);
+- ours: the time spent in torchprof's own entry points per step (the callback's events, the
+  Lightning profiler's ``start``/``stop`` on each action, ``prof.step()``), measured around each
+  call: the part of the cost that machine noise does not blur.
+Prints the median over the rounds and their range.
 """
 
 from __future__ import annotations
@@ -41,6 +44,28 @@ SECOND = [40, 41, 42]
 SKIP = 5
 
 
+class Meter:
+    """Time spent in torchprof's own entry points (the callback's events, Lightning's start/stop,
+    ``prof.step()``), per step: ``spent[step]`` in seconds, measured around each call."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.spent: dict[int, float] = {}
+
+    def wrap(self, owner: Any, name: str) -> None:
+        method = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                step = len(self.clock.times) + 1  # the step running now
+                self.spent[step] = self.spent.get(step, 0.0) + time.perf_counter() - t0
+
+        setattr(owner, name, timed)
+
+
 class Clock:
     """Marks the end of each step: ``times[step] = (cpu s, wall s)`` since the previous mark."""
 
@@ -55,7 +80,7 @@ class Clock:
         self._last = now
 
 
-def hf_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
+def hf_run(steps: int, profiled: bool, meters: list[Meter]) -> dict[int, tuple[float, float]]:
     import trainers
     from transformers import TrainerCallback
 
@@ -72,13 +97,18 @@ def hf_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
 
     callbacks: list[Any] = [Timer()]
     if profiled:
-        callbacks.append(TorchprofCallback(steps=WINDOW, display=False))
+        callback = TorchprofCallback(steps=WINDOW, display=False)
+        meter = Meter(clock)
+        for event in [name for name in dir(callback) if name.startswith("on_")]:
+            meter.wrap(callback, event)  # every event the handler calls, the inherited no-ops too
+        meters.append(meter)
+        callbacks.append(callback)
     with contextlib.redirect_stdout(io.StringIO()):
         trainers.hf_train(callbacks, max_steps=steps, accumulate=1, output_dir=tempfile.gettempdir())
     return clock.times
 
 
-def lightning_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
+def lightning_run(steps: int, profiled: bool, meters: list[Meter]) -> dict[int, tuple[float, float]]:
     import lightning.pytorch as pl
     import trainers
 
@@ -94,12 +124,17 @@ def lightning_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
             clock.mark(trainer.global_step)
 
     profiler = TorchprofProfiler(steps=WINDOW, display=False) if profiled else None
+    if profiler is not None:
+        meter = Meter(clock)
+        meter.wrap(profiler, "start")
+        meter.wrap(profiler, "stop")
+        meters.append(meter)
     with contextlib.redirect_stdout(io.StringIO()):
         trainers.lightning_train(profiler, max_steps=steps, accumulate=1, callbacks=[Timer()])
     return clock.times
 
 
-def loop_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
+def loop_run(steps: int, profiled: bool, meters: list[Meter]) -> dict[int, tuple[float, float]]:
     import torch
     from torch import nn
 
@@ -114,6 +149,10 @@ def loop_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
     data = [(torch.randn(32, width), torch.randint(0, 10, (32,))) for _ in range(8)]
     clock = Clock()
     prof = torchprof.Profiler(steps=WINDOW + SECOND, first_step=1) if profiled else None
+    if prof is not None:
+        meter = Meter(clock)
+        meter.wrap(prof, "step")
+        meters.append(meter)
     with prof if prof is not None else contextlib.nullcontext():
         clock.mark(0)
         for step in range(1, steps + 1):
@@ -129,7 +168,7 @@ def loop_run(steps: int, profiled: bool) -> dict[int, tuple[float, float]]:
     return clock.times
 
 
-RUNS: dict[str, Callable[[int, bool], dict[int, tuple[float, float]]]] = {"hf": hf_run, "lightning": lightning_run, "loop": loop_run}
+RUNS: dict[str, Callable[[int, bool, list[Meter]], dict[int, tuple[float, float]]]] = {"hf": hf_run, "lightning": lightning_run, "loop": loop_run}
 
 
 def ratios(base: dict[int, tuple[float, float]], prof: dict[int, tuple[float, float]], steps: list[int], which: int) -> float:
@@ -164,23 +203,26 @@ def main() -> None:
           f"{args.rounds} rounds; ratios of medians, profiled / no torchprof (CPU time of the main thread; wall)")  # fmt: skip
     for name in args.only:
         run = RUNS[name]
-        run(min(args.steps, 8), True)  # imports and first-use costs out of the figures
-        run(min(args.steps, 8), False)
+        run(min(args.steps, 8), True, [])  # imports and first-use costs out of the figures
+        run(min(args.steps, 8), False, [])
         outside = [s for s in range(SKIP + 1, last + 1) if s not in window_and_warmup and s not in second]
         between = list(range(after + 2, SECOND[0] - 1)) if name == "loop" else []
         figures: dict[str, list[float]] = {}
         for _ in range(args.rounds):
             order = [False, True]
             random.shuffle(order)
-            got = {profiled: run(args.steps, profiled) for profiled in order}
+            meters: list[Meter] = []
+            got = {profiled: run(args.steps, profiled, meters) for profiled in order}
             base, prof = got[False], got[True]
+            spent = meters[0].spent
+            figures.setdefault("ours outside µs/step", []).append(
+                statistics.median(spent.get(s, 0.0) for s in outside if s not in between) * 1e6)
+            if between:
+                figures.setdefault("ours between µs/step", []).append(statistics.median(spent.get(s, 0.0) for s in between) * 1e6)
             for label, steps in (("outside", [s for s in outside if s not in between]), ("between", between), ("inside", WINDOW)):
                 if steps:
                     figures.setdefault(f"{label} cpu", []).append(ratios(base, prof, steps, 0))
                     figures.setdefault(f"{label} wall", []).append(ratios(base, prof, steps, 1))
-            plain = [s for s in outside if s not in between]
-            figures.setdefault("outside +µs/step", []).append(
-                (statistics.median(prof[s][0] for s in plain) - statistics.median(base[s][0] for s in plain)) * 1e6)
             figures.setdefault("after +ms", []).append((prof[after][1] - base[after][1]) * 1e3)
             figures.setdefault("step ms", []).append(statistics.median(base[s][1] for s in outside) * 1e3)
         parts = []

@@ -130,6 +130,7 @@ class StepWindow:
             self._compiled = contextlib.ExitStack()
             self._compiled.enter_context(capture_compiled())
             self._start_at = max(self.steps[0] - 1, first)  # one warm-up step where there is room
+            self._cleanup = _stop_after_cell(self)
         self._mark = time.perf_counter()
         self._maybe_start()
 
@@ -156,6 +157,7 @@ class StepWindow:
         its ``step_times`` (None when no chosen step ran: a warning says which did not)."""
         self._stop()
         self._close_compiled()
+        self._unregister()
         missing = [s for s in self.steps if s not in self._recorded]
         if missing:
             ran = f"it ended at step {self.step - 1}" if self.step > self.first else "no step ran"
@@ -178,6 +180,7 @@ class StepWindow:
                           "it keeps the steps recorded until then", ProfilerWarning, stacklevel=2)  # fmt: skip
             self._stop()
         self._close_compiled()
+        self._unregister()
 
     def region(self, name: str) -> Any:
         """A region of the profile named ``name`` (None outside the recorded steps)."""
@@ -190,13 +193,9 @@ class StepWindow:
         prof = Profiler(self.model, steps=self.steps, first_step=self.step, name=self.label, **self.options)
         prof.start()
         self.prof = prof
-        self._cleanup = _stop_after_cell(self)
 
     def _stop(self) -> None:
         prof, self.prof = self.prof, None
-        cleanup, self._cleanup = self._cleanup, None
-        if cleanup is not None:
-            cleanup()
         if prof is None:
             return
         if self.step in self._chosen and self.step not in self._recorded:
@@ -213,6 +212,12 @@ class StepWindow:
         with contextlib.suppress(Exception):
             self._stop()
         self._close_compiled()
+        self._unregister()
+
+    def _unregister(self) -> None:
+        cleanup, self._cleanup = self._cleanup, None
+        if cleanup is not None:
+            cleanup()
 
     def _close_compiled(self) -> None:
         compiled, self._compiled = self._compiled, None
@@ -221,9 +226,9 @@ class StepWindow:
 
 
 def _stop_after_cell(window: StepWindow) -> Any:
-    """In IPython: when the cell that runs the training ends with the capture still running (the
-    training raised, or Ctrl-C, inside the chosen steps), stop it, so no hook and no profiler is
-    left behind. Returns what unregisters this; None outside IPython."""
+    """In IPython: when the cell that runs the training ends before the training told the window
+    it ended (it raised, or Ctrl-C), stop the capture, so no hook, no profiler and no compile
+    capture is left behind. Returns what unregisters this; None outside IPython."""
     ipython_module = sys.modules.get("IPython")
     shell = ipython_module.get_ipython() if ipython_module is not None else None
     if shell is None:
@@ -232,9 +237,12 @@ def _stop_after_cell(window: StepWindow) -> Any:
     def after_cell(*_: Any) -> None:
         with contextlib.suppress(ValueError):
             shell.events.unregister("post_run_cell", after_cell)
+        window._cleanup = None
         if window.capturing:
             window.close("training stopped inside the recorded steps")
             window.end()
+        else:
+            window.close("")  # training stopped before the recorded steps: the compile capture ends
 
     shell.events.register("post_run_cell", after_cell)
 

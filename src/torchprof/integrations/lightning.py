@@ -146,8 +146,11 @@ class TorchprofProfiler(Profiler):  # type: ignore[misc]
             window.disable(exc)
 
     def summary(self) -> str:
-        """The layer table of the recorded steps ("" when nothing was recorded)."""
-        return self.result.table() if self.result is not None else ""
+        """The layer table of the recorded steps of the last ``fit`` ("" when nothing was recorded,
+        and in Lightning's other stages: only training steps are recorded)."""
+        if self.result is None or self._stage not in (None, "fit"):
+            return ""
+        return self.result.table()
 
     def describe(self) -> None:
         """When training ends (Lightning calls this): the widget in a notebook; elsewhere a short
