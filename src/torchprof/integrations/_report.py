@@ -32,7 +32,8 @@ def headline(result: Result) -> str:
     parts = [f"torchprof: {result.recording.label} under the {meta.get('trainer', 'trainer')}"]  # a job's label counts its ranks
     if meta.get("steps"):
         run = f" (of {meta['run_steps']})" if meta.get("run_steps") else ""
-        parts.append(f"steps {meta['steps']} recorded{run}")
+        plural = "s" if any(c in meta["steps"] for c in "-,") else ""
+        parts.append(f"step{plural} {meta['steps']} recorded{run}")
     return printable(", ".join(parts))
 
 
