@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,15 +21,28 @@ from torch.nn.modules import module as nn_module
 sys.path.insert(0, str(Path(__file__).parent / "jobs"))
 import trainers
 
+import torchprof
 from torchprof.integrations.hf import TorchprofCallback
 
+# The trained run is shared by the module's tests, whichever xdist worker runs them.
+pytestmark = pytest.mark.slow
 STEPS, MICRO = [3, 4], 2
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """``(callback, hooks installed at each step's begin, what was printed, output_dir)`` of the
-    run with the default (no shapes); plus the same run with ``shapes=True`` for the FLOPs."""
+@dataclass
+class Run:
+    result: torchprof.Result
+    """The profile of the run with the default options (no shapes)."""
+    hooks: dict[int, int]
+    """torchprof's hooks in torch's tables at each step's begin."""
+    printed: str
+    out: Path
+    """The callback's output_dir."""
+    reference: torchprof.Result
+    """One step of the same run recording every op's shapes (the FLOPs' reference)."""
+
+
+def train(folder: Path) -> None:
     from transformers import TrainerCallback
 
     class HookProbe(TrainerCallback):
@@ -37,21 +52,29 @@ def run(tmp_path_factory):
         def on_step_begin(self, args, state, control, **kwargs):
             self.hooks[state.global_step + 1] = len(nn_module._global_forward_pre_hooks)
 
-    out = tmp_path_factory.mktemp("hf")
-    callback, probe = TorchprofCallback(steps=STEPS, output_dir=out / "report"), HookProbe()
+    callback, probe = TorchprofCallback(steps=STEPS, output_dir=folder / "report"), HookProbe()
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        trainers.hf_train([probe, callback], accumulate=MICRO, output_dir=str(out / "trainer"))
+        trainers.hf_train([probe, callback], accumulate=MICRO, output_dir=str(folder / "trainer"))
     # every step has the same shapes: one step recording every op's shapes is the reference
     reference = TorchprofCallback(steps=[1], shapes=True, display=False)
     with contextlib.redirect_stdout(io.StringIO()):
-        trainers.hf_train([reference], max_steps=1, accumulate=MICRO, output_dir=str(out / "trainer"))
-    return callback, probe.hooks, printed.getvalue(), out / "report", reference.result
+        trainers.hf_train([reference], max_steps=1, accumulate=MICRO, output_dir=str(folder / "trainer"))
+    callback.result.save(str(folder / "result.json"))
+    reference.result.save(str(folder / "reference.json"))
+    (folder / "hooks.json").write_text(json.dumps(probe.hooks))
+    (folder / "printed.txt").write_text(printed.getvalue())
 
 
-def test_exactly_the_chosen_optimizer_steps_are_recorded(run):
-    callback, hooks, *_ = run
-    prof = callback.result
+@pytest.fixture(scope="session")
+def hf_run(tmp_path_factory) -> Run:
+    folder = trainers.once_per_session(tmp_path_factory, "integrations-hf", train)
+    return Run(torchprof.load(folder / "result.json"), {int(k): v for k, v in json.loads((folder / "hooks.json").read_text()).items()},
+               (folder / "printed.txt").read_text(), folder / "report", torchprof.load(folder / "reference.json"))  # fmt: skip
+
+
+def test_exactly_the_chosen_optimizer_steps_are_recorded(hf_run):
+    prof, hooks = hf_run.result, hf_run.hooks
     assert prof.steps["step"].tolist() == STEPS
     assert sorted(p for p in prof.df.index if "/" not in p and p.startswith("ProfilerStep#")) == ["ProfilerStep#3", "ProfilerStep#4"]
     # every micro-batch of a recorded step is in it: the model ran twice per step
@@ -61,22 +84,22 @@ def test_exactly_the_chosen_optimizer_steps_are_recorded(run):
     assert not nn_module._global_forward_pre_hooks
 
 
-def test_every_step_of_the_run_has_its_wall_time(run):
-    times = run[0].result.step_times
+def test_every_step_of_the_run_has_its_wall_time(hf_run):
+    times = hf_run.result.step_times
     assert times["step"].tolist() == [1, 2, 3, 4, 5, 6]
     assert times["recorded"].tolist() == [False, False, True, True, False, False]
     assert (times["wall_us"] > 0).all()
 
 
-def test_the_layers_have_forward_and_backward_time(run):
-    df = run[0].result.df
+def test_the_layers_have_forward_and_backward_time(hf_run):
+    df = hf_run.result.df
     for block in ("GPT2LMHeadModel.transformer.h.0", "GPT2LMHeadModel.transformer.h.1", "GPT2LMHeadModel.lm_head"):
         row = df.loc[f"ProfilerStep#4/{block}"] if f"ProfilerStep#4/{block}" in df.index else df[df["module"] == block].iloc[0]
         assert row["fwd_cpu_us"] > 0 and row["bwd_cpu_us"] > 0, block
 
 
-def test_flops_are_exact(run):
-    prof, reference = run[0].result, run[4]
+def test_flops_are_exact(hf_run):
+    prof, reference = hf_run.result, hf_run.reference
     # by hand: lm_head is Linear(EMBD, VOCAB) on BATCH * SEQ tokens per micro-batch; forward, the
     # input's gradient and the weight's gradient are one matmul each
     lm_head = prof.df.loc["ProfilerStep#3/GPT2LMHeadModel.lm_head"]
@@ -94,8 +117,8 @@ def test_flops_are_exact(run):
     assert not math.isnan(prof.summary["flops"]) and prof.summary["flops"] > 0
 
 
-def test_data_loading_and_the_optimizer_have_their_own_rows(run):
-    df = run[0].result.df
+def test_data_loading_and_the_optimizer_have_their_own_rows(hf_run):
+    df = hf_run.result.df
     for step in STEPS:
         children = df[df["parent"] == f"ProfilerStep#{step}"]
         loading = children[children["name"].str.contains("DataLoader")]
@@ -104,27 +127,23 @@ def test_data_loading_and_the_optimizer_have_their_own_rows(run):
         assert len(optimizer) == 1 and optimizer["cpu_us"].iloc[0] > 0
 
 
-def test_outside_a_notebook_a_summary_is_printed_and_the_report_written(run):
-    _, _, printed, out, _ = run
+def test_outside_a_notebook_a_summary_is_printed_and_the_report_written(hf_run):
+    printed, out = hf_run.printed, hf_run.out
     assert "torchprof: GPT2LMHeadModel under the Trainer, steps 3-4 recorded (of 1-6)" in printed
     assert "step time over 6 steps" in printed
     assert (out / "torchprof.html").stat().st_size > 10_000
     trace = out / "torchprof-trace.json.gz"
-    import torchprof
-
     assert torchprof.load_trace(str(trace)).steps["step"].tolist() == STEPS
     markdown = out / "torchprof.md"
-    assert markdown.exists() == hasattr(run[0].result, "to_markdown")
+    assert markdown.exists() == hasattr(hf_run.result, "to_markdown")
 
 
 def test_in_a_notebook_the_widget_shows_at_the_end_of_train_and_unreached_steps_are_named(monkeypatch, tmp_path):
     import IPython.display
 
-    import torchprof
-
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj, **kw: shown.append(obj))
-    callback = TorchprofCallback(steps=[2, 50], display=True)
+    callback = TorchprofCallback(steps=[2, 50], display=True, flops=False)
     with pytest.warns(torchprof.ProfilerWarning, match="step 50 was not recorded: it ended at step 3"):
         with contextlib.redirect_stdout(io.StringIO()):
             trainers.hf_train([callback], max_steps=3, accumulate=1, output_dir=str(tmp_path))
@@ -134,10 +153,8 @@ def test_in_a_notebook_the_widget_shows_at_the_end_of_train_and_unreached_steps_
 
 
 def test_a_profiler_already_running_is_a_warning_not_a_failed_training(tmp_path):
-    import torchprof
-
     callback = TorchprofCallback(steps=[1], display=False)
-    with torchprof.Profiler():
+    with torchprof.Profiler(steps=[10**6]):  # running, idle: it records nothing while the training runs
         with pytest.warns(torchprof.ProfilerWarning, match="already running"):
             trainers.hf_train([callback], max_steps=1, accumulate=1, output_dir=str(tmp_path))
     assert callback.result is None

@@ -7,6 +7,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a fresh interpreter
+
 BLOCKED = ("transformers", "lightning", "pytorch_lightning", "accelerate")
 
 SCRIPT = textwrap.dedent(f"""

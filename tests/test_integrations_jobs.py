@@ -17,17 +17,18 @@ for extra in ("transformers", "lightning", "accelerate"):
 
 import torchprof  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).parent / "jobs"))
+import trainers  # noqa: E402
+
+# The job is shared by the module's tests, whichever xdist worker runs them.
 pytestmark = pytest.mark.slow
 JOB = Path(__file__).resolve().parent / "jobs" / "trainers.py"
 FRAMEWORKS = ("hf", "lightning", "accelerate")
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("trainers-job")
+def run_job(out: Path) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo", "PYTHONUNBUFFERED": "1", "TMPDIR": str(out)}
-    log = out / "torchrun.log"
-    with open(log, "w+") as sink:
+    with open(out / "torchrun.log", "w+") as sink:
         # the output goes to a file and the job to its own session: ranks that outlive a killed
         # launcher hold no pipe open, and the whole group can be stopped
         proc = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
@@ -40,9 +41,13 @@ def job(tmp_path_factory) -> tuple[Path, str]:
             proc.wait()
             code = None
         sink.seek(0)
-        text = sink.read()
-    assert code == 0, text[-6000:]
-    return out, text
+        assert code == 0, sink.read()[-6000:]
+
+
+@pytest.fixture(scope="session")
+def job(tmp_path_factory) -> tuple[Path, str]:
+    out = trainers.once_per_session(tmp_path_factory, "integrations-job", run_job)
+    return out, (out / "torchrun.log").read_text()
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,11 @@ from torch.nn.modules import module as nn_module
 sys.path.insert(0, str(Path(__file__).parent / "jobs"))
 import trainers
 
+import torchprof
 from torchprof.integrations.lightning import TorchprofProfiler
 
+# The trained run is shared by the module's tests, whichever xdist worker runs them.
+pytestmark = pytest.mark.slow
 STEPS, MICRO, BATCH = [3, 4], 2, 4
 
 
@@ -30,10 +35,22 @@ def per_step(df, step: int, module: str, column: str) -> float:
     return float(rows[column].sum())
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """``(profiler, hooks installed at each step's first batch, printed, dirpath)`` of the run,
-    and a one-step run recording every op's shapes (the FLOPs' reference)."""
+@dataclass
+class Run:
+    result: torchprof.Result
+    """The profile of the run with the default options (no shapes)."""
+    summary: str
+    """What the profiler's summary() returned."""
+    hooks: dict[int, int]
+    """torchprof's hooks in torch's tables at each step's first batch."""
+    printed: str
+    out: Path
+    """The profiler's dirpath."""
+    reference: torchprof.Result
+    """One step of the same run recording every op's shapes (the FLOPs' reference)."""
+
+
+def train(folder: Path) -> None:
     import lightning.pytorch as pl
 
     class HookProbe(pl.Callback):
@@ -43,20 +60,30 @@ def run(tmp_path_factory):
         def on_train_batch_start(self, trainer, module, batch, batch_idx):
             self.hooks.setdefault(trainer.global_step + 1, len(nn_module._global_forward_pre_hooks))
 
-    out = tmp_path_factory.mktemp("lightning")
-    profiler, probe = TorchprofProfiler(steps=STEPS, dirpath=out, filename="prof"), HookProbe()
+    profiler, probe = TorchprofProfiler(steps=STEPS, dirpath=folder / "report", filename="prof"), HookProbe()
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         trainers.lightning_train(profiler, accumulate=MICRO, callbacks=[probe])
     reference = TorchprofProfiler(steps=[1], shapes=True, display=False)
     with contextlib.redirect_stdout(io.StringIO()):
         trainers.lightning_train(reference, max_steps=1, accumulate=MICRO)
-    return profiler, probe.hooks, printed.getvalue(), out, reference.result
+    profiler.result.save(str(folder / "result.json"))
+    reference.result.save(str(folder / "reference.json"))
+    (folder / "summary.txt").write_text(profiler.summary())
+    (folder / "hooks.json").write_text(json.dumps(probe.hooks))
+    (folder / "printed.txt").write_text(printed.getvalue())
 
 
-def test_exactly_the_chosen_optimizer_steps_are_recorded_with_every_batch(run):
-    profiler, hooks, *_ = run
-    prof = profiler.result
+@pytest.fixture(scope="session")
+def lightning_run(tmp_path_factory) -> Run:
+    folder = trainers.once_per_session(tmp_path_factory, "integrations-lightning", train)
+    hooks = {int(k): v for k, v in json.loads((folder / "hooks.json").read_text()).items()}
+    return Run(torchprof.load(folder / "result.json"), (folder / "summary.txt").read_text(), hooks,
+               (folder / "printed.txt").read_text(), folder / "report", torchprof.load(folder / "reference.json"))  # fmt: skip
+
+
+def test_exactly_the_chosen_optimizer_steps_are_recorded_with_every_batch(lightning_run):
+    prof, hooks = lightning_run.result, lightning_run.hooks
     assert prof.steps["step"].tolist() == STEPS
     assert sorted(p for p in prof.df.index if "/" not in p and p.startswith("ProfilerStep#")) == ["ProfilerStep#3", "ProfilerStep#4"]
     for step in STEPS:
@@ -66,8 +93,8 @@ def test_exactly_the_chosen_optimizer_steps_are_recorded_with_every_batch(run):
     assert prof.step_times["recorded"].tolist() == [False, False, True, True, False, False]
 
 
-def test_lightning_actions_are_regions_beside_the_layers(run):
-    df = run[0].result.df
+def test_lightning_actions_are_regions_beside_the_layers(lightning_run):
+    df = lightning_run.result.df
     for step in STEPS:
         children = df[df["parent"] == f"ProfilerStep#{step}"].set_index("name")
         loading = children.loc["[_TrainingEpochLoop].train_dataloader_next"]
@@ -80,8 +107,8 @@ def test_lightning_actions_are_regions_beside_the_layers(run):
     assert "run_training_epoch" not in set(df["name"])  # it spans every step: never a region
 
 
-def test_the_layers_have_forward_and_backward_time_and_exact_flops(run):
-    prof, reference = run[0].result, run[4]
+def test_the_layers_have_forward_and_backward_time_and_exact_flops(lightning_run):
+    prof, reference = lightning_run.result, lightning_run.reference
     for layer in ("Regressor.net.0", "Regressor.net.2"):
         assert per_step(prof.df, 4, layer, "fwd_cpu_us") > 0 and per_step(prof.df, 4, layer, "bwd_cpu_us") > 0
     # by hand, per micro-batch: net.2 = Linear(32, 1): forward, the input's gradient, the weight's
@@ -93,22 +120,17 @@ def test_the_layers_have_forward_and_backward_time_and_exact_flops(run):
             assert per_step(prof.df, 3, module, column) == per_step(reference.df, 1, module, column), (module, column)
 
 
-def test_summary_returns_the_table_and_the_report_files_are_written(run):
-    profiler, _, printed, out, _ = run
-    table = profiler.summary()
+def test_summary_returns_the_table_and_the_report_files_are_written(lightning_run):
+    table, printed, out = lightning_run.summary, lightning_run.printed, lightning_run.out
     assert "ProfilerStep#3" in table and "run_training_batch" in table
     assert "torchprof: Regressor under the Lightning Trainer, steps 3-4 recorded (of 1-6)" in printed
     assert (out / "fit-prof.html").stat().st_size > 10_000
     assert "ProfilerStep#3" in (out / "fit-prof.txt").read_text()  # Lightning's describe(): the summary
-    import torchprof
-
     assert torchprof.load_trace(str(out / "fit-prof.json.gz")).steps["step"].tolist() == STEPS
-    assert (out / "fit-prof.md").exists() == hasattr(profiler.result, "to_markdown")
+    assert (out / "fit-prof.md").exists() == hasattr(lightning_run.result, "to_markdown")
 
 
 def test_a_run_stopped_inside_the_chosen_steps_leaves_nothing_running():
-    import torchprof
-
     class Boom(RuntimeError):
         pass
 

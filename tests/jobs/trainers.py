@@ -22,6 +22,24 @@ VOCAB, EMBD, LAYERS, HEADS, SEQ, BATCH = 128, 32, 2, 2, 16, 4
 FEATURES, WIDTH, ROWS = 8, 32, 4
 
 
+def once_per_session(tmp_path_factory: Any, name: str, produce: Any) -> Any:
+    """``produce(folder)`` run once per test session, by whichever xdist worker asks first (the
+    others wait for it, then read its folder): a trained run shared by the tests of a module,
+    wherever xdist sends them. Returns the folder."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' temporary folders sit side by side in it
+    folder = root / name
+    with FileLock(str(folder) + ".lock"):
+        if not (folder / ".done").exists():
+            folder.mkdir(exist_ok=True)
+            produce(folder)
+            (folder / ".done").touch()
+    return folder
+
+
 def quiet_frameworks() -> None:
     """No tips, progress bars or config chatter from the frameworks in test output."""
     import logging

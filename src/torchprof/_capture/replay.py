@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
+from .hooks import PASS_THROUGH
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
@@ -84,11 +85,6 @@ class RootCalls:
     """Why this root is not replayed (too many signatures, arguments unseen)."""
     compiled: bool = False
     """Run through ``torch.compile``: its FLOPs come from the compiled graphs, not a replay."""
-
-
-#: What :meth:`CallRecorder.root_call` returns for a call not replayed itself, whose module calls
-#: are replayed instead (each as a root of its own).
-PASS_THROUGH = object()
 
 
 class CallRecorder:
