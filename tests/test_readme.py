@@ -285,3 +285,13 @@ def test_every_option_of_the_magic_and_the_command_line_is_in_docs_profiling_md(
     options = {o for p in parsers for a in p._actions for o in a.option_strings if o not in ("-h", "--help")}
     text = (DOCS / "profiling.md").read_text(encoding="utf-8")
     assert sorted(o for o in options if f"`{o}" not in text and f" {o}`" not in text and f", {o}" not in text) == []
+
+
+def test_every_keyword_of_profiler_is_in_docs_profiling_md():
+    import inspect
+
+    from torchprof import Profiler
+
+    keywords = list(inspect.signature(Profiler).parameters)
+    text = (DOCS / "profiling.md").read_text(encoding="utf-8")
+    assert keywords and [k for k in keywords if f"`{k}=`" not in text] == []

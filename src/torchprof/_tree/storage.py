@@ -6,9 +6,10 @@ import re
 from typing import Any
 
 from .._files import TraceError
-from .._records import ModuleInfo, Recording
+from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
 from .tree import Tree
+from .validate import validate_saved
 
 SAVE_FORMAT = "torchprof-profile"
 SAVE_VERSION = 1
@@ -45,6 +46,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
             "wall_us": recording.wall_us,
             "modules": {p: m.to_json() for p, m in recording.modules.items()},
             "meta": {k: v for k, v in recording.meta.items() if _plain(v)},
+            "step_times": recording.step_times,
         },
     }
 
@@ -59,6 +61,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
     version = data.get("version", 0)
     if not isinstance(version, int) or version > SAVE_VERSION:
         raise TraceError(f"{where} was written by a newer torchprof (format {version!r})")
+    validate_saved(data, where)  # every index, kind, type and range, before any view reads them
     try:
         saved = data["columns"]
         n = len(data["parent_index"])
@@ -97,6 +100,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             wall_us=c.get("wall_us"),
             label=c.get("label", "profile"),
             meta={**c.get("meta", {}), "saved": where},
+            step_times=checked_step_times(c.get("step_times") or {}),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise TraceError(f"{where} is damaged: {exc!r}") from exc
