@@ -123,6 +123,8 @@ class Profiler:
         assert self._builder is not None
         self._builder.modules.update(modules)
         self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
+        if self._session is not None:  # DDP's buckets as they are now, for this cycle's all-reduces
+            self._builder.comm.ddp = self._session.ddp_buckets()
         self._builder.add(events)
 
     @lifecycle
@@ -186,6 +188,9 @@ class Profiler:
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
                               compiled=self._builder.compiled.graphs)  # fmt: skip
         block_wall_us = session.wall_us
+        buckets = session.ddp_buckets()  # read now: the tree is built later, maybe after the job ended
+        if buckets:
+            meta["ddp_buckets"] = buckets
 
         def build() -> Any:
             if opts.schedule is None:
@@ -195,6 +200,7 @@ class Profiler:
                 events = session.cycle_columns()
                 builder.modules.update(session.modules)
                 builder.compiled.graphs.update(session.compiled_graphs())
+                builder.comm.ddp = buckets
                 if events is not None:
                     builder.add(events)
             else:
