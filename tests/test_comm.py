@@ -16,7 +16,7 @@ import torchprof._tree.builder as builder_module
 from conftest import shared_trace
 from synthetic import columns, ev
 from torchprof._tree.builder import TreeBuilder
-from torchprof._tree.comm import shares
+from torchprof._tree.comm import comm_note, shares
 from torchprof._views.frame import to_dataframe
 
 GRAD = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
@@ -124,7 +124,7 @@ def test_without_a_layout_gradients_are_bucketed_in_ready_order_and_sized_by_the
     assert df.loc["Net.a/gloo:all_reduce", "cpu_us"] == pytest.approx(40.0)
     # Without shapes or a layout the sizes are unknown: the all-reduce stays where it ran.
     df, builder = frame(ddp_step())
-    assert builder.comm.unsplit == 1
+    assert builder.comm.unsplit == 1 and "1 DDP all-reduce(s) stay" in (comm_note(builder.comm) or "")
     assert any(p.endswith(f"{GRAD}/c10d::allreduce_") for p in df.index)
     # ... and its worker range goes to the launching op's place: no layer, so it stays at the root.
     assert df.loc["gloo:all_reduce", "cpu_us"] == pytest.approx(50.0)

@@ -15,6 +15,7 @@ from ._profile import Result
 from ._records import Recording
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
+from ._tree.comm import comm_note
 from ._tree.ranks import merge_ranks
 from ._tree.storage import SAVED_PROFILE_START, from_json
 
@@ -60,6 +61,9 @@ def _load_one(path: str, name: str | None, flops: bool) -> Result:
         for cycle in recording.cycles:
             builder.add(cycle)
         recording.cycles = []  # the tree holds what is needed; drop the raw events
+        note = comm_note(builder.comm)
+        if note:
+            recording.meta["warnings"] = [*recording.meta.get("warnings", []), note]
         if name:
             recording.label = name
         return Result(builder.finish(), recording, trace_files=lambda: [path])

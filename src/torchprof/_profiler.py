@@ -11,6 +11,7 @@ from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._tree.comm import comm_note
 from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
 from ._vocab import RECOMPUTE, NodeKind
 
@@ -219,6 +220,7 @@ class Profiler:
             tree = builder.finish()
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
             notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += [note for note in (comm_note(builder.comm),) if note]
             if notes:
                 meta["warnings"] = notes
             return tree

@@ -7,7 +7,7 @@ size), and sends it to rank 0 over torch.distributed; rank 0 merges the trees an
 How the trees travel:
 
 * through the job's process group, when the script left one that carries CPU objects (gloo):
-  ``gather_object`` to rank 0;
+  ``gather_object`` to rank 0, then the group is closed (the script is over);
 * else through a c10d store: the process group's own (an NCCL group), or, when the script left
   none (it destroyed its group, or never made one), the store torchrun gives every worker for its
   rendezvous (``MASTER_ADDR``/``MASTER_PORT``: the elastic agent's store, or one rank 0 hosts);
@@ -102,6 +102,11 @@ def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S)
 
         gathered: list[Any] = [None] * world if rank == 0 else []
         dist.gather_object(payload, gathered if rank == 0 else None, dst=0)
+        # The script is over: close its group once every rank is done with it. A rank that left
+        # while another still read from it, or a gloo group left open at exit, can abort the
+        # process ("terminate called without an active exception").
+        dist.barrier()
+        dist.destroy_process_group()
         return {r: p for r, p in enumerate(gathered) if isinstance(p, bytes)}, "the job's process group"
     found = _store(rank, world, timeout)
     if found is None:
@@ -245,7 +250,7 @@ def _merge_trees(prof: Result, trees: dict[int, bytes], how: str, args: argparse
     if not profiles:
         return 1
     merged = merge_profiles(profiles, ranks, [trace_path(folder, r) for r in ranks], name=prof.recording.label)
-    merged.tree  # noqa: B018 - built now, so the time below is the whole merge
+    _ = merged.tree  # built now, so the time below is the whole merge
     size = sum(len(p) for p in trees.values())
     print(printable(f"torchprof: merged {len(ranks)} ranks' trees ({size / 1e6:.2f} MB) from {how} in "
                     f"{time.perf_counter() - started:.2f}s"), file=sys.stderr)  # fmt: skip

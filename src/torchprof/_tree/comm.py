@@ -112,6 +112,15 @@ def attribute_comm(builder: TreeBuilder, ev: EventColumns, parent_ev: list[int],
     cycle.finish()
 
 
+def comm_note(state: CommState) -> str | None:
+    """What ``summary["warnings"]`` says when some DDP all-reduces stayed where torch recorded them."""
+    if not state.unsplit:
+        return None
+    return (f"{state.unsplit} DDP all-reduce(s) stay under '(backward, no module)': which layers their bucket carries "
+            "is unknown (no bucket layout recorded by torchprof's capture fits them, and the gradients' sizes "
+            "were not recorded: profile with torchprof, or with record_shapes)")
+
+
 def comm_sums(nodes: Nodes, exposed: dict[int, int]) -> tuple[list[int], list[int]]:
     """Per node, over its subtree: the CPU ns of communication (every node that is a
     communication range or lies inside one) and the exposed part of it."""
