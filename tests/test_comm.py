@@ -16,7 +16,8 @@ import torchprof._tree.builder as builder_module
 from conftest import shared_trace
 from synthetic import columns, ev
 from torchprof._tree.builder import TreeBuilder
-from torchprof._tree.comm import comm_note, shares
+from torchprof._tree.comm import comm_note
+from torchprof._tree.moves import shares
 from torchprof._views.frame import to_dataframe
 
 GRAD = "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad"
@@ -86,6 +87,9 @@ def test_a_ddp_all_reduce_is_split_over_its_buckets_layers_by_their_gradient_byt
     assert df.loc["Net.b/gloo:all_reduce", "cpu_us"] == pytest.approx(10.0)
     comm = df[df.name.isin(["c10d::allreduce_", "gloo:all_reduce"])]
     assert set(comm.parent) == {"Net.a", "Net.b"} and comm.is_backward.all()
+    # Each all-reduce counts its call once, on the layer with the larger part: calls by name stay torch's.
+    assert comm.groupby("name").calls.sum().to_dict() == {"c10d::allreduce_": 1, "gloo:all_reduce": 1}
+    assert df.loc["Net.a/gloo:all_reduce", "calls"] == 1 and df.loc["Net.b/gloo:all_reduce", "calls"] == 0
     assert comm.cpu_us.sum() == pytest.approx(52.0)  # the raw all-reduce: 2 µs launching, 50 µs in flight
     # Backward communication of the layers; nothing left at the root or in the unattributed row.
     assert df.loc["Net.a", "bwd_cpu_us"] == pytest.approx(20 + 1.6 + 40)

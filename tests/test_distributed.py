@@ -266,11 +266,12 @@ def test_every_ddp_bucket_of_a_4_rank_job_lands_on_its_layers_also_before_the_bu
         # later ones its rebuilt layout (two buckets): every layer takes part in three.
         assert before[before.name == "c10d::allreduce_"].calls.sum() == 1 + 2 + 2
         comm = split[split.name.isin(ALL_REDUCE) & split.is_backward]
-        assert set(comm.parent) == {f"DistributedDataParallel.module.{i}" for i in (0, 3, 5)} and (comm.calls == 3).all()
+        assert set(comm.parent) == {f"DistributedDataParallel.module.{i}" for i in (0, 3, 5)}
         for name in ALL_REDUCE:
             # Before: the launches in AccumulateGrad, the worker's ranges at the root.
             moved = before[(before.name == name) & (before.parent.str.contains("AccumulateGrad") | (before.depth == 1))]
             assert comm[comm.name == name].cpu_us.sum() == pytest.approx(moved.cpu_us.sum(), abs=1e-3)
+            assert comm[comm.name == name].calls.sum() == moved.calls.sum() == 5  # each counted once
 
 
 def _layer_of(df, path: str) -> str | None:

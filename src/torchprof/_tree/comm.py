@@ -18,8 +18,9 @@ What moves where, and why:
   kernels included, and the worker's range on a CPU backend) is split over those layers **by the
   bytes of each layer's gradients in the bucket**, to the nanosecond: every figure of the event
   (CPU time, device time, comm/overlap/idle split, bytes) is divided by largest remainders, so
-  the layers' parts add up exactly to the raw all-reduce. It lands on each layer as backward
-  work, under the layer's own row, with its name (``c10d::allreduce_``, ``gloo:all_reduce``).
+  the layers' parts add up exactly to the raw all-reduce (:mod:`~torchprof._tree.moves`). It lands
+  on each layer as backward work, under the layer's own row, with its name (``c10d::allreduce_``,
+  ``gloo:all_reduce``); each all-reduce counts its call on the layer with the largest part.
   A share whose layer ran outside this profile, or a bucket whose layout cannot be told, stays
   where torch recorded it.
 * **FSDP2's collectives go to their layer.** FSDP names the layer of each of its ranges
@@ -44,7 +45,6 @@ FLOPs of moved ops stay on the rows where they ran (collectives count none).
 
 from __future__ import annotations
 
-import heapq
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -54,15 +54,14 @@ from typing import TYPE_CHECKING, Any
 from .._records import EventColumns, parse_module_range
 from .._vocab import ACCUMULATE_GRAD, BACKWARD_PREFIX, COMM_RANGE_PREFIXES, FSDP_PREFIX, STEP_PREFIX, EventKind
 from .activity import covered
-from .device_time import IDLE, OVERLAP, ROW, device_of, device_time, union_intervals
-from .nodes import TAG_KERNEL
+from .device_time import union_intervals
+from .moves import EventMover, Target
 
 if TYPE_CHECKING:
     from .builder import TreeBuilder
     from .nodes import Nodes
 
-OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
-    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY))  # fmt: skip
+OP, REGION, MODULE, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.DEVICE))
 #: c10d's own ranges: the op a collective is launched by (``c10d::allreduce_``) and kineto's
 #: record of it; the backends' ranges (``gloo:all_reduce``) are the work itself.
 _LAUNCH_PREFIXES = ("c10d::", "record_param_comms")
@@ -74,8 +73,7 @@ _FSDP_PRE_FORWARD = "pre_forward"
 #: FSDP phases that are backward work wherever they ran (the root's post-backward callback runs
 #: them outside any backward function).
 _FSDP_BACKWARD = ("post_backward", "pre_backward", "backward_prefetch")
-#: The key of a backward copy of a row placed under a forward row, apart from a forward one.
-_KEY_BACKWARD = "\x0e"
+
 
 
 @dataclass
@@ -99,7 +97,7 @@ def attribute_comm(builder: TreeBuilder, ev: EventColumns, parent_ev: list[int],
     if not comm_nodes and not fsdp_nodes:
         return
     cycle = _Cycle(builder, ev, parent_ev, node_of, comm_nodes, fsdp_nodes)
-    cycle.exposed = cycle.exposed_times()
+    cycle.exposed = cycle.mover.exposed_of = cycle.exposed_times()
     cycle.move_fsdp()
     launches, pairs = cycle.pair_workers()
     split = cycle.split_ddp(launches, pairs)
@@ -109,7 +107,7 @@ def attribute_comm(builder: TreeBuilder, ev: EventColumns, parent_ev: list[int],
         if i not in split:  # a split event's parts went with it; a moved one is on its new node
             node = node_of[i]
             acc[node] = acc.get(node, 0) + ns
-    cycle.finish()
+    cycle.mover.finish()
 
 
 def comm_note(state: CommState) -> str | None:
@@ -141,31 +139,6 @@ def comm_sums(nodes: Nodes, exposed: dict[int, int]) -> tuple[list[int], list[in
     return comm, hidden
 
 
-def shares(value: int, weights: list[int]) -> list[int]:
-    """``value`` split in proportion to ``weights`` in whole units that add up to it exactly:
-    each part rounded down, the rest handed out one by one to the largest remainders (the first
-    of equal ones first)."""
-    total = sum(weights)
-    if total <= 0:
-        return [value] + [0] * (len(weights) - 1)
-    parts = [value * w // total for w in weights]
-    left = value - sum(parts)
-    if left:
-        by_remainder = sorted(range(len(weights)), key=lambda k: (-(value * weights[k] % total), k))
-        for k in by_remainder[:left]:
-            parts[k] += 1
-    return parts
-
-
-@dataclass
-class _Target:
-    """Where a part of an event goes: under ``parent`` (a layer's node) as ``bwd`` work."""
-
-    parent: int
-    weight: int
-    bwd: bool
-
-
 class _Cycle:
     """One cycle's events as the pass reads and moves them."""
 
@@ -191,18 +164,10 @@ class _Cycle:
         kinds = ev.kind
         events = [i for i in compress(range(len(node_of)), map(relevant.__contains__, node_of)) if kinds[i] != DEVICE]
         self.events = events
-        self.children: dict[int, list[int]] = {}
-        for i in events:  # in event order; sorted by start where it matters
-            p = parent_ev[i]
-            if p >= 0:
-                self.children.setdefault(p, []).append(i)
-        self._device: Any = None
-        self._key_of: dict[int, str] = {}
-        self._mirror: dict[tuple[int, int, bool], int] = {}
+        self.mover = EventMover(builder, ev, parent_ev, node_of, events, builder.comm.exposed)
         self._modules: dict[str, list[tuple[int, int]]] | None = None
         self._producers: dict[Any, tuple[list[int], list[int]]] | None = None
         self._grad_ops: dict[int, list[int]] | None = None
-        self.touched: set[int] = set()
         self.grads: list[int] = []
         """The cycle's ``AccumulateGrad`` ranges (found with the DDP all-reduces' passes)."""
         self.exposed: dict[int, int] = {}
@@ -311,7 +276,7 @@ class _Cycle:
             if here == layer or self._inside(i, moved):
                 continue
             bwd = nodes.bwd[node_of[i]] or phase.startswith(_FSDP_BACKWARD)
-            self.move(i, [_Target(layer, 1, bwd)], 0)
+            self.mover.move(i, [Target(layer, 1, bwd)], 0)
             moved.add(i)
 
     def _inside(self, i: int, moved: set[int]) -> bool:
@@ -342,16 +307,17 @@ class _Cycle:
         return launches, pairs
 
     def _runs_backend(self, i: int) -> bool:
-        stack = list(self.children.get(i, ()))
+        children = self.mover.children
+        stack = list(children.get(i, ()))
         names = self.ev.name
         while stack:
             j = stack.pop()
             if names[j].startswith(_BACKEND_PREFIXES):
                 return True
-            stack.extend(self.children.get(j, ()))
+            stack.extend(children.get(j, ()))
         return False
 
-    def move_workers(self, launches: list[int], pairs: dict[int, int], split: dict[int, list[_Target]]) -> None:
+    def move_workers(self, launches: list[int], pairs: dict[int, int], split: dict[int, list[Target]]) -> None:
         """Each paired worker range goes where its launch went: split as a DDP all-reduce was,
         else whole to the launching op's layer."""
         nodes, node_of = self.nodes, self.node_of
@@ -364,17 +330,17 @@ class _Cycle:
             if layer < 0:
                 layer = nodes.owner[node]
             if layer >= 0:
-                self.move(worker, [_Target(layer, 1, nodes.bwd[node])], 0)
+                self.mover.move(worker, [Target(layer, 1, nodes.bwd[node])], 0)
 
     # -- DDP -------------------------------------------------------------------------------------
-    def split_ddp(self, launches: list[int], pairs: dict[int, int]) -> dict[int, list[_Target]]:
+    def split_ddp(self, launches: list[int], pairs: dict[int, int]) -> dict[int, list[Target]]:
         """Splits each DDP all-reduce (and its worker's range) over its bucket's layers; returns
         the targets of every event split (launches and workers)."""
         ddp = [i for i in launches if self._has_ancestor(i, BACKWARD_PREFIX + ACCUMULATE_GRAD) >= 0]
         if not ddp:
             return {}
         passes = self._backward_passes(ddp)
-        done: dict[int, list[_Target]] = {}
+        done: dict[int, list[Target]] = {}
         for grads, issued in passes:
             weights = self._from_buckets(grads, issued)
             if weights is None:
@@ -383,11 +349,11 @@ class _Cycle:
                 if not targets:
                     self.builder.comm.unsplit += 1
                     continue
-                self.move(launch, targets, stay)
+                self.mover.move(launch, targets, stay)
                 done[launch] = targets
                 worker = pairs.get(launch)
                 if worker is not None:
-                    self.move(worker, targets, stay)
+                    self.mover.move(worker, targets, stay)
                     done[worker] = targets
         return done
 
@@ -427,7 +393,7 @@ class _Cycle:
             passes.append((grads, issued))
         return passes
 
-    def _from_buckets(self, grads: list[int], issued: list[int]) -> list[tuple[list[_Target], int]] | None:
+    def _from_buckets(self, grads: list[int], issued: list[int]) -> list[tuple[list[Target], int]] | None:
         """The pass's all-reduces split by a layout the capture recorded: one with as many
         buckets as launches whose bucket boundaries fall at the launches (each launch comes
         after exactly the gradients of its bucket and of those before it became ready), else one
@@ -452,7 +418,7 @@ class _Cycle:
             return None
         ddp, layout = (exact or enough)[0]
         table = ddp["params"]
-        out: list[tuple[list[_Target], int]] = []
+        out: list[tuple[list[Target], int]] = []
         for launch, bucket in zip(issued, layout):
             by_path: dict[str, int] = {}
             for index in bucket:
@@ -464,7 +430,7 @@ class _Cycle:
                 if layer < 0:
                     stay += nbytes
                 else:
-                    targets.append(_Target(layer, nbytes, True))
+                    targets.append(Target(layer, nbytes, True))
             out.append((targets, stay))
         return out
 
@@ -489,7 +455,7 @@ class _Cycle:
         k = bisect_right(found, (before, len(self.nodes))) - 1
         return found[k][1] if k >= 0 else -1
 
-    def _from_ready_order(self, grads: list[int], issued: list[int]) -> list[tuple[list[_Target], int]]:
+    def _from_ready_order(self, grads: list[int], issued: list[int]) -> list[tuple[list[Target], int]]:
         """Without a recorded layout: each launch carries the gradients that became ready since
         the previous one (launches with none in between carry the same ones), each gradient on
         the layer of the backward function that ran just before it on its thread, sized by its
@@ -498,9 +464,9 @@ class _Cycle:
         starts, tids = ev.start, ev.tid
         producers = self._backward_functions()
         grads = sorted(grads, key=starts.__getitem__)
-        out: list[tuple[list[_Target], int]] = []
+        out: list[tuple[list[Target], int]] = []
         g = 0
-        current: tuple[list[_Target], int] = ([], 0)
+        current: tuple[list[Target], int] = ([], 0)
         for launch in issued:
             since = []
             while g < len(grads) and starts[grads[g]] <= starts[launch]:
@@ -521,7 +487,7 @@ class _Cycle:
                         if k >= 0:
                             layer = nodes.owner[node_of[before[1][k]]]
                     sizes[layer] = sizes.get(layer, 0) + numel
-                current = ([_Target(layer, size, True) for layer, size in sizes.items() if layer >= 0], sizes.get(-1, 0)) if known else ([], 0)
+                current = ([Target(layer, size, True) for layer, size in sizes.items() if layer >= 0], sizes.get(-1, 0)) if known else ([], 0)
             out.append(current)
         return out
 
@@ -562,206 +528,6 @@ class _Cycle:
                     numel *= int(d)
                 return numel
         return None
-
-    # -- moving events ---------------------------------------------------------------------------
-    def move(self, i: int, targets: list[_Target], stay: int) -> None:
-        """Move event ``i`` with everything it ran (ranges, allocations, device work launched
-        inside) to copies of their nodes under each target, each figure split by the targets'
-        weights (``stay``: the weight of the part that stays where it is). A whole move (one
-        target, nothing staying) also puts the events on their new nodes (``node_of``)."""
-        ev, nodes, node_of = self.ev, self.nodes, self.node_of
-        root = node_of[i]
-        weights = [stay] + [t.weight for t in targets]
-        whole = stay == 0 and len(targets) == 1
-        starts, ends, kinds = ev.start, ev.end, ev.kind
-        for j in self._subtree(i):
-            node = node_of[j]
-            k = kinds[j]
-            if k == MEMORY:
-                column = nodes.cuda_mem if ev.on_cuda[j] else nodes.cpu_mem
-                self._spread(node, root, targets, weights, column, ev.nbytes[j], calls=False)
-                continue
-            own = ends[j] - starts[j]
-            for c in self.children.get(j, ()):
-                if kinds[c] != MEMORY:
-                    own -= min(ends[c], ends[j]) - starts[c]
-            mirrors = self._spread(node, root, targets, weights, nodes.cpu_ns, own, calls=True)
-            for d in self._kernels(j):
-                self._move_kernel(d, node, root, targets, weights)
-            if whole and mirrors:
-                node_of[j] = mirrors[0]
-        x = self.exposed.get(i, 0)
-        if x and not whole:
-            exposed = self.builder.comm.exposed
-            parts = shares(x, weights)
-            for mirror, part in zip(self._mirrors(root, root, targets), parts[1:]):
-                exposed[mirror] = exposed.get(mirror, 0) + part
-            if parts[0]:
-                exposed[root] = exposed.get(root, 0) + parts[0]
-
-    def _spread(self, node: int, root: int, targets: list[_Target], weights: list[int], column: list[int], value: int,
-                calls: bool) -> list[int]:  # fmt: skip
-        """``value`` of ``column`` at ``node`` shared out to its copies under the targets."""
-        mirrors = self._mirrors(node, root, targets)
-        if not mirrors:
-            return []
-        parts = shares(value, weights)
-        column[node] -= value - parts[0]
-        for mirror, part in zip(mirrors, parts[1:]):
-            column[mirror] += part
-        if calls:
-            if weights[0] == 0:
-                self.nodes.calls[node] -= 1
-            for mirror in mirrors:
-                self.nodes.calls[mirror] += 1
-        self.touched.add(node)
-        return mirrors
-
-    def _mirrors(self, node: int, root: int, targets: list[_Target]) -> list[int]:
-        """``node``'s copy under each target, ``root`` (an ancestor of it, or itself) becoming the
-        target's child; none when ``node`` is not below ``root``."""
-        chain = [node]
-        parent = self.nodes.parent
-        while chain[-1] != root:
-            p = parent[chain[-1]]
-            if p < 0:
-                return []
-            chain.append(p)
-        out = []
-        for t in targets:
-            at = t.parent
-            bwd = t.bwd
-            for nid in reversed(chain):
-                at = self._mirror_of(nid, at, bwd)
-            out.append(at)
-        return out
-
-    def _mirror_of(self, nid: int, parent: int, bwd: bool) -> int:
-        """The copy of node ``nid`` under ``parent``: backward work when ``bwd`` or its parent is.
-        A backward copy under a forward row is keyed apart from a forward one of the same name."""
-        key = (nid, parent, bwd)
-        found = self._mirror.get(key)
-        if found is not None:
-            return found
-        nodes = self.nodes
-        backward = bwd or nodes.bwd[parent]
-        child_key = self._key(nid)
-        if backward and not nodes.bwd[parent]:
-            child_key = _KEY_BACKWARD + child_key
-        mirror = nodes.children[parent].get(child_key, -1)
-        if mirror < 0:
-            mirror = nodes.add(parent, nodes.kind[nid], nodes.label[nid], nodes.type[nid], backward, child_key)
-            nodes.shapes[mirror] = nodes.shapes[nid]
-            nodes.source[mirror] = nodes.source[nid]
-            nodes.covered[mirror] = nodes.covered[mirror] or nodes.covered[nid]
-        self._mirror[key] = mirror
-        return mirror
-
-    def _key(self, nid: int) -> str:
-        """The key of ``nid`` among its parent's children."""
-        key = self._key_of.get(nid)
-        if key is None:
-            for k, child in self.nodes.children[self.nodes.parent[nid]].items():
-                self._key_of[child] = k
-            key = self._key_of[nid]
-        return key
-
-    def _subtree(self, i: int) -> list[int]:
-        out, stack = [], [i]
-        while stack:
-            j = stack.pop()
-            out.append(j)
-            stack.extend(self.children.get(j, ()))
-        return out
-
-    # -- device work launched inside moved events ------------------------------------------------------
-    def _kernels(self, j: int) -> list[int]:
-        """Device work the builder placed under event ``j``'s node because ``j`` launched it (as
-        :meth:`~torchprof._tree.builder.TreeBuilder._add_device` places it): by the correlation
-        id of a runtime call directly inside ``j``, else by ``j``'s own id (External id)."""
-        ev = self.ev
-        if not ev.corr or DEVICE not in ev.kind:
-            return []
-        by_corr, by_link = self._device_index()
-        out: list[int] = []
-        for c in self.children.get(j, ()):
-            if ev.kind[c] == RUNTIME and ev.corr[c]:
-                out += by_corr.get(ev.corr[c], ())
-        if ev.ext_id and ev.ext_id[j] and ev.kind[j] in (OP, REGION, MODULE):
-            out += by_link.get(ev.ext_id[j], ())
-        return out
-
-    def _device_index(self) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
-        if self._device is None:
-            ev = self.ev
-            kinds = ev.kind
-            device = [i for i, k in enumerate(kinds) if k == DEVICE]
-            runtime_corr = {ev.corr[i] for i, k in enumerate(kinds) if k == RUNTIME and ev.corr[i] and self.parent_ev[i] >= 0}
-            by_corr: dict[int, list[int]] = {}
-            by_link: dict[int, list[int]] = {}
-            for d in device:
-                c = ev.corr[d]
-                if c and c in runtime_corr:
-                    by_corr.setdefault(c, []).append(d)
-                elif ev.link[d]:
-                    by_link.setdefault(ev.link[d], []).append(d)
-            split = device_time([ev.name[d] for d in device], [ev.start[d] for d in device], [ev.end[d] for d in device],
-                                [device_of(ev.tid[d]) for d in device], ev.span)  # fmt: skip
-            self._device = (by_corr, by_link, {d: k for k, d in enumerate(device)}, split)
-        return self._device[0], self._device[1]
-
-    def _move_kernel(self, d: int, launcher: int, root: int, targets: list[_Target], weights: list[int]) -> None:
-        """Device activity ``d``, launched from a node ``launcher`` being moved, shared out with
-        its device-time split (kind of work, overlapped comm, idle time it ended)."""
-        ev, nodes = self.ev, self.nodes
-        node = nodes.children[launcher].get(TAG_KERNEL + ev.name[d], -1)
-        if node < 0:
-            return
-        dur = ev.end[d] - ev.start[d]
-        mirrors = self._spread(node, root, targets, weights, nodes.cuda_ns, dur, calls=True)
-        if not mirrors:
-            return
-        _, _, position, split = self._device
-        k = position[d]
-        values = [0] * ROW
-        values[split.work[k]] = dur
-        values[OVERLAP] = split.overlap_ns[k]
-        values[IDLE] = split.idle_ns[k]
-        per_node = self.builder.device_split
-        row = per_node.setdefault(node, [0] * ROW)
-        for f, value in enumerate(values):
-            if value:
-                parts = shares(value, weights)
-                row[f] -= value - parts[0]
-                for mirror, part in zip(mirrors, parts[1:]):
-                    per_node.setdefault(mirror, [0] * ROW)[f] += part
-
-    # -- the end of the pass -----------------------------------------------------------------------------
-    def finish(self) -> None:
-        """Rows that every event left (no calls, no time, nothing below them) leave the tree,
-        emptied parents after their children; not when memory over time may name them."""
-        if self.builder.memory or not self.touched:
-            return
-        nodes, split, exposed = self.nodes, self.builder.device_split, self.builder.comm.exposed
-        steps = {s["node"] for s in self.builder.steps}
-        pending = [-nid for nid in self.touched]
-        heapq.heapify(pending)
-        seen = set(self.touched)
-        while pending:
-            nid = -heapq.heappop(pending)  # children (larger ids) before their parents
-            p = nodes.parent[nid]
-            if p < 0 or nid in steps or nodes.children[nid] or nodes.calls[nid] or nodes.cpu_ns[nid] or nodes.cuda_ns[nid]:
-                continue
-            if nodes.cpu_mem[nid] or nodes.cuda_mem[nid] or nodes.macs[nid] or nodes.flops[nid] or exposed.get(nid):
-                continue
-            if any(split.get(nid, ())):
-                continue
-            nodes.children[p].pop(self._key(nid), None)
-            split.pop(nid, None)
-            if p not in seen:
-                seen.add(p)
-                heapq.heappush(pending, -p)
-
 
 def _minus(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The disjoint sorted intervals ``a`` without the disjoint sorted intervals ``b``."""
