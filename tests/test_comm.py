@@ -112,6 +112,11 @@ def test_a_recorded_layout_is_used_when_its_buckets_fit_the_launches():
     df, _ = frame(events, [{"module": "DDP", "params": PARAMS, "maps": [ready, initial]}])
     assert df.loc["Net.b/gloo:all_reduce", "cpu_us"] == pytest.approx(50.0)  # the first launch, all b's
     assert df.loc["Net.a/gloo:all_reduce", "cpu_us"] == pytest.approx(50.0)
+    # b's bucket ran 147..197 beside backward work of 148..186 and 188..190 (the second launch
+    # aside): 10 µs exposed; a's, 187..237, 2 µs beside it: 48. The launches had nothing beside them.
+    assert df.loc["Net.b/gloo:all_reduce", "comm_exposed_cpu_us"] == pytest.approx(10.0)
+    assert df.loc["Net.a/gloo:all_reduce", "comm_exposed_cpu_us"] == pytest.approx(48.0)
+    assert df.loc["profile", "comm_exposed_cpu_us"] == pytest.approx(10 + 48 + 2 + 2)
     assert df.loc["Net.a/c10d::allreduce_", "calls"] == 1 and df.loc["Net.b/c10d::allreduce_", "calls"] == 1
     df, _ = frame(events, [{"module": "DDP", "params": PARAMS, "maps": [wrong]}])
     # Its buckets also hold two gradients each, so it fits: b has 40 of the first's 1640 bytes

@@ -104,7 +104,7 @@ def attribute_comm(builder: TreeBuilder, ev: EventColumns, parent_ev: list[int],
     cycle.move_workers(launches, pairs, split)
     acc = builder.comm.exposed
     for i, ns in cycle.exposed.items():
-        if i not in split:  # a split event's parts went with it; a moved one is on its new node
+        if i not in cycle.mover.moved:  # a moved event's parts went with it; one inside it is on its new row
             node = node_of[i]
             acc[node] = acc.get(node, 0) + ns
     cycle.mover.finish()

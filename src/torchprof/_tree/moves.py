@@ -92,6 +92,8 @@ class EventMover:
         self._key_of: dict[int, str] = {}
         self._mirror: dict[tuple[int, int, bool], int] = {}
         self.touched: set[int] = set()
+        self.moved: set[int] = set()
+        """The events moved (not those inside them): their exposed ns went with them."""
 
     def move(self, i: int, targets: list[Target], stay: int) -> None:
         """Move event ``i`` with everything it ran to copies of their rows under each target,
@@ -119,8 +121,9 @@ class EventMover:
                 self._move_kernel(d, node, root, targets, weights, owner)
             if whole and mirrors:
                 node_of[j] = mirrors[0]
+        self.moved.add(i)
         x = self.exposed_of.get(i, 0)
-        if x and not whole:  # a whole move's exposed time goes with the event's new row
+        if x:
             exposed = self.exposed
             parts = shares(x, weights)
             for mirror, part in zip(self._mirrors(root, root, targets), parts[1:]):
