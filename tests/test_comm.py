@@ -142,9 +142,11 @@ def test_without_a_layout_gradients_are_bucketed_in_ready_order_and_sized_by_the
 def fsdp_events() -> list[dict]:
     """FSDP2 on M.0 and M.1: forward all-gathers in each layer's pre_forward; in M.1's backward a
     prefetch of M.0's parameters; M.0's reduce-scatter run by the root's post-backward callback
-    outside any layer. gloo's worker (tid 3) runs each collective after its c10d op."""
+    outside any layer. gloo's worker (tid 3) runs each collective after its c10d op; a broadcast
+    launched before the model, outside every layer, queued no work."""
     return [
-        ev("module", "M", 0, 100, type_="M"),
+        ev("op", "c10d::broadcast_", 1, 2),
+        ev("module", "M", 5, 100, type_="M"),
         ev("module", "M.0", 10, 40, type_="Linear"),
         ev("region", "FSDP::pre_forward (0)", 11, 30),
         ev("region", "FSDP::all_gather (0)", 12, 28),
@@ -187,10 +189,11 @@ def test_fsdp_collectives_go_to_the_forward_and_backward_of_the_layer_they_name(
     reduce = df[(df.name == "gloo:all_reduce")]
     assert list(reduce.parent) == ["M.0"] and reduce.is_backward.all()
     assert df.loc["M.0", "bwd_cpu_us"] == pytest.approx(20 + 17 + 28 + 10 + 20)
-    # Nothing of FSDP's or gloo's is left at the root but the callback's own time.
+    # Nothing of FSDP's or gloo's is left at the root but the callback's own time and the
+    # broadcast, whose queue position no worker range took (each took its own collective's).
     top = df[df.depth == 1]
-    assert not any(name.startswith(("gloo:", "c10d::")) for name in top.name)
-    assert df.loc["profile", "comm_cpu_us"] == pytest.approx(8 + 10 * 3 + 20)
+    assert [name for name in top.name if name.startswith(("gloo:", "c10d::"))] == ["c10d::broadcast_"]
+    assert df.loc["profile", "comm_cpu_us"] == pytest.approx(1 + 8 + 10 * 3 + 20)
 
 
 def test_a_real_nccl_ddp_trace_keeps_every_figure_while_its_all_reduces_move_to_the_layers(monkeypatch):

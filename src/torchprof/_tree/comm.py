@@ -75,7 +75,6 @@ _FSDP_PRE_FORWARD = "pre_forward"
 _FSDP_BACKWARD = ("post_backward", "pre_backward", "backward_prefetch")
 
 
-
 @dataclass
 class CommState:
     """What the pass needs besides the events, and what it leaves for the finished tree."""
@@ -290,20 +289,27 @@ class _Cycle:
     # -- CPU backends' worker ranges -----------------------------------------------------------------
     def pair_workers(self) -> tuple[list[int], dict[int, int]]:
         """The outermost c10d ops (launches, by start) and, for those a CPU backend ran on a worker
-        thread, the worker's range: worker ranges (top-level backend ranges) paired in order with
-        the launches that ran no backend range of their own (an NCCL op records its
-        ``nccl:all_reduce`` inside), each with the earliest such launch that started before it."""
+        thread, the worker's range. A backend's worker runs the work items in the order the c10d
+        ops queued them, so each worker range (a top-level backend range), in start order, is
+        paired with the earliest unpaired launch that started before it and names the same
+        collective (``c10d::_allgather_base_`` and ``gloo:all_gather``; gloo runs a reduce-scatter
+        as ``gloo:all_reduce``). Launches that ran a backend range of their own (an NCCL op
+        records its ``nccl:all_reduce`` inside) queue nothing."""
         outer = self.outer
         names, starts = self.ev.name, self.ev.start
         launches = [i for i in outer if names[i].startswith(_LAUNCH_PREFIXES)]
         workers = [i for i in outer if self.parent_ev[i] < 0 and names[i].startswith(_BACKEND_PREFIXES)]
         queued = [i for i in launches if not self._runs_backend(i)]
         pairs: dict[int, int] = {}
-        k = 0
         for w in workers:
-            if k < len(queued) and starts[queued[k]] <= starts[w]:
-                pairs[queued[k]] = w
-                k += 1
+            work = _collective(names[w])
+            for k, launch in enumerate(queued):
+                if starts[launch] > starts[w]:
+                    break
+                if _same_collective(_collective(names[launch]), work):
+                    pairs[launch] = w
+                    del queued[k]
+                    break
         return launches, pairs
 
     def _runs_backend(self, i: int) -> bool:
@@ -528,6 +534,23 @@ class _Cycle:
                     numel *= int(d)
                 return numel
         return None
+
+def _collective(name: str) -> str:
+    """The collective a c10d op or backend range names, letters only: ``c10d::_allgather_base_``
+    -> ``allgatherbase``, ``gloo:all_gather`` -> ``allgather``."""
+    return "".join(ch for ch in name.split(":")[-1] if ch.isalpha()).lower()
+
+
+def _same_collective(launch: str, work: str) -> bool:
+    """A backend range runs a c10d op's collective (an unknown name pairs with any: in order)."""
+    if not work or work in launch:
+        return True
+    known = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall", "barrier", "gather", "scatter", "reduce",
+             "send", "recv")  # fmt: skip
+    if work == "allreduce" and "reducescatter" in launch:  # gloo's reduce-scatter
+        return True
+    return not any(name in work for name in known)
+
 
 def _minus(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The disjoint sorted intervals ``a`` without the disjoint sorted intervals ``b``."""
