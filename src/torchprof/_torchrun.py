@@ -93,20 +93,21 @@ def decode_tree(payload: bytes, where: str) -> Result:
 
 
 # -- the trees to rank 0 -------------------------------------------------------------------------------
-def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S) -> tuple[dict[int, bytes], str] | None:
+def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S, close_group: bool = True) -> tuple[dict[int, bytes], str] | None:
     """Every rank's payload at rank 0 (``{rank: payload}``, the ranks that sent one; empty on the
-    other ranks) and how they came; None when the job offers no way (no process group, no store)."""
+    other ranks) and how they came; None when the job offers no way (no process group, no store).
+    ``close_group``: the script is over, so the process group it left is closed after use."""
     group = _gloo_group()
     if group:
         import torch.distributed as dist
 
         gathered: list[Any] = [None] * world if rank == 0 else []
         dist.gather_object(payload, gathered if rank == 0 else None, dst=0)
-        # The script is over: close its group once every rank is done with it. A rank that left
-        # while another still read from it, or a gloo group left open at exit, can abort the
-        # process ("terminate called without an active exception").
+        # No rank leaves while another still reads from it: a gloo rank that exits then, or with
+        # its group left open, can abort ("terminate called without an active exception").
         dist.barrier()
-        dist.destroy_process_group()
+        if close_group:
+            dist.destroy_process_group()
         return {r: p for r, p in enumerate(gathered) if isinstance(p, bytes)}, "the job's process group"
     found = _store(rank, world, timeout)
     if found is None:
@@ -193,11 +194,13 @@ def wait_for_files(paths: list[str], timeout: float = WAIT_S) -> list[str]:
 
 
 # -- the rank's part -----------------------------------------------------------------------------------
-def report_rank(prof: Result, args: argparse.Namespace, title: str, report: Callable[..., int]) -> int:
+def report_rank(prof: Result, args: argparse.Namespace, title: str, report: Callable[..., int], *,
+                close_group: bool = True) -> int:  # fmt: skip
     """This rank's part once its script ended: write its trace to its folder, send its tree to
     rank 0; rank 0 merges every rank's tree and reports the job with ``report`` (the single-run
     report: summary, table, output files). 0, or 1 when this rank's trace or tree could not be
-    written, sent or merged."""
+    written, sent or merged. ``close_group=False`` keeps the process group the trees went
+    through open (a caller whose process goes on using it)."""
     rank, world = job()
     folder = out_dir(getattr(args, "out", None))
     path = trace_path(folder, rank)
@@ -213,7 +216,7 @@ def report_rank(prof: Result, args: argparse.Namespace, title: str, report: Call
     started = time.perf_counter()
     payload = encode_tree(prof)
     try:
-        gathered = gather_trees(payload, rank, world)
+        gathered = gather_trees(payload, rank, world, close_group=close_group)
     except Exception as exc:  # noqa: BLE001 - a broken group or store: this rank reports what it can
         print(printable(f"torchprof: rank {rank}: cannot send the trees to rank 0: {type(exc).__name__}: {exc}"), file=sys.stderr)
         gathered = ({0: payload} if rank == 0 else {}), "nothing"
