@@ -7,7 +7,7 @@ size), and sends it to rank 0 over torch.distributed; rank 0 merges the trees an
 How the trees travel:
 
 * through the job's process group, when the script left one that carries CPU objects (gloo):
-  ``gather_object`` to rank 0, then the group is closed (the script is over);
+  ``gather_object`` to rank 0 (after the script, the group is then closed);
 * else through a c10d store: the process group's own (an NCCL group), or, when the script left
   none (it destroyed its group, or never made one), the store torchrun gives every worker for its
   rendezvous (``MASTER_ADDR``/``MASTER_PORT``: the elastic agent's store, or one rank 0 hosts);
@@ -93,10 +93,11 @@ def decode_tree(payload: bytes, where: str) -> Result:
 
 
 # -- the trees to rank 0 -------------------------------------------------------------------------------
-def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S, close_group: bool = True) -> tuple[dict[int, bytes], str] | None:
+def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S,
+                 close_group: bool = False) -> tuple[dict[int, bytes], str] | None:  # fmt: skip
     """Every rank's payload at rank 0 (``{rank: payload}``, the ranks that sent one; empty on the
     other ranks) and how they came; None when the job offers no way (no process group, no store).
-    ``close_group``: the script is over, so the process group it left is closed after use."""
+    ``close_group``: the process is about to end; close the process group after use."""
     group = _gloo_group()
     if group:
         import torch.distributed as dist
@@ -113,36 +114,43 @@ def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S,
     if found is None:
         return None
     store, how = found
-    return exchange(store, payload, rank, world, timeout), how
+    global _exchanges
+    _exchanges += 1
+    return exchange(store, payload, rank, world, timeout, str(_exchanges)), how
 
 
-def exchange(store: Any, payload: bytes, rank: int, world: int, timeout: float) -> dict[int, bytes]:
-    """Through a c10d store: each rank sets its payload under its key; rank 0 waits for the others
-    (at most ``timeout`` seconds in all), reads them and deletes their keys."""
+def exchange(store: Any, payload: bytes, rank: int, world: int, timeout: float, tag: str = "0") -> dict[int, bytes]:
+    """Through a c10d store: each rank sets its payload under its key (``tag`` names the
+    exchange); rank 0 waits for the others (at most ``timeout`` seconds in all), reads them and
+    deletes their keys."""
     from datetime import timedelta
 
     if rank != 0:
-        store.set(_key(rank), payload)
+        store.set(_key(rank, tag), payload)
         return {}
     got = {0: payload}
     deadline = time.monotonic() + timeout
     for r in range(1, world):
         left = deadline - time.monotonic()
         try:
-            store.wait([_key(r)], timedelta(seconds=max(left, 0.001)))
+            store.wait([_key(r, tag)], timedelta(seconds=max(left, 0.001)))
         except Exception:  # noqa: BLE001 - a timeout (DistStoreError): merge the ranks that sent theirs
             continue
-        got[r] = bytes(store.get(_key(r)))
+        got[r] = bytes(store.get(_key(r, tag)))
         with contextlib.suppress(Exception):  # a store without deletes keeps the key; nothing is lost
-            store.delete_key(_key(r))
+            store.delete_key(_key(r, tag))
     return got
 
 
-def _key(rank: int) -> str:
-    """Unique to this run and restart of the job, so a restarted job never reads an old tree."""
+_exchanges = 0  # this process's exchanges so far: every rank makes them in the same order
+
+
+def _key(rank: int, tag: str) -> str:
+    """Unique to this run and restart of the job (a restarted job never reads an old tree) and to
+    the exchange (a process that gathers several profiles, one per trainer, reads each once)."""
     run = os.environ.get("TORCHELASTIC_RUN_ID", "job")
     restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    return f"torchprof/{run}/{restart}/tree/{rank}"
+    return f"torchprof/{run}/{restart}/{tag}/tree/{rank}"
 
 
 def _gloo_group() -> bool:
@@ -195,12 +203,13 @@ def wait_for_files(paths: list[str], timeout: float = WAIT_S) -> list[str]:
 
 # -- the rank's part -----------------------------------------------------------------------------------
 def report_rank(prof: Result, args: argparse.Namespace, title: str, report: Callable[..., int], *,
-                close_group: bool = True) -> int:  # fmt: skip
+                close_group: bool = False) -> int:  # fmt: skip
     """This rank's part once its script ended: write its trace to its folder, send its tree to
     rank 0; rank 0 merges every rank's tree and reports the job with ``report`` (the single-run
     report: summary, table, output files). 0, or 1 when this rank's trace or tree could not be
-    written, sent or merged. ``close_group=False`` keeps the process group the trees went
-    through open (a caller whose process goes on using it)."""
+    written, sent or merged. ``close_group``: the process is about to end (``torchrun -m
+    torchprof`` after the script), so the process group the trees went through is closed (a gloo
+    group left open at exit can abort the process); a caller whose process goes on keeps it."""
     rank, world = job()
     folder = out_dir(getattr(args, "out", None))
     path = trace_path(folder, rank)
