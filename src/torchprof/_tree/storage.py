@@ -9,6 +9,7 @@ from .._files import TraceError
 from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
 from .tree import Tree
+from .validate import validate_saved
 
 SAVE_FORMAT = "torchprof-profile"
 SAVE_VERSION = 1
@@ -60,6 +61,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
     version = data.get("version", 0)
     if not isinstance(version, int) or version > SAVE_VERSION:
         raise TraceError(f"{where} was written by a newer torchprof (format {version!r})")
+    validate_saved(data, where)  # every index, kind, type and range, before any view reads them
     try:
         saved = data["columns"]
         n = len(data["parent_index"])
