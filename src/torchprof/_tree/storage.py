@@ -8,10 +8,15 @@ from typing import Any
 from .._files import TraceError
 from .._records import ModuleInfo, Recording
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
-from .tree import Tree
+from .tree import Columns, PathColumn, Tree
 
 SAVE_FORMAT = "torchprof-profile"
-SAVE_VERSION = 1
+#: 2: paths stored as each row's scope and label (``path_scope``, ``path_label``), not as full
+#: strings, so a file grows linearly with the rows at any depth; 1 (still read): ``path`` and
+#: ``parent`` as columns of full paths.
+SAVE_VERSION = 2
+#: Columns the tree's shape gives (see ``path_scope``/``path_label`` and ``parent_index``).
+_DERIVED = frozenset({"path", "parent"})
 #: How a saved profile's file begins (its first key is the format), whichever JSON writer wrote it.
 SAVED_PROFILE_START = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + SAVE_FORMAT.encode() + rb'"')
 _FLOATS = frozenset(FLOAT_COLUMNS)
@@ -19,12 +24,21 @@ _FLOATS = frozenset(FLOAT_COLUMNS)
 
 def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
     """The tree column-wise (NaN as null) with the recording's label, wall time, modules and the
-    plain facts of its metadata."""
+    plain facts of its metadata. Every per-row field is a flat list with one value per row:
+    the registry's columns but ``path`` and ``parent``, ``parent_index`` (the parent's row, -1
+    for the root), and the path as ``path_scope`` (the row whose path comes first, an earlier row,
+    or -1) and ``path_label`` (what follows it after a "/"): see
+    :class:`~torchprof._tree.tree.PathColumn`."""
+    paths = tree.paths
+    cols = tree.columns
+    stored = cols.stored() if isinstance(cols, Columns) else ((c, v) for c, v in cols.items() if c not in _DERIVED)
     return {
         "format": SAVE_FORMAT,
         "version": SAVE_VERSION,
-        "columns": {c: list(map(_jsonable, v)) if c in _FLOATS else v for c, v in tree.columns.items()},
+        "columns": {c: list(map(_jsonable, v)) if c in _FLOATS else v for c, v in stored},
         "parent_index": tree.parent_index,
+        "path_scope": paths.scope,
+        "path_label": paths.label,
         "unsupported_ops": tree.unsupported_ops,
         "steps": [{k: _jsonable(v) for k, v in s.items()} for s in tree.steps],
         "peak_cpu_mem": _jsonable(tree.peak_cpu_mem),
@@ -61,9 +75,18 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
         raise TraceError(f"{where} was written by a newer torchprof (format {version!r})")
     try:
         saved = data["columns"]
-        n = len(data["parent_index"])
+        parent_index = [int(p) for p in data["parent_index"]]
+        n = len(parent_index)
         columns: dict[str, list[Any]] = {}
+        if version >= 2:
+            paths = PathColumn(list(data["path_scope"]), list(data["path_label"]))
+        else:
+            paths = PathColumn.from_paths(list(saved["path"]), parent_index)
+        if len(paths) != n:
+            raise ValueError(f"the paths have {len(paths)} rows for {n} parents")
         for col in COLUMNS:
+            if col.name in _DERIVED:
+                continue
             values = saved.get(col.name)
             if values is None:
                 # An int column a newer torchprof added (exec_order) reads 0 everywhere: ties,
@@ -73,8 +96,8 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
                 raise ValueError(f"column {col.name!r} has {len(values)} values for {n} rows")
             columns[col.name] = list(map(_from_json, values)) if col.name in _FLOATS else list(values)
         tree = Tree(
-            columns=columns,
-            parent_index=[int(p) for p in data["parent_index"]],
+            columns=Columns(columns, paths, parent_index, [c.name for c in COLUMNS]),
+            parent_index=parent_index,
             unsupported_ops=dict(data.get("unsupported_ops", {})),
             steps=[{k: _from_json(v) for k, v in s.items()} for s in data.get("steps", [])],
             peak_cpu_mem=_from_json(data.get("peak_cpu_mem")),

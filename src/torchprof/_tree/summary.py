@@ -73,7 +73,7 @@ def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
     around it (a module, or a region such as ``Optimizer.step#AdamW.step``; None outside every
     layer), ``phase`` forward, backward, optimizer or other, ``bytes`` the peak, ``time_us``
     since the run's first event."""
-    paths = tree.columns["path"]
+    paths = tree.paths
     out: dict[str, dict[str, Any]] = {}
     for device, peak in tree.memory.get("devices", {}).items():
         layer = peak.get("layer_row")
