@@ -46,4 +46,6 @@ echo "== lint and types: ruff, mypy, tsc"
 echo "== front end: node --test"
 node --test --test-reporter=dot tests/js/
 echo "== pytest"
-.venv/bin/python -m pytest -q "$@"
+# Two workers or more (one per core): the suite is mostly torch and browser work that runs in parallel
+# safely; -rs prints why each skipped test skipped.
+.venv/bin/python -m pytest -q -rs -n "${PYTEST_WORKERS:-auto}" "$@"
