@@ -21,7 +21,7 @@ class PathColumn(Sequence[str]):
     ``prof.df``, then pay what they show). Everything else (the tree, saving, the summary, the
     terminal table) reads ``scope`` and ``label`` and stays linear in rows whatever the depth."""
 
-    __slots__ = ("scope", "label", "_all")
+    __slots__ = ("_all", "label", "scope")
 
     def __init__(self, scope: list[int], label: list[str]) -> None:
         if len(scope) != len(label):
@@ -130,7 +130,7 @@ class Columns(dict[str, list[Any]]):
         return value
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
+        return self[key] if key in self else default  # noqa: SIM401 - self.get is this method
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in self.LAZY
