@@ -14,6 +14,7 @@ import torchprof
 from conftest import shared_trace
 from synthetic import ev
 from torchprof._tree.builder import TreeBuilder
+from torchprof._views.format import summary_line
 
 
 def raw_events(path):
@@ -483,3 +484,60 @@ def test_the_trace_kept_before_the_tree_is_built_has_the_real_names_too():
         names = {e.get("name") for e in json.load(f)["traceEvents"]}
     assert "nn.Module: Sequential.données [Linear]" in names and "unknown" not in names
     assert prof.result.df.loc["Sequential.données", "kind"] == "module"
+
+
+# -- ranges that outlive their parent ----------------------------------------------------------------
+def test_a_range_that_outlives_its_parent_counts_up_to_the_parents_end_and_its_overrun_apart(tmp_path):
+    # As on HTA's MTIA trace: an async collective opened inside c10d::alltoall_base_ runs on long
+    # after it; the model's forward, which starts after the op ended, is not inside it.
+    events = [
+        op("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        op("c10d::alltoall_base_", 10, 10),
+        op("hccl:all_to_all", 15, 45, cat="user_annotation"),  # ends at 60, 40 µs after its parent
+        op("aten::empty", 16, 2),
+        op("## forward ##", 30, 20, cat="user_annotation"),
+        op("aten::mm", 31, 10),
+    ]
+    prof = torchprof.load_trace(write_trace(tmp_path / "t.json", events), name="job")
+    df = prof.df
+    assert list(df.index) == ["job", "ProfilerStep#1", "ProfilerStep#1/## forward ##", "ProfilerStep#1/## forward ##/aten::mm",
+                              "ProfilerStep#1/c10d::alltoall_base_", "ProfilerStep#1/c10d::alltoall_base_/hccl:all_to_all",
+                              "ProfilerStep#1/c10d::alltoall_base_/hccl:all_to_all/aten::empty"]  # fmt: skip
+    assert df.loc["ProfilerStep#1", "cpu_us"] == 100  # no total exceeds the time its thread covered
+    assert df.loc["ProfilerStep#1/c10d::alltoall_base_", "cpu_us"] == 10
+    collective = df.loc["ProfilerStep#1/c10d::alltoall_base_/hccl:all_to_all"]
+    assert (collective.cpu_us, collective.self_cpu_us) == (5, 3)
+    s = prof.summary
+    assert s["overrun_us"] == 40 and s["overrun_top"] == {"name": "hccl:all_to_all", "ranges": 1, "rows": 1}
+    assert "outlived parent 40.0µs (hccl:all_to_all)" in summary_line(s)
+    assert prof.steps.loc[0, "cpu_us"] == 100
+    # kept when saved
+    reopened = torchprof.load(prof.save(str(tmp_path / "p.json")))
+    assert reopened.summary["overrun_us"] == 40 and reopened.tree.overruns == prof.tree.overruns
+
+
+def test_a_source_that_nests_events_itself_is_clipped_by_the_same_rule():
+    from synthetic import columns
+
+    events = [ev("region", "step", 0, 100), ev("op", "c10d::allreduce_", 10, 20), ev("region", "nccl:all_reduce", 15, 70),
+              ev("op", "aten::add", 80, 90)]  # fmt: skip
+    cols = columns(events)
+    cols.parent = [-1, 0, 1, 0]  # as the live profiler's tree gives it
+    builder = TreeBuilder()
+    builder.add(cols)
+    tree = builder.finish()
+    total = dict(zip(tree.columns["path"], tree.columns["cpu_us"]))
+    assert total["step"] == 100 and total["step/c10d::allreduce_"] == 10
+    assert total["step/c10d::allreduce_/nccl:all_reduce"] == 5
+    assert tree.overruns == [[tree.columns["path"].index("step/c10d::allreduce_/nccl:all_reduce"), 1, 50.0]]
+
+
+def test_on_every_shared_trace_no_range_counts_more_than_its_thread_covered():
+    # Per thread, the ranges of a row (its calls) are nested in their parent's: time a thread
+    # spent in a row never exceeds what the thread spent in its parent row.
+    for name in ("a100-alexnet-forward.json.gz", "a100-ddp-training.json.gz", "cpu-gloo-rank34.json.gz"):
+        df = torchprof.load_trace(shared_trace(name)).df
+        ops = df[(df.kind != "kernel") & ~df.is_backward & (df.index != df.index[0])]
+        parents = df.loc[ops.parent]
+        same = (parents.kind != "kernel").values & ~parents.is_backward.values & (ops.parent != df.index[0]).values
+        assert (ops.cpu_us.values[same] <= parents.cpu_us.values[same] * (1 + 1e-9)).all(), name

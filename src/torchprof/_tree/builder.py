@@ -94,6 +94,9 @@ class TreeBuilder:
         self.device_split: dict[int, list[int]] = {}
         self.device_union_ns = [0] * (WORKS + 1)
         self.comm_ns = 0  # time collective communication was in flight, summed over cycles
+        # Ranges that outlived their parent, per node: [ranges, ns past the parent's end] (that
+        # time is in no total: see nesting.nest).
+        self.overrun: dict[int, list[int]] = {}
         # Per distinct event name: (node key, module path or None, module type, starts backward,
         # compiled role, has a FLOP formula).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool, int, bool]] = {}
@@ -148,19 +151,19 @@ class TreeBuilder:
             return
         kinds = ev.kind
         if ev.parent is not None:
-            parent_ev = ev.parent
+            parent_ev, ends = ev.parent, ev.end
             order: Any = range(n) if DEVICE not in kinds else [i for i, k in enumerate(kinds) if k != DEVICE]
         else:
-            order, parent_ev = nest(ev)
+            order, parent_ev, ends = nest(ev)
         first_step = len(self.steps)
-        node_of, runtime_by_corr, flop_ops, mem_events = self._place(ev, order, parent_ev)
+        node_of, runtime_by_corr, flop_ops, mem_events = self._place(ev, order, parent_ev, ends)
         self._count_flops(ev, flop_ops, node_of)
         self._add_memory(ev, mem_events, node_of)
         self._add_memory_over_time(ev, mem_events, node_of)
         self._add_device(ev, node_of, runtime_by_corr)
         self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
 
-    def _place(self, ev: EventColumns, order: Any, parent_ev: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
+    def _place(self, ev: EventColumns, order: Any, parent_ev: list[int], clipped: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
         """Stage 2: put every range in its node; returns the node of each event, the runtime
         call of each device correlation id, the ops to count FLOPs of, and the memory events.
 
@@ -176,11 +179,15 @@ class TreeBuilder:
         follows, and an autograd engine run nested in backward (reentrant checkpointing) goes to
         the layer of its forward op when that is known. Self time of a range is its duration minus
         the parts of its direct children that lie inside it, so self times partition the covered
-        time and ``total = self + children``.
+        time and ``total = self + children``. A range that outlives its parent counts only up to
+        the parent's end (``clipped``: see :func:`~torchprof._tree.nesting.nest`; a source that
+        gives the nesting is clipped here alike); the part cut off goes to :attr:`overrun`.
         """
         nodes = self.nodes
         n = len(ev)
-        names, kinds, starts, ends, tids = ev.name, ev.kind, ev.start, ev.end, ev.tid
+        names, kinds, starts, tids = ev.name, ev.kind, ev.start, ev.tid
+        recorded, ends = ev.end, clipped
+        overrun = self.overrun
         seq_of = ev.seq.__getitem__ if ev.seq is not None else ev.seq_of
         assert seq_of is not None
         fwd_tids = ev.fwd_tid
@@ -237,10 +244,15 @@ class TreeBuilder:
             e = ends[i]
             if p >= 0:
                 pnode = node_of[p]
+                pe = ends[p]
+                if e > pe:  # outlives its parent (a source that nests events itself)
+                    e = pe if pe > s else s
+                    if ends is recorded:
+                        ends = list(recorded)
+                    ends[i] = e
                 # The part of this range inside its parent is not the parent's self time; the
                 # parent's node is final (events come after their parent), so it comes off now.
-                pe = ends[p]
-                n_cpu[pnode] -= (e if e < pe else pe) - s
+                n_cpu[pnode] -= e - s
             else:
                 pnode = root
             name = names[i]
@@ -289,6 +301,12 @@ class TreeBuilder:
             node_of[i] = node
             n_calls[node] += 1
             n_cpu[node] += e - s  # its children's parts come off as they arrive
+            if e != recorded[i]:
+                cut = overrun.get(node)
+                if cut is None:
+                    cut = overrun[node] = [0, 0]
+                cut[0] += 1
+                cut[1] += recorded[i] - e
             if k == OP:
                 in_recompute = recompute_of.get(pnode, -1) if recompute_of else -1
                 if n_kind[pnode] != OP and (not n_bwd[node] or in_recompute >= 0) and not (fwd_tid_known and fwd_tids[i]):

@@ -272,6 +272,8 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
         gpu_time_us=gpu_time(builder),
         comm_us=builder.comm_ns / US,
+        overruns=sorted(([row_of[nid], ranges, ns / US] for nid, (ranges, ns) in builder.overrun.items()),
+                        key=lambda r: (-r[2], r[0])),
         memory=memory_report(builder.ledger, builder.tensors, order, lambda nid: paths[row_of[nid]], columns["module"]) if builder.memory else {},
     )
 

@@ -82,6 +82,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "ranks": tree.ranks,
         "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
         "memory": tree.memory,
+        "overruns": tree.overruns,
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -145,6 +146,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             ranks=list(data.get("ranks", [])),
             by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
             memory=_memory(data.get("memory"), n),
+            overruns=_overruns(data.get("overruns", []), n),
         )
         c = data.get("capture", {})
         recording = Recording(
@@ -293,3 +295,14 @@ def _modules_from(value: Any) -> dict[str, ModuleInfo]:
             out[path] = ModuleInfo.from_json(info[i])
         return out
     return {p: ModuleInfo.from_json(m) for p, m in value.items()}
+
+
+def _overruns(value: Any, rows: int) -> list[list[Any]]:
+    """The saved ``Tree.overruns`` (``[row, ranges, overrun_us]`` each), checked."""
+    out: list[list[Any]] = []
+    for entry in value:
+        row, ranges, us = entry
+        if type(row) is not int or not 0 <= row < rows or type(ranges) is not int or ranges < 1 or not us >= 0:
+            raise ValueError(f"overrun {entry!r} is not [a row, ranges, µs]")
+        out.append([row, ranges, float(us)])
+    return out

@@ -199,6 +199,11 @@ class Tree:
     for one source."""
     by_rank: list[dict[str, Any]] = field(default_factory=list)
     """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
+    overruns: list[list[Any]] = field(default_factory=list)
+    """Ranges that outlived the range they ran in (async collectives such as ``hccl:all_to_all``),
+    one ``[row, ranges, overrun_us]`` per row, largest first: each such range counts only up to
+    its parent's end (see :func:`~torchprof._tree.nesting.nest`), and ``overrun_us`` is the time
+    cut off, which no total holds."""
     memory: dict[str, Any] = field(default_factory=dict)
     """Memory over time (with ``memory=True``; see :func:`~torchprof._tree.memory.memory_report`):
     ``devices`` (per device name: the peak, when, in which row and phase, and what was alive
