@@ -271,7 +271,6 @@ def test_every_category_kineto_writes_has_a_decided_kind():
         ("cuda_runtime", "kernel"),
         ("cuda_runtime", "gpu_memcpy"),
         ("cuda_driver", "gpu_memset"),
-        ("cuda_runtime", "cuda_profiler_range"),
         ("mtia_runtime", "mtia_ccp_events"),
         ("xpu_runtime", "kernel"),
         ("xpu_driver", "gpu_memcpy"),
@@ -541,3 +540,62 @@ def test_on_every_shared_trace_no_range_counts_more_than_its_thread_covered():
         parents = df.loc[ops.parent]
         same = (parents.kind != "kernel").values & ~parents.is_backward.values & (ops.parent != df.index[0]).values
         assert (ops.cpu_us.values[same] <= parents.cpu_us.values[same] * (1 + 1e-9)).all(), name
+
+
+# -- the profiled window -------------------------------------------------------------------------------
+def span(name, ts, dur):
+    return {"ph": "X", "cat": "Trace", "name": name, "pid": "Spans", "tid": name.split(" (")[0], "ts": ts, "dur": dur}
+
+
+def kernel(name, ts, dur, **args):
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+
+def test_the_window_is_the_profilers_own_span_not_the_last_backends(tmp_path):
+    # kineto writes its own span first and each backend's after it (CUPTI's starts when the
+    # first kernel does): the window, the wall time and so FLOP/s are the profiler's.
+    events = [span("PyTorch Profiler (0)", 0, 1000), op("aten::mm", 100, 50), span("__cupti_profiler__ (-1)", 300, 690)]
+    assert torchprof.load_trace(write_trace(tmp_path / "t.json", events)).summary["wall_us"] == 1000
+    alone = [op("aten::mm", 100, 50), span("__cupti_profiler__ (-1)", 300, 690)]  # no profiler span: the one there is
+    assert torchprof.load_trace(write_trace(tmp_path / "u.json", alone)).summary["wall_us"] == 690
+
+
+def test_device_work_outside_the_window_is_left_out_of_every_device_figure_alike(tmp_path):
+    events = [
+        span("PyTorch Profiler (0)", 1000, 1000),
+        op("aten::mm", 1000, 100, **{"External id": 1}),
+        op("cudaLaunchKernel", 1010, 5, cat="cuda_runtime", correlation=10, **{"External id": 1}),
+        kernel("gemm", 1050, 20, correlation=10, **{"External id": 1}),
+        kernel("queued_before", 500, 100, correlation=5),  # wholly before the window
+        kernel("running_at_start", 950, 60, correlation=6),  # 10 µs of it inside
+        kernel("after_stop", 2100, 10, correlation=11),  # wholly after
+    ]
+    prof = torchprof.load_trace(write_trace(tmp_path / "t.json", events), name="run")
+    df, s = prof.df, prof.summary
+    kernels = df[df.kind == "kernel"]
+    assert dict(zip(kernels.name, kernels.cuda_us)) == {"gemm": 20, "running_at_start": 10}
+    # the per-kernel sums, the root's device time, busy, compute and the window agree
+    assert s["cuda_us"] == kernels.cuda_us.sum() == s["gpu_busy_us"] == s["gpu_compute_us"] == 30
+    assert (s["gpu_window_us"], s["gpu_idle_us"]) == (70, 40)  # 1000 -> 1070
+    assert df.loc["(launched before profiling)", "compute_cuda_us"] == 10
+    assert s["warnings"] == ["2 device activities and part of 1 more (0.160 ms) ran outside the profiled window (kineto's "
+                             "span): every device figure counts only the window"]  # fmt: skip
+
+
+def test_cupti_range_profiler_ranges_are_listed_as_ranges_not_counted_as_kernels(tmp_path):
+    def measured(name, ts):
+        return {"ph": "X", "cat": "cuda_profiler_range", "name": name, "pid": 0, "tid": 0, "ts": ts, "dur": 121431,
+                "args": {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum": 4096}}
+
+    events = [span("PyTorch Profiler (0)", 0, 400_000), op("aten::mm", 10, 50, **{"External id": 1}),
+              op("cudaLaunchKernel", 20, 5, cat="cuda_runtime", correlation=3, **{"External id": 1}),
+              measured("gemm", 100), measured("gemm", 121_600), measured("relu", 243_100)]  # fmt: skip
+    prof = torchprof.load_trace(write_trace(tmp_path / "t.json", events), name="run")
+    df, s = prof.df, prof.summary
+    assert df[df.kind == "kernel"].empty
+    assert math.isnan(s["gpu_busy_us"]) and math.isnan(s["cuda_us"])  # the kernels' own runs were not recorded
+    assert s["cpu_us"] == 50
+    ranges = df[df.parent == "(CUPTI range profiler)"]
+    assert dict(zip(ranges.name, ranges.calls)) == {"gemm": 2, "relu": 1} and (ranges.kind == "region").all()
+    assert (ranges.cpu_us == 0).all() and df.loc["(CUPTI range profiler)", "calls"] == 3
+    assert "3 CUPTI range-profiler ranges" in s["warnings"][0]

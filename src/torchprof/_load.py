@@ -17,6 +17,7 @@ from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.ranks import merge_ranks
 from ._tree.storage import SAVED_PROFILE_START, from_json
+from ._vocab import DEVICE_RANGES
 
 PathLike = str | os.PathLike[str]
 #: What a trace file's name may say its rank is: ``rank3``, ``rank_3``, ``rank-3``, else its last number.
@@ -61,7 +62,26 @@ def _load_one(path: str, name: str | None, flops: bool) -> Result:
         recording.cycles = []  # the tree holds what is needed; drop the raw events
         if name:
             recording.label = name
+        notes = [outside_window_note(builder.outside_window)]
+        if builder.device_ranges and not builder.cuda:
+            notes.append(f"{builder.device_ranges} CUPTI range-profiler ranges (kernels replayed to read hardware counters) "
+                         f"are listed under {DEVICE_RANGES} without time: the trace records no kernel's own run, so device "
+                         "time is unknown")  # fmt: skip
+        recording.meta.setdefault("warnings", []).extend(note for note in notes if note)
+        if not recording.meta["warnings"]:
+            del recording.meta["warnings"]
         return Result(builder.finish(), recording, trace_files=lambda: [path])
+
+
+def outside_window_note(outside: list[int]) -> str | None:
+    """What the window rule left out (``TreeBuilder.outside_window``), for the summary's notes."""
+    whole, part, ns = outside
+    if not whole and not part:
+        return None
+    what = " and ".join(t for t in (f"{whole} device activities" if whole else "",
+                                    f"part of {part} more" if part else "") if t)  # fmt: skip
+    return (f"{what} ({ns / 1e6:.3f} ms) ran outside the profiled window (kineto's span): every device figure "
+            "counts only the window")
 
 
 def _trace_files(path: Any) -> list[str] | None:

@@ -32,6 +32,7 @@ from .._vocab import (
     INSTANT_CATEGORY,
     MEMORY_EVENT,
     MODULE_PREFIX,
+    PROFILER_SPAN_PREFIX,
     PYTHON_CATEGORY,
     SPAN_CATEGORY,
     TRACE_META_KEY,
@@ -224,7 +225,13 @@ class _EventReader:
         needs a closer look; IGNORED for events not read (their other fields unchecked)."""
         if kind == IGNORED:
             if cat == SPAN_CATEGORY:
-                self.facts["span"] = self._span(e)
+                # The profiler's own span is the window; kineto writes it first and each
+                # backend's span (CUPTI's, MTIA's) after it, shorter.
+                name = e.get("name")
+                own = isinstance(name, str) and name.startswith(PROFILER_SPAN_PREFIX)
+                if "span" not in self.facts or (own and not self.facts.get("own_span")):
+                    self.facts["span"] = self._span(e)
+                    self.facts["own_span"] = own
             elif cat == PYTHON_CATEGORY:
                 kind = MODULE if self._name(e).startswith(MODULE_PREFIX) else PYFRAME
                 if kind == MODULE:

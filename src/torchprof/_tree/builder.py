@@ -14,6 +14,7 @@ from .._vocab import (
     BACKWARD_PREFIX,
     COMPILED_BACKWARD,
     COMPILED_REGION_PREFIX,
+    DEVICE_RANGES,
     DEVICE_WITHOUT_OP,
     HOST_RANGE_KINDS,
     LAUNCHED_BEFORE,
@@ -32,6 +33,7 @@ from .memory import MemoryLedger
 from .nesting import nest
 from .nodes import (
     KEY_COMPILED_BACKWARD,
+    KEY_DEVICE_RANGES,
     KEY_DEVICE_WITHOUT_OP,
     KEY_LAUNCHED_BEFORE,
     KEY_RECOMPUTE,
@@ -43,8 +45,9 @@ from .nodes import (
 )
 from .tree import Tree
 
-OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
-    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY))  # fmt: skip
+OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, DEVICE_RANGE = map(int, (
+    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY,
+    EventKind.DEVICE_RANGE))  # fmt: skip
 _HOST = frozenset(int(k) for k in HOST_RANGE_KINDS)
 _UNLAUNCHED_KEYS = {LAUNCHED_BEFORE: KEY_LAUNCHED_BEFORE, DEVICE_WITHOUT_OP: KEY_DEVICE_WITHOUT_OP}
 
@@ -94,6 +97,10 @@ class TreeBuilder:
         self.device_split: dict[int, list[int]] = {}
         self.device_union_ns = [0] * (WORKS + 1)
         self.comm_ns = 0  # time collective communication was in flight, summed over cycles
+        # Device work outside the profiled window, which no figure counts: [activities wholly
+        # outside, activities partly outside, ns outside].
+        self.outside_window = [0, 0, 0]
+        self.device_ranges = 0  # CUPTI range-profiler ranges read (see _add_device_ranges)
         # Ranges that outlived their parent, per node: [ranges, ns past the parent's end] (that
         # time is in no total: see nesting.nest).
         self.overrun: dict[int, list[int]] = {}
@@ -152,7 +159,8 @@ class TreeBuilder:
         kinds = ev.kind
         if ev.parent is not None:
             parent_ev, ends = ev.parent, ev.end
-            order: Any = range(n) if DEVICE not in kinds else [i for i, k in enumerate(kinds) if k != DEVICE]
+            off_host = DEVICE in kinds or DEVICE_RANGE in kinds
+            order: Any = range(n) if not off_host else [i for i, k in enumerate(kinds) if k != DEVICE and k != DEVICE_RANGE]
         else:
             order, parent_ev, ends = nest(ev)
         first_step = len(self.steps)
@@ -161,6 +169,8 @@ class TreeBuilder:
         self._add_memory(ev, mem_events, node_of)
         self._add_memory_over_time(ev, mem_events, node_of)
         self._add_device(ev, node_of, runtime_by_corr)
+        if DEVICE_RANGE in kinds:
+            self._add_device_ranges(ev)
         self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
 
     def _place(self, ev: EventColumns, order: Any, parent_ev: list[int], clipped: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
@@ -552,6 +562,9 @@ class TreeBuilder:
         device = [i for i, k in enumerate(ev.kind) if k == DEVICE]
         if not device:
             return
+        device, starts, ends = self._in_window(ev, device)
+        if not device:
+            return
         self.cuda = True
         nodes = self.nodes
         corrs, links = ev.corr, ev.link
@@ -559,7 +572,7 @@ class TreeBuilder:
         first_launch = min(runtime_by_corr) if runtime_by_corr else None
         host_start = min((s for s, k in zip(ev.start, ev.kind) if k in _HOST), default=None)
         placed: list[int] = []
-        for i in device:
+        for k, i in enumerate(device):
             c = corrs[i]
             launcher = runtime_by_corr.get(c, -2) if c else -2
             if launcher >= 0:
@@ -585,17 +598,64 @@ class TreeBuilder:
             if node < 0:
                 node = nodes.add(pnode, DEVICE, name, None, nodes.bwd[pnode], key)
             nodes.calls[node] += 1
-            nodes.cuda_ns[node] += ev.end[i] - ev.start[i]
+            nodes.cuda_ns[node] += ends[k] - starts[k]
             placed.append(node)
-        self._add_busy(ev, device)
-        self._add_device_time(ev, device, placed)
+        self._add_busy(starts, ends)
+        self._add_device_time(ev, device, starts, ends, placed)
 
-    def _add_device_time(self, ev: EventColumns, device: list[int], placed: list[int]) -> None:
+    def _in_window(self, ev: EventColumns, device: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """The window rule for device work: where the source records the profiled window (kineto's
+        ``PyTorch Profiler`` span), every device figure (each kernel's time, the layers' device
+        columns, busy, idle, compute, comm) counts only the part of each activity inside it, and
+        an activity wholly outside it is no row at all (:attr:`outside_window` keeps the count).
+        Returns the activities kept and their clipped starts and ends."""
+        starts, ends = [ev.start[i] for i in device], [ev.end[i] for i in device]
+        if ev.span is None:
+            return device, starts, ends
+        lo, hi = ev.span
+        if all(lo <= s and e <= hi for s, e in zip(starts, ends)):
+            return device, starts, ends
+        kept: list[int] = []
+        kept_starts: list[int] = []
+        kept_ends: list[int] = []
+        outside = self.outside_window
+        for i, s, e in zip(device, starts, ends):
+            cs, ce = max(s, lo), min(e, hi)
+            if ce > cs or (s == e and lo <= s <= hi):
+                kept.append(i)
+                kept_starts.append(cs)
+                kept_ends.append(ce)
+                if (cs, ce) != (s, e):
+                    outside[1] += 1
+                    outside[2] += (e - s) - (ce - cs)
+            else:
+                outside[0] += 1
+                outside[2] += e - s
+        return kept, kept_starts, kept_ends
+
+    def _add_device_ranges(self, ev: EventColumns) -> None:
+        """CUPTI range-profiler ranges: one row per kernel name under one row of the root, with
+        their count and no time (their length is the profiler's replay of the kernel)."""
+        nodes = self.nodes
+        top = nodes.children[self.root].get(KEY_DEVICE_RANGES, -1)
+        if top < 0:
+            top = nodes.add(self.root, REGION, DEVICE_RANGES, None, False, KEY_DEVICE_RANGES)
+        for i, k in enumerate(ev.kind):
+            if k == DEVICE_RANGE:
+                name = ev.name[i]
+                key = TAG_REGION + name
+                node = nodes.children[top].get(key, -1)
+                if node < 0:
+                    node = nodes.add(top, REGION, name, None, False, key)
+                nodes.calls[node] += 1
+                nodes.calls[top] += 1
+                self.device_ranges += 1
+
+    def _add_device_time(self, ev: EventColumns, device: list[int], starts: list[int], ends: list[int], placed: list[int]) -> None:
         """Stage 4c: the cycle's device time by what it did (:mod:`~torchprof._tree.device_time`):
         each activity's duration goes to its node as compute, comm or memcpy, with the part of a
         comm kernel that compute hid and the idle gap the activity ended; the run keeps the union
         of each kind and the comm/compute overlap. ``placed`` is the node of each of ``device``."""
-        starts, ends = [ev.start[i] for i in device], [ev.end[i] for i in device]
         tids = ev.tid
         split = device_time([ev.name[i] for i in device], starts, ends, [device_of(tids[i]) for i in device], ev.span)
         per_node = self.device_split
@@ -622,17 +682,13 @@ class TreeBuilder:
         nodes.calls[node] += 1
         return node
 
-    def _add_busy(self, ev: EventColumns, device: list[int]) -> None:
+    def _add_busy(self, starts: list[int], ends: list[int]) -> None:
         """The cycle's device busy time (the union of its device intervals over every stream and
-        device) and its window (first device start to last device end), both clipped to the
-        profiled span where the source records one. Sorting the cycle's intervals costs
-        O(k log k) for k device events; nothing is kept but two sums, so the gaps between the
-        cycles of a schedule are not counted as idle."""
-        starts, ends = ev.start, ev.end
-        spans = sorted((starts[i], ends[i]) for i in device)
-        if ev.span is not None:
-            lo, hi = ev.span
-            spans = [(max(s, lo), min(e, hi)) for s, e in spans if min(e, hi) > max(s, lo)]
+        device) and its window (first device start to last device end), of the activities as
+        :meth:`_in_window` clipped them. Sorting the cycle's intervals costs O(k log k) for k
+        device events; nothing is kept but two sums, so the gaps between the cycles of a schedule
+        are not counted as idle."""
+        spans = sorted(zip(starts, ends))
         if not spans:
             return
         busy = 0
