@@ -599,3 +599,80 @@ def test_cupti_range_profiler_ranges_are_listed_as_ranges_not_counted_as_kernels
     assert dict(zip(ranges.name, ranges.calls)) == {"gemm": 2, "relu": 1} and (ranges.kind == "region").all()
     assert (ranges.cpu_us == 0).all() and df.loc["(CUPTI range profiler)", "calls"] == 3
     assert "3 CUPTI range-profiler ranges" in s["warnings"][0]
+
+
+# -- other tools' traces ----------------------------------------------------------------------------------
+def test_a_lightning_profiler_trace_opens_with_the_models_layers(tmp_path):
+    # Recorded by Lightning's own PyTorchProfiler (with_stack too: its names win over torch's
+    # "nn.Module: Linear_0" events, which mark the same calls again).
+    import logging
+    import warnings
+
+    pl = pytest.importorskip("lightning.pytorch")
+    from lightning.pytorch.profilers import PyTorchProfiler
+
+    class Net(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.encoder = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+            self.head = torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.head(self.encoder(x))
+
+        def training_step(self, batch, i):
+            x, y = batch
+            return torch.nn.functional.mse_loss(self(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
+    profiler = PyTorchProfiler(dirpath=str(tmp_path), filename="pl", with_stack=True,
+                               schedule=torch.profiler.schedule(wait=0, warmup=0, active=3, repeat=1))  # fmt: skip
+    logging.getLogger("lightning").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = pl.Trainer(max_steps=4, profiler=profiler, accelerator="cpu", logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+        trainer.fit(Net(), torch.utils.data.DataLoader(data, batch_size=4))
+    trace = next(tmp_path.glob("*.pt.trace.json"))
+    assert "[pl][module]torch.nn.modules.linear.Linear: encoder.0" in trace.read_text()
+    df = torchprof.load_trace(trace).df
+    layers = df[df.kind == "module"]
+    assert set(zip(layers.module, layers.type)) == {("encoder", "Sequential"), ("encoder.0", "Linear"),
+                                                     ("encoder.1", "ReLU"), ("head", "Linear")}  # fmt: skip
+    first = layers[layers.module == "encoder.0"].iloc[0]
+    assert first["name"] == "0" and df.loc[first.parent, "module"] == "encoder"
+    assert (layers.fwd_cpu_us > 0).all() and layers.bwd_cpu_us.sum() > 0  # backward ops link to the layers' forward ops
+    assert not df.name.str.startswith("[pl][module]").any()
+
+
+def test_a_torchscript_model_profiled_with_modules_opens_with_its_layers(tmp_path):
+    import warnings
+
+    torch.manual_seed(0)
+    model = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Sequential(torch.nn.Linear(8, 2))))
+    x = torch.randn(3, 4)
+    model(x), model(x)  # the profiling executor's first runs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # with_modules is deprecated for eager models, not for TorchScript
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_modules=True) as p:
+            model(x)
+    p.export_chrome_trace(str(tmp_path / "t.json"))
+    df = torchprof.load_trace(tmp_path / "t.json").df
+    layers = df[df.kind == "module"]
+    assert set(zip(layers.module, layers.type)) == {("Sequential", "Sequential"), ("Sequential.0", "Linear"), ("Sequential.1", "ReLU"),
+                                                     ("Sequential.2", "Sequential"), ("Sequential.2.0", "Linear")}  # fmt: skip
+    linear = layers[layers.module == "Sequential.0"].index[0]
+    assert df.loc[f"{linear}/aten::linear", "cpu_us"] == df.loc[linear, "cpu_us"]  # its op, inside it
+
+
+def test_module_hierarchies_of_torchscript_ops_read_as_nested_calls():
+    from torchprof._traces.reader import script_modules
+
+    assert script_modules("TOP(Net)::forward.fc1(Linear)::forward.") == [("Net", "Net"), ("Net.fc1", "Linear")]
+    assert script_modules("TOP()::<forward op>.2(Sequential)::forward.0(Linear)::forward.") == [
+        ("ScriptModule", "ScriptModule"), ("ScriptModule.2", "Sequential"), ("ScriptModule.2.0", "Linear")]
+    assert script_modules("TOP(Net)::forward.1(ReLU)::forward.::relu.") == [("Net", "Net"), ("Net.1", "ReLU")]

@@ -154,6 +154,8 @@ class TraceArg:
     DEVICE_ID = "Device Id"  #: memory events: the device index (-1 for host memory)
     INPUT_DIMS = "Input Dims"
     CONCRETE_INPUTS = "Concrete Inputs"
+    #: ops of a TorchScript model profiled ``with_modules``: ``TOP(Net)::forward.fc1(Linear)::forward.``
+    MODULE_HIERARCHY = "Module Hierarchy"
 
 
 #: Where memory events come from (chrome trace "Device Type"; c10::DeviceType values).
@@ -163,6 +165,10 @@ CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
 # -- event names ---------------------------------------------------------------------------------------
 #: Prefix of the ranges torchprof's module hooks open: ``nn.Module: <path> [<Type>]``.
 MODULE_PREFIX = "nn.Module: "
+#: How Lightning's ``PyTorchProfiler`` names a module call (``record_module_names``, on by default):
+#: ``[pl][module]torch.nn.modules.linear.Linear: encoder.0``, the class by its import path and the
+#: module by its name in the LightningModule.
+LIGHTNING_MODULE_PREFIX = "[pl][module]"
 #: Name prefix of the autograd engine's per-node backward range.
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 #: Name prefix of aten operators.

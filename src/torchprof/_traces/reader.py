@@ -30,6 +30,7 @@ from .._vocab import (
     CPU_DEVICE_TYPES,
     DEVICE_LINKED_KINDS,
     INSTANT_CATEGORY,
+    LIGHTNING_MODULE_PREFIX,
     MEMORY_EVENT,
     MODULE_PREFIX,
     PROFILER_SPAN_PREFIX,
@@ -46,7 +47,7 @@ OP, REGION, MODULE, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
 _LINKED = frozenset(int(k) for k in DEVICE_LINKED_KINDS)
 _TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
 #: Name prefixes of events whose kind depends on more than their category.
-_LOOK_CLOSER = (MODULE_PREFIX, COMPILED_REGION_PREFIX)
+_LOOK_CLOSER = (MODULE_PREFIX, COMPILED_REGION_PREFIX, LIGHTNING_MODULE_PREFIX)
 
 #: Times are int64 nanoseconds in kineto; anything beyond is not a time.
 MAX_NS = 2**63 - 1
@@ -169,6 +170,7 @@ class _EventReader:
         self.args_of: list[dict[str, Any]] = []
         self.facts: dict[str, Any] = {}
         self.torch_modules: list[int] = []  # torch's own "nn.Module: Linear_0" events
+        self.lightning_modules: list[int] = []  # Lightning's "[pl][module]<type>: <name>" ranges
         self.memory: list[tuple[int, int, int]] = []  # (event, address, device index) of memory events
         self.has_our_modules = False
         c = self.cols
@@ -245,6 +247,9 @@ class _EventReader:
             return MODULE
         if kind == OP and name.startswith(COMPILED_REGION_PREFIX):
             return REGION  # a compiled frame, as the live capture sees it
+        if kind == REGION and name.startswith(LIGHTNING_MODULE_PREFIX) and lightning_module(name) is not None:
+            self.lightning_modules.append(len(self.cols.name))
+            return MODULE
         return kind
 
     @staticmethod
@@ -310,10 +315,61 @@ class _EventReader:
             add_mem_total(0)
         add_args(args)
 
+    def _script_modules(self) -> None:
+        """Module ranges for a TorchScript model profiled ``with_modules``: its ops carry the module
+        hierarchy they ran in, not module events. Per thread, in time order, each run of ops in
+        one module becomes one call of it (and of each module around it), from its first op's
+        start to the last end of its ops. Calls of one module back to back read as one call.
+        O(ops log ops)."""
+        args_of, cols = self.args_of, self.cols
+        key = TraceArg.MODULE_HIERARCHY
+        found = [i for i, a in enumerate(args_of) if key in a and cols.kind[i] == OP]
+        if not found:
+            return
+        found.sort(key=lambda i: (cols.start[i], -cols.end[i]))
+        root_type = ""
+        chains: dict[int, list[tuple[str, str]]] = {}
+        for i in found:
+            h = args_of[i][key]
+            chains[i] = script_modules(h) if isinstance(h, str) else []
+            if not root_type and chains[i] and chains[i][0][0] != "ScriptModule":
+                root_type = chains[i][0][1]
+        opened: dict[Any, list[list[Any]]] = {}  # per thread: [path, type, start, end] outermost first
+        calls: list[tuple[Any, list[Any]]] = []
+        for i in found:
+            chain = chains[i]
+            if root_type and chain and chain[0][0] == "ScriptModule":  # the root, once it was named
+                chain = [(root_type + p[len("ScriptModule") :], t or root_type) for p, t in chain]
+            tid = cols.tid[i]
+            stack = opened.setdefault(tid, [])
+            keep = 0
+            while keep < len(stack) and keep < len(chain) and stack[keep][0] == chain[keep][0]:
+                keep += 1
+            calls.extend((tid, call) for call in stack[keep:])
+            del stack[keep:]
+            stack.extend([path, type_name, cols.start[i], cols.end[i]] for path, type_name in chain[keep:])
+            for call in stack:
+                if cols.end[i] > call[3]:
+                    call[3] = cols.end[i]
+        calls.extend((tid, call) for tid, stack in opened.items() for call in stack)
+        for (pid, tid), (path, type_name, start, end) in calls:
+            self._append({"pid": pid, "tid": tid}, MODULE, module_range_name(path, type_name), start, end, {})
+
     def finish(self) -> tuple[EventColumns, dict[str, Any]]:
         cols = self.cols
+        # One source of layers: torchprof's own ranges, else Lightning's (named as the model
+        # names them), else torch's (named by class and a number); the others mark the same
+        # calls again and are not read.
+        for i in self.lightning_modules:
+            if self.has_our_modules:
+                cols.kind[i] = REGION
+            else:
+                path, type_name = lightning_module(cols.name[i]) or ("", "")
+                cols.name[i] = module_range_name(path, type_name)
+        if not (self.has_our_modules or self.lightning_modules or self.torch_modules):
+            self._script_modules()
         if self.torch_modules:
-            if self.has_our_modules:  # torchprof's ranges name the same calls better
+            if self.has_our_modules or self.lightning_modules:  # torchprof's ranges name the same calls better
                 for i in self.torch_modules:
                     cols.kind[i] = IGNORED
             else:
@@ -363,6 +419,31 @@ def columns_from_events(events: list[Any]) -> tuple[EventColumns, dict[str, Any]
         except ValueError as exc:
             raise TraceError(f"event {i} of traceEvents: {exc}") from None
     return reader.finish()
+
+
+_SCRIPT_SEGMENT = re.compile(r"(?:^|\.)([^.()]*)\(([^()]*)\)::")
+
+
+def script_modules(hierarchy: str) -> list[tuple[str, str]]:
+    """The modules a TorchScript op ran in, outermost first, as ``(path, type)``, from its ``Module
+    Hierarchy`` (``TOP(Net)::forward.fc1(Linear)::forward.`` -> Net, Net.fc1): the root is ``TOP``
+    (its type, once named, is its path; unnamed, ``ScriptModule``), each level ``name(Type)::method``."""
+    out: list[tuple[str, str]] = []
+    for name, type_name in _SCRIPT_SEGMENT.findall(hierarchy):
+        if not out:
+            out.append((type_name or "ScriptModule", type_name or "ScriptModule"))
+        elif name:
+            out.append((f"{out[-1][0]}.{name}", type_name))
+    return out
+
+
+def lightning_module(name: str) -> tuple[str, str] | None:
+    """``(path, type)`` of a Lightning module range (``[pl][module]torch.nn.modules.linear.Linear:
+    encoder.0`` -> ``("encoder.0", "Linear")``), None for any other name."""
+    qualified, sep, path = name[len(LIGHTNING_MODULE_PREFIX) :].partition(": ")
+    if not sep or not path or not qualified:
+        return None
+    return path, qualified.rpartition(".")[2]
 
 
 def _name_torch_modules(cols: EventColumns, idx: list[int]) -> None:

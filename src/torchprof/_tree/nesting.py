@@ -11,10 +11,12 @@ MEMORY, PYFRAME = int(EventKind.MEMORY), int(EventKind.PYFRAME)
 #: Events that take part in nesting: CPU ranges, memory events (which are never parents) and
 #: Python frames (which are never nodes).
 NESTED = frozenset(int(k) for k in HOST_RANGE_KINDS) | {MEMORY, PYFRAME}
+_OUTER_FIRST = {int(EventKind.MODULE): 0, int(EventKind.REGION): 1}
 
 
 def nest(ev: EventColumns) -> tuple[list[int], list[int], list[int]]:
-    """Order CPU ranges and memory events by (start, longer first) and find each one's parent:
+    """Order CPU ranges and memory events by (start, longer first, modules and regions first) and
+    find each one's parent:
     the innermost range of the same thread that is still open when it starts.
 
     One nesting rule holds for ranges that outlive their parent (an async collective such as
@@ -31,7 +33,10 @@ def nest(ev: EventColumns) -> tuple[list[int], list[int], list[int]]:
     """
     kinds, tids, starts, ends, names = ev.kind, ev.tid, ev.start, ev.end, ev.name
     order = [i for i, k in enumerate(kinds) if k in NESTED]
-    order.sort(key=lambda i: (starts[i], -ends[i]))
+    # Equal spans nest by kind: a module outside a region outside anything else (in a trace of
+    # whole µs, a layer and its only op can share both ends).
+    rank = _OUTER_FIRST
+    order.sort(key=lambda i: (starts[i], -ends[i], rank.get(kinds[i], 2)))
     n = len(kinds)
     parent = [-1] * n
     clipped = ends  # copied at the first range that outlives its parent
