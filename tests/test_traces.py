@@ -676,3 +676,87 @@ def test_module_hierarchies_of_torchscript_ops_read_as_nested_calls():
     assert script_modules("TOP()::<forward op>.2(Sequential)::forward.0(Linear)::forward.") == [
         ("ScriptModule", "ScriptModule"), ("ScriptModule.2", "Sequential"), ("ScriptModule.2.0", "Linear")]
     assert script_modules("TOP(Net)::forward.1(ReLU)::forward.::relu.") == [("Net", "Net"), ("Net.1", "ReLU")]
+
+
+def test_the_ranks_of_a_job_are_read_in_parallel_processes_as_they_are_one_by_one(tmp_path, monkeypatch):
+    import torchprof._load as load_module
+
+    files = []
+    for rank in range(3):
+        events = [op("ProfilerStep#1", 0, 100, cat="user_annotation"), op("aten::mm", 10, 20 + rank), op("aten::add", 40, 5)]
+        files.append(write_trace(tmp_path / f"rank{rank}.json", events, distributedInfo={"rank": rank}))
+    serial = torchprof.load_trace([str(f) for f in files])
+    monkeypatch.setattr(load_module, "PARALLEL_FROM_BYTES", 0)
+    started = []
+    real_popen = __import__("subprocess").Popen
+    monkeypatch.setattr("subprocess.Popen", lambda *a, **k: started.append(a[0]) or real_popen(*a, **k))
+    parallel = torchprof.load_trace([str(f) for f in files])
+    assert len(started) == 3 and all(cmd[1:3] == ["-m", "torchprof._load"] for cmd in started)
+    pd.testing.assert_frame_equal(parallel.df, serial.df)
+    assert parallel.ranks == serial.ranks == [0, 1, 2]
+    (tmp_path / "rank1.json").write_text("{not json")
+    with pytest.raises(torchprof.TraceError, match=r"rank1\.json is not valid JSON"):
+        torchprof.load_trace([str(f) for f in files])
+
+
+# -- reading big files in chunks ---------------------------------------------------------------------------
+def training_events(steps: int, per_step: int = 1) -> list[dict]:
+    """``steps`` profiler steps of ``per_step`` iterations: an op launching a kernel, an op whose
+    name holds ``}, {`` and quotes."""
+    events = []
+    for k in range(steps * per_step):
+        t = k * 100
+        if k % per_step == 0:
+            events.append(op(f"ProfilerStep#{k // per_step}", t, per_step * 100 - 10, cat="user_annotation"))
+        events += [op("aten::mm", t + 1, 50, **{"External id": 3 * k + 1, "Sequence number": k}),
+                   op("cudaLaunchKernel", t + 2, 5, cat="cuda_runtime", correlation=k + 1, **{"External id": 3 * k + 1}),
+                   op("a name with }, { and \"}\", inside", t + 60, 9),
+                   {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 10, "dur": 20,
+                    "args": {"correlation": k + 1, "External id": 3 * k + 1}}]  # fmt: skip
+    return events
+
+
+def test_a_trace_read_in_chunks_is_the_trace_read_whole(tmp_path, monkeypatch):
+    import torchprof._traces.reader as reader
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": training_events(300), "traceName": "x"}, indent=1))
+    whole = reader._read_whole(str(path))
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 1000)  # dozens of chunks, cuts beside "}, {" in names
+    calls = []
+    monkeypatch.setattr(reader, "_read_whole", lambda where: calls.append(where))
+    chunked = reader.read_trace(str(path))
+    assert calls == []  # read in chunks, not whole
+    for field in ("name", "kind", "tid", "start", "end", "seq", "ext_id", "link", "corr"):
+        assert list(getattr(chunked.cycles[0], field)) == list(getattr(whole.cycles[0], field)), field
+    assert chunked.meta == whole.meta and chunked.wall_us == whole.wall_us
+
+
+def test_a_chunk_with_epoch_decimals_is_read_again_keeping_every_digit(tmp_path, monkeypatch):
+    import torchprof._traces.reader as reader
+
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 200)
+    t = 1661203462598738  # epoch µs: a double cannot pin "…738.125" to the nanosecond
+    body = ",\n".join(f'{{"ph": "X", "cat": "cpu_op", "name": "op{k}", "pid": 1, "tid": 1, "ts": {t + 10 * k}.125, "dur": 5.25}}'
+                      for k in range(40))  # fmt: skip
+    (tmp_path / "t.json").write_text('{"traceEvents": [\n' + body + "\n]}")
+    cols = reader.read_trace(str(tmp_path / "t.json")).cycles[0]
+    assert list(cols.start) == [(t + 10 * k) * 1000 + 125 for k in range(40)]
+    assert list(cols.end) == [(t + 10 * k) * 1000 + 125 + 5250 for k in range(40)]
+
+
+def test_loading_a_trace_takes_at_most_three_times_its_size_in_memory(tmp_path):
+    # (a 366 MB trace is measured by tests/bench/bench_load.py; the figures are in the README)
+    import tracemalloc
+
+    path = write_trace(tmp_path / "t.json", training_events(10, 500))
+    tracemalloc.start()
+    try:
+        torchprof.load_trace(path).df
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # the events as columns, the tree and the DataFrame, and the one chunk parsed at a time
+    from torchprof._traces.reader import CHUNK_BYTES
+
+    assert peak < 3 * path.stat().st_size + 20 * CHUNK_BYTES, (peak, path.stat().st_size)

@@ -12,6 +12,7 @@ MEMORY, PYFRAME = int(EventKind.MEMORY), int(EventKind.PYFRAME)
 #: Python frames (which are never nodes).
 NESTED = frozenset(int(k) for k in HOST_RANGE_KINDS) | {MEMORY, PYFRAME}
 _OUTER_FIRST = {int(EventKind.MODULE): 0, int(EventKind.REGION): 1}
+_END_BOUND = 2**63
 
 
 def nest(ev: EventColumns) -> tuple[list[int], list[int], list[int]]:
@@ -34,9 +35,11 @@ def nest(ev: EventColumns) -> tuple[list[int], list[int], list[int]]:
     kinds, tids, starts, ends, names = ev.kind, ev.tid, ev.start, ev.end, ev.name
     order = [i for i, k in enumerate(kinds) if k in NESTED]
     # Equal spans nest by kind: a module outside a region outside anything else (in a trace of
-    # whole µs, a layer and its only op can share both ends).
+    # whole µs, a layer and its only op can share both ends). One integer per key, not a tuple of
+    # three (a sort holds every key at once): start, then the end backward (2**63 - end is in
+    # [0, 2**64): times are int64), then the kind's rank in the two lowest bits.
     rank = _OUTER_FIRST
-    order.sort(key=lambda i: (starts[i], -ends[i], rank.get(kinds[i], 2)))
+    order.sort(key=lambda i: (starts[i] << 66) + ((_END_BOUND - ends[i]) << 2) + rank.get(kinds[i], 2))
     n = len(kinds)
     parent = [-1] * n
     clipped = ends  # copied at the first range that outlives its parent
