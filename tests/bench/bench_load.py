@@ -43,7 +43,7 @@ what, path = sys.argv[1], sys.argv[2:]
 def peak_kb():
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-if what == "load_trace":
+if what in ("load_trace", "one_by_one"):
     import pandas, torchprof, torchprof._load, torchprof._traces.reader  # imports are not the load
 gc.collect()
 before = peak_kb()
