@@ -175,6 +175,10 @@ BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 ATEN_PREFIX = "aten::"
 #: torch.profiler's iteration ranges (``ProfilerStep#12``).
 STEP_PREFIX = "ProfilerStep#"
+#: Columns of ``prof.step_times``, the wall time of every step a run marked (``prof.step()``, a
+#: trainer's optimizer steps), recorded or not: a merged job's ``rank`` first, then the step's
+#: number, its wall time in µs and whether the profile recorded it.
+STEP_TIME_COLUMNS = ("rank", "step", "wall_us", "recorded")
 #: The profiler's allocation/free instant event.
 MEMORY_EVENT = "[memory]"
 #: The profiler's out-of-memory instant event (not a node).
