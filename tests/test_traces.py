@@ -470,7 +470,9 @@ def test_loading_memory_grows_linearly_with_the_file_size(tmp_path):
         peaks.append((tracemalloc.get_traced_memory()[1], size))
         tracemalloc.stop()
     (small, small_size), (big, big_size) = peaks
-    assert 0.7 < (big / big_size) / (small / small_size) < 1.3, peaks  # bytes per file byte stay put
+    # bytes per file byte never grow (a trace streams through in chunks: a small file pays the
+    # chunk in flight, so its bytes per file byte are the higher)
+    assert (big / big_size) / (small / small_size) < 1.3, peaks
 
 
 def test_the_trace_kept_before_the_tree_is_built_has_the_real_names_too():
