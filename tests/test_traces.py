@@ -748,7 +748,7 @@ def test_a_chunk_with_epoch_decimals_is_read_again_keeping_every_digit(tmp_path,
 
 
 def test_loading_a_trace_takes_at_most_three_times_its_size_in_memory(tmp_path):
-    # (a 366 MB trace is measured by tests/bench/bench_load.py; the figures are in the README)
+    # (a 366 MB trace is measured by tests/bench/bench_load_trace.py; the figures are in the README)
     import tracemalloc
 
     path = write_trace(tmp_path / "t.json", training_events(10, 500))

@@ -246,7 +246,8 @@ def _ranks_step_times(per_rank: list[dict[str, list[Any]]], ranks: list[int]) ->
 
 def load(path: PathLike) -> Result:
     """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
-    tree, recording = from_json(read_json(path), os.fspath(path))
+    with paused_gc():  # millions of small objects, no cycles (see _gc.py)
+        tree, recording = from_json(read_json(path, expected="a profile written by prof.save()"), os.fspath(path))
     return Result(tree, recording)
 
 

@@ -29,6 +29,7 @@ from .._files import TraceError
 from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
 from .tree import Columns, PathColumn, Tree
+from .validate import validate_saved
 
 SAVE_FORMAT = "torchprof-profile"
 #: 2: paths and module paths stored as each row's scope and its own part (see above), so a file
@@ -103,6 +104,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
     version = data.get("version", 0)
     if not isinstance(version, int) or version > SAVE_VERSION:
         raise TraceError(f"{where} was written by a newer torchprof (format {version!r})")
+    validate_saved(data, where)  # every index, kind, type and range, before any view reads them
     try:
         saved = data["columns"]
         parent_index = [int(p) for p in data["parent_index"]]

@@ -13,6 +13,7 @@ from .._records import Recording
 from .._traces.rewrite import BASE_TIME_KEY, write_with_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
+from .format import printable
 
 
 def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
@@ -126,7 +127,9 @@ def _stack_lines(names: list[str], depths: list[int], values: list[float]) -> It
     frames: list[str] = []
     for name, depth, v in zip(names, depths, values):
         del frames[depth:]
-        frames.append(name.replace(";", ":").replace("\n", " "))
+        # ";" separates frames; a control character (ESC, a newline, a bidi override) would act on
+        # the terminal that shows the file, or break its line: written as visible escapes.
+        frames.append(printable(name.replace(";", ":")))
         if is_missing(v):
             continue
         count = round(v)
