@@ -15,6 +15,7 @@ from ._profile import Result
 from ._records import Recording
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
+from ._tree.comm import comm_note
 from ._tree.ranks import merge_ranks
 from ._tree.storage import SAVED_PROFILE_START, from_json
 from ._vocab import DEVICE_RANGES, STEP_TIME_COLUMNS
@@ -57,9 +58,13 @@ def _load_one(path: str, name: str | None, flops: bool) -> Result:
             compiled=recording.compiled,
         )
         builder.tensors = recording.tensors
+        builder.comm.ddp = recording.meta.get("ddp_buckets") or []
         for cycle in recording.cycles:
             builder.add(cycle)
         recording.cycles = []  # the tree holds what is needed; drop the raw events
+        note = comm_note(builder.comm)
+        if note:
+            recording.meta["warnings"] = [*recording.meta.get("warnings", []), note]
         if name:
             recording.label = name
         notes = [outside_window_note(builder.outside_window)]
@@ -140,10 +145,17 @@ def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = T
             raise TraceError(f"{seen[rank]} and {path} are both rank {rank}: give the traces of one job, one per rank")
         seen[rank] = path
         ranks.append(rank)
+    return merge_profiles(profiles, ranks, paths, name=name)
+
+
+def merge_profiles(profiles: Sequence[Result], ranks: Sequence[int], sources: Sequence[str], *, name: str | None = None) -> Result:
+    """The profiles of a job's ranks (each rank's own tree, however it came: read from its trace,
+    or sent by ``torchrun -m torchprof``) as one profile, ordered by rank (see :func:`load_ranks`).
+    ``sources`` names where each came from (its trace file)."""
     order = sorted(range(len(profiles)), key=lambda i: ranks[i])
     profiles = [profiles[i] for i in order]
     ranks = [ranks[i] for i in order]
-    paths = [paths[i] for i in order]
+    paths = [sources[i] for i in order]
     labels = {p.recording.label for p in profiles}
     label = name or (labels.pop() if len(labels) == 1 else os.path.basename(os.path.dirname(os.path.abspath(paths[0]))) or "job")
     label = f"{label} ({len(ranks)} ranks)" if len(ranks) != 1 else label

@@ -15,6 +15,7 @@ from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._tree.comm import comm_note
 from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
 from ._vocab import RECOMPUTE, STEP_TIME_COLUMNS, NodeKind
 
@@ -172,6 +173,8 @@ class Profiler:
         assert self._builder is not None
         self._builder.modules.update(modules)
         self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
+        if self._session is not None:  # DDP's buckets as they are now, for this cycle's all-reduces
+            self._builder.comm.ddp = self._session.ddp_buckets()
         self._builder.add(events)
 
     @lifecycle
@@ -257,6 +260,9 @@ class Profiler:
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
                               compiled=self._builder.compiled.graphs, step_times=_step_columns(session.step_times()))  # fmt: skip
         block_wall_us = session.wall_us
+        buckets = session.ddp_buckets()  # read now: the tree is built later, maybe after the job ended
+        if buckets:
+            meta["ddp_buckets"] = buckets
 
         def build() -> Any:
             if opts.schedule is None:
@@ -266,6 +272,7 @@ class Profiler:
                 events = session.cycle_columns()
                 builder.modules.update(session.modules)
                 builder.compiled.graphs.update(session.compiled_graphs())
+                builder.comm.ddp = buckets
                 if events is not None:
                     builder.add(events)
             else:
@@ -285,6 +292,7 @@ class Profiler:
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
                                            interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += [note for note in (comm_note(builder.comm),) if note]
             if notes:
                 meta["warnings"] = notes
             return tree

@@ -171,6 +171,11 @@ MODULE_PREFIX = "nn.Module: "
 LIGHTNING_MODULE_PREFIX = "[pl][module]"
 #: Name prefix of the autograd engine's per-node backward range.
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+#: The autograd node that accumulates a parameter's gradient (after ``BACKWARD_PREFIX`` in its
+#: range's name); DDP launches a bucket's all-reduce from its hook.
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+#: Prefix of the ranges FSDP2 records (``FSDP::all_gather (3)``, ``FSDP::post_backward_reduce (0)``).
+FSDP_PREFIX = "FSDP::"
 #: Name prefix of aten operators.
 ATEN_PREFIX = "aten::"
 #: torch.profiler's iteration ranges (``ProfilerStep#12``).
@@ -346,6 +351,8 @@ COLUMNS: tuple[Column, ...] = (
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
     _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total: work inside a module's forward (recomputation by activation checkpointing is backward).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
     _time("other_cpu_us", "CPU other", "The part of CPU total that is neither forward nor backward: the optimizer, a loss computed outside modules, data loading, collectives outside modules. `fwd + bwd + other == total` on every row.", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
+    _time("comm_cpu_us", "CPU comm", "The communication part of CPU total: host ranges of collectives (the c10d op that launches one, a CPU backend's worker range such as `gloo:all_reduce` while the data is in flight) and everything inside them. DDP's all-reduce is split over the layers its bucket carries, by the bytes of their gradients; FSDP's collectives sit on their layer.", family="cpu", percent_of="cpu_us"),
+    _time("comm_exposed_cpu_us", "CPU comm exposed", "The part of CPU comm during which no op of the model (forward inside a layer, or backward) ran on any thread: communication the training waited for; the rest ran beside compute.", family="cpu", percent_of="cpu_us"),
     _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets, on any accelerator) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us", subtree="cuda_us"),
     _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it: CUDA, ROCm, XPU, MTIA or any other accelerator torch.profiler records (the `cuda_` names follow torch's). Summed over streams, so it can exceed the wall time (`prof.summary` has the busy time); NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
     _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us", subtree="bwd_cpu_us"),
@@ -387,17 +394,17 @@ RANK_COLUMNS: tuple[str, ...] = tuple(c.name for c in _rank_columns())
 #: data for them (not all missing, not all zero).
 VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "cpu_us_spread", "cpu_us_max_rank",
-    "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
+    "comm_cpu_us", "comm_exposed_cpu_us", "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
     "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
     "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "params", "calls",
 )  # fmt: skip
 #: The view columns a terminal table drops first, in this order, when it must fit a width (the
 #: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
 NARROW_DROP_ORDER: tuple[str, ...] = (
-    "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "flops",
+    "comm_exposed_cpu_us", "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "flops",
     "fwd_cuda_us", "fwd_cpu_us", "calls", "cuda_us_max_rank", "cpu_us_max_rank", "comm_exposed_cuda_us",
     "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "cuda_mem", "cpu_mem", "act_cuda_mem", "act_cpu_mem",
-    "comm_cuda_us", "cpu_us_spread", "self_cuda_us",
+    "comm_cuda_us", "comm_cpu_us", "cpu_us_spread", "self_cuda_us",
 )  # fmt: skip
 
 #: Columns by name.

@@ -21,6 +21,7 @@ from .._files import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
 from . import compiled
+from .distributed import ddp_buckets
 from .hooks import ModuleTracker
 from .interrupts import hold, lifecycle, release, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
@@ -157,6 +158,10 @@ class CaptureSession:
         if self._tracker is None:
             return {}
         return self._tracker.collect(submodules=bool(compiled.graphs()))
+
+    def ddp_buckets(self) -> list[dict[str, Any]]:
+        """How the profiled DistributedDataParallel modules bucket their gradients (read now)."""
+        return ddp_buckets(self._tracker.roots()) if self._tracker is not None else []
 
     @staticmethod
     def compiled_graphs() -> dict[str, CompiledGraph]:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from decimal import ROUND_FLOOR, Context, Decimal
 from typing import Any, cast
 
+from .._capture.distributed import checked_ddp_buckets
 from .._files import TraceError, _existing_file, parse_json, plain_numbers, read_bytes
 from .._records import (
     CompiledGraph,
@@ -815,6 +816,8 @@ def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, A
             meta[key] = plain_numbers(top[key]) if exact else top[key]
     if "distributedInfo" not in meta and "distributedInfo" in block:
         meta["distributedInfo"] = block["distributedInfo"]
+    if "ddp_buckets" in block:
+        meta["ddp_buckets"] = block["ddp_buckets"]
     label = block.get("label") or _stem(where)
     cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
                     compiled=block.get("compiled", {}), step_times=block.get("step_times", {}))
@@ -870,6 +873,12 @@ def _meta_block(block: Any) -> dict[str, Any]:
         if not isinstance(info, dict) or type(info.get("rank")) is not int:
             raise TraceError(f"'{key}.distributedInfo' must be an object with an integer rank, not {_clip(info)}")
         out["distributedInfo"] = plain_numbers(info)
+    buckets = block.get("ddp_buckets")
+    if buckets is not None:
+        try:
+            out["ddp_buckets"] = checked_ddp_buckets(plain_numbers(buckets))
+        except ValueError as exc:
+            raise TraceError(f"'{key}.ddp_buckets' {exc}") from None
     recorded = block.get("recorded")
     if recorded is not None:
         if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):

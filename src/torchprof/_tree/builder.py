@@ -26,6 +26,7 @@ from .._vocab import (
 from . import flops as _flops
 from .activity import cycle_activity
 from .backward import ForwardIndex
+from .comm import CommState, attribute_comm
 from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
 from .finish import finish_tree
@@ -104,6 +105,8 @@ class TreeBuilder:
         # Ranges that outlived their parent, per node: [ranges, ns past the parent's end] (that
         # time is in no total: see nesting.nest).
         self.overrun: dict[int, list[int]] = {}
+        # DDP's buckets (set by the source before its cycles are added) and host comm's exposed time.
+        self.comm = CommState()
         # Per distinct event name: (node key, module path or None, module type, starts backward,
         # compiled role, has a FLOP formula).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool, int, bool]] = {}
@@ -172,6 +175,7 @@ class TreeBuilder:
         if DEVICE_RANGE in kinds:
             self._add_device_ranges(ev)
         self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
+        attribute_comm(self, ev, parent_ev, node_of)  # communication onto the layers it serves
 
     def _place(self, ev: EventColumns, order: Any, parent_ev: list[int], clipped: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
         """Stage 2: put every range in its node; returns the node of each event, the runtime

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, RANK_COLUMNS, STEP_PREFIX, EventKind
 from . import device_time as _device
 from . import flops as _flops
+from .comm import comm_sums
 from .memory import act_values, memory_report, peak_values
 from .modules import root_modules
 from .nodes import Nodes
@@ -123,6 +124,11 @@ class Finishing:
         memcpy, comm overlapped, idle ended), its total over each node's subtree."""
         return device_time_sums(self.nodes, self.builder.device_split)
 
+    @cached_property
+    def comm(self) -> tuple[list[int], list[int]]:
+        """Per node, its subtree's host communication ns and the exposed part of it."""
+        return comm_sums(self.nodes, self.builder.comm.exposed)
+
     def device_us(self, field: int) -> list[float]:
         return self.us(self.device_time[field])
 
@@ -195,6 +201,8 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "cpu_us": lambda f: f.us(f.sums.total["cpu_ns"]),
     "fwd_cpu_us": lambda f: f.us(f.sums.fwd["cpu"]),
     "other_cpu_us": lambda f: f.us(f.sums.other["cpu"]),
+    "comm_cpu_us": lambda f: f.us(f.comm[0]),
+    "comm_exposed_cpu_us": lambda f: f.us(f.comm[1]),
     "fwd_cuda_us": _cuda(lambda f: f.us(f.sums.fwd["cuda"])),
     "other_cuda_us": _cuda(lambda f: f.us(f.sums.other["cuda"])),
     "self_cuda_us": _cuda(lambda f: f.us(f.nodes.cuda_ns)),

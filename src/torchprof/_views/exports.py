@@ -31,6 +31,8 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "compiled": {key: graph.to_json() for key, graph in recording.compiled.items()},
         # The rank, for a trace torch wrote without it (the process group began after profiling).
         **({"distributedInfo": meta["distributedInfo"]} if isinstance(meta.get("distributedInfo"), dict) else {}),
+        # How DDP bucketed the gradients: the all-reduces split over their layers again on reload.
+        **({"ddp_buckets": meta["ddp_buckets"]} if meta.get("ddp_buckets") else {}),
         # Every step's wall time, recorded or not (a long run's outliers), for a merged job too.
         **({"step_times": recording.step_times} if recording.step_times else {}),
         "recorded": {
