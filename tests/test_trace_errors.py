@@ -312,7 +312,8 @@ DAMAGED_PROFILES = [
     (("columns", "kind", 2), "gizmo", "columns.kind[2] is 'gizmo': expected one of module, region, op, kernel"),
     (("columns", "name", 2), 7, "columns.name[2] is 7: expected text"),
     (("columns", "name", 2), None, "columns.name[2] is None: expected text"),
-    (("columns", "path", 2), "profile", "columns.path[2] is 'profile': expected a path of its own (row 0 has it)"),
+    (("path_scope", 2), 5, "'path_scope' of row 2 must be -1 or an earlier row, not 5"),  # format 2: paths as scope + label
+    (("module_base", 2), 7, "'module_base' of row 2 must be -2, -1 or an earlier module row, not 7"),
     (("columns", "calls", 2), 1e30, "columns.calls[2] is 1e+30: expected a whole number from 0"),
     (("columns", "calls", 2), -3, "columns.calls[2] is -3"),
     (("columns", "calls", 2), 2**63, "columns.calls[2] is 9223372036854775808"),
@@ -333,8 +334,8 @@ DAMAGED_PROFILES = [
     (("memory", "devices", "cpu", "phase"), "lunch", "memory.devices['cpu'].phase is 'lunch'"),
     (("memory", "devices", "cpu", "breakdown", 0, 0), "snacks", "memory.devices['cpu'].breakdown[0][0] is 'snacks'"),
     (("capture", "label"), 3, "capture.label is 3: expected text"),
-    (("capture", "modules", "Sequential", 1), -1, "capture.modules['Sequential'][1] is -1"),
-    (("capture", "modules", "Sequential"), "Linear", "capture.modules['Sequential'] is 'Linear'"),
+    (("capture", "modules", "info", 0, 1), -1, "capture.modules.info[0][1] is -1"),
+    (("capture", "modules", "info", 0), "Linear", "capture.modules.info[0] is 'Linear'"),
 ]
 
 

@@ -46,6 +46,9 @@ class EventKind(IntEnum):
     MEMORY = 5  #: an allocation (+bytes) or free (-bytes) instant event
     IGNORED = 6  #: flows, metadata, profiler overhead
     PYFRAME = 7  #: a Python call (``with_stack``): not a node, but names the source line of what it runs
+    #: a range the device profiler measured, not device work: CUPTI's range profiler replays each
+    #: kernel to read hardware counters, and its ranges last that replay (a row, in no time total)
+    DEVICE_RANGE = 8
 
 
 #: The tree row kind each event kind becomes (runtime calls are shown as ops).
@@ -55,6 +58,7 @@ NODE_KIND_OF_EVENT: dict[int, NodeKind] = {
     EventKind.MODULE: NodeKind.MODULE,
     EventKind.RUNTIME: NodeKind.OP,
     EventKind.DEVICE: NodeKind.KERNEL,
+    EventKind.DEVICE_RANGE: NodeKind.REGION,
 }
 #: CPU ranges: events that nest by time on their thread and own the events inside them.
 HOST_RANGE_KINDS = frozenset({EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME})
@@ -91,7 +95,7 @@ CATEGORY_KIND: dict[str, EventKind] = {
     "Memcpy": EventKind.DEVICE,
     "Memset": EventKind.DEVICE,
     "mtia_ccp_events": EventKind.DEVICE,  # MTIA's on-device kernels and collectives
-    "cuda_profiler_range": EventKind.DEVICE,  # kernels timed by CUPTI's range profiler (since removed)
+    "cuda_profiler_range": EventKind.DEVICE_RANGE,  # kernels replayed by CUPTI's range profiler (since removed)
     # not work of their own: device-side copies of host ranges, waits, counters, host-side
     # collective markers that wrap ops already read
     "gpu_user_annotation": EventKind.IGNORED,
@@ -150,6 +154,8 @@ class TraceArg:
     DEVICE_ID = "Device Id"  #: memory events: the device index (-1 for host memory)
     INPUT_DIMS = "Input Dims"
     CONCRETE_INPUTS = "Concrete Inputs"
+    #: ops of a TorchScript model profiled ``with_modules``: ``TOP(Net)::forward.fc1(Linear)::forward.``
+    MODULE_HIERARCHY = "Module Hierarchy"
 
 
 #: Where memory events come from (chrome trace "Device Type"; c10::DeviceType values).
@@ -159,6 +165,10 @@ CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
 # -- event names ---------------------------------------------------------------------------------------
 #: Prefix of the ranges torchprof's module hooks open: ``nn.Module: <path> [<Type>]``.
 MODULE_PREFIX = "nn.Module: "
+#: How Lightning's ``PyTorchProfiler`` names a module call (``record_module_names``, on by default):
+#: ``[pl][module]torch.nn.modules.linear.Linear: encoder.0``, the class by its import path and the
+#: module by its name in the LightningModule.
+LIGHTNING_MODULE_PREFIX = "[pl][module]"
 #: Name prefix of the autograd engine's per-node backward range.
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
 #: The autograd node that accumulates a parameter's gradient (after ``BACKWARD_PREFIX`` in its
@@ -220,6 +230,12 @@ BEFORE_PROFILING = "(allocated before profiling)"
 #: The row of device work inside the window whose launch names no op: a runtime call outside
 #: every range, or a correlation id that matches nothing recorded.
 DEVICE_WITHOUT_OP = "(device, no launching op)"
+#: The row under the root that lists the ranges CUPTI's range profiler measured, one row per
+#: kernel name with its count: each range lasts the profiler's replay of a kernel, not the
+#: kernel's own run, so no time total holds them (the device's time is then unknown).
+DEVICE_RANGES = "(CUPTI range profiler)"
+#: The profiled window's span event (kineto's ``PyTorch Profiler (0)``; per-backend spans follow it).
+PROFILER_SPAN_PREFIX = "PyTorch Profiler"
 
 
 #: First characters that make a spreadsheet read a CSV cell as a formula (OWASP's list for CSV

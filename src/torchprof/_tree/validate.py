@@ -133,8 +133,13 @@ def _check(data: dict[str, Any]) -> None:
     _memory(data.get("memory") or {}, n)
     capture = data.get("capture", {})
     _fields(capture, CAPTURE, "capture.")
-    for path, facts in capture.get("modules", {}).items():
-        field = f"capture.modules[{path!r}]"
+    modules = capture.get("modules", {})
+    if set(modules) == {"base", "tail", "info"} and type(modules["info"]) is list:
+        # format 2: the modules as base/tail/info lists (paths checked as they are rebuilt)
+        entries: Any = ((f"capture.modules.info[{k}]", facts) for k, facts in enumerate(modules["info"]))
+    else:
+        entries = ((f"capture.modules[{path!r}]", facts) for path, facts in modules.items())
+    for field, facts in entries:
         _value(facts, (lambda v: type(v) is list and 3 <= len(v) <= len(MODULE_FIELDS), "a list of 3 to 5 facts"), field)
         for k, value in enumerate(facts):
             _value(value, MODULE_FIELDS[k], f"{field}[{k}]")

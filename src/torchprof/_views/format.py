@@ -147,6 +147,12 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
         where = at.get("layer") or at.get("path")
         items.append((f"{device} peak in", f"{where} ({at.get('phase')})",
                       f"The layer running when {device} memory peaked ({nbytes(at.get('bytes', nan))}); deepest node: {at.get('path')}"))  # fmt: skip
+    overrun, top = get("overrun_us"), s.get("overrun_top")
+    if overrun > 0 and top:
+        more = f" and {top['rows'] - 1} other row{'s' if top['rows'] > 2 else ''}" if top["rows"] > 1 else ""
+        items.append(("outlived parent", f"{time_us(overrun)} ({top['name']}{more})",
+                      "Ranges that ran past the end of the range they ran in (async collectives): each counts up to its "
+                      "parent's end, and this time past it is in no total"))  # fmt: skip
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
     for text in s.get("warnings") or ():
