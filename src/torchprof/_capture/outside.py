@@ -39,10 +39,10 @@ from .replay import (
     _replay_environment,
     _Tensors,
     _Unreplayable,
-    _user_state_kept,
     _where,
     output_tensors,
 )
+from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
 
 #: The path the replays of calls outside every module are filed under.
 OUTSIDE = "(outside modules)"

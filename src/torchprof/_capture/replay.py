@@ -19,11 +19,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import io
-import random
 import sys
 import types
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -31,6 +28,9 @@ from typing import Any
 
 from .._records import ReplayRun
 from .fast_meta import fast_meta_kernels
+from .hooks import PASS_THROUGH
+from .swaps import config_patched, entered
+from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
@@ -139,9 +139,15 @@ class CallRecorder:
         """The :class:`~torchprof._capture.outside.OutsideRecorder` (optimizer steps, calls
         outside modules), once installed."""
 
-    def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Signature | None:
-        """Note one call of a root module; returns its signature (None: not replayed). Never
-        raises: what cannot be read makes the root's FLOPs unknown, with the reason."""
+    def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Any:
+        """Note one call of a root module; returns its signature (None: not replayed), or
+        :data:`PASS_THROUGH` for a call whose ``forward`` was replaced for that call alone (Lightning
+        runs ``training_step`` through a wrapper's forward this way): a copy replayed later would
+        not run it, so the module calls it makes are replayed instead. Never raises: what cannot
+        be read makes the root's FLOPs unknown, with the reason."""
+        patched = getattr(module, "__dict__", {}).get("forward")
+        if patched is not None and getattr(patched, "__self__", None) is not module:
+            return PASS_THROUGH
         inner = getattr(module, "module", None)
         if type(module).__name__ in _WRAPPERS and isinstance(inner, self._module):
             # DDP and DataParallel run the wrapped module on the same arguments: replaying the
@@ -677,7 +683,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         try:
             session.start()
             started = True
-            with contextlib.ExitStack() as modes:
+            with entered() as modes:  # each left however the replay ends (swaps.py)
                 modes.enter_context(tensors.active(answers, sig.anomaly))
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
@@ -689,7 +695,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 if "torch._dynamo" in sys.modules:
                     # A function compiled inside the forward runs eagerly: compiling it for fake
                     # inputs would take seconds, and its graphs are counted from their own maps.
-                    modes.enter_context(sys.modules["torch._dynamo"].config.patch(disable=True))
+                    modes.enter_context(config_patched(sys.modules["torch._dynamo"].config, disable=True))
                 out = copied(*args, **kwargs)
                 if sig.grad_outputs:
                     phase = "backward"
@@ -854,22 +860,3 @@ def _data_free_memo(roots: list[Any], memo: dict[int, Any], tensors: _Tensors, l
             for slot in getattr(type(obj), "__slots__", ()):
                 if isinstance(slot, str) and hasattr(obj, slot):
                     stack.append(getattr(obj, slot))
-
-
-@contextlib.contextmanager
-def _user_state_kept() -> Any:
-    import torch
-
-    state = random.getstate()
-    torch_state = torch.random.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        random.setstate(state)
-        torch.random.set_rng_state(torch_state)
-        if numpy is not None and numpy_state is not None:
-            numpy.random.set_state(numpy_state)
