@@ -228,7 +228,7 @@ class OutsideRecorder:
             self._labels.add(label)
         if calls.skip is not None:
             return
-        if len(args) > 1 or kwargs:
+        if any(a is not None for a in args[1:]) or any(v is not None for v in kwargs.values()):
             calls.skip = "its step was given a closure (it runs the model again inside the step)"
             return
         torch = self._torch
@@ -555,14 +555,7 @@ def _call(call: CallSignature, args: Any, kwargs: Any, tensors: _Tensors) -> Non
         found = output_tensors(out, torch.Tensor, torch.nn.Module)
         outs = _backward_roots([t for n, t in enumerate(found) if n in call.grad_outputs and t.requires_grad and t.grad_fn is not None])
         if outs:
-            inputs = [t for t in tensors.made if any(t is a for a in _pytree_leaves((args, kwargs)))]
-            torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=inputs or None)
-
-
-def _pytree_leaves(value: Any) -> list[Any]:
-    from torch.utils import _pytree
-
-    return list(_pytree.tree_leaves(value))
+            torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=tensors.made_by(args, kwargs) or None)
 
 
 def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:

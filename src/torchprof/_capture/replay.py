@@ -523,7 +523,8 @@ class _Tensors:
         self.copies: dict[int, Any] = {}
         """id(the user's object) -> its stand-in in the copy (parameters among them)."""
         self.made: list[Any] = []
-        """The arguments made so far that require a gradient."""
+        """The arguments made so far that require a gradient (a leaf, or a non-leaf's gradient edge)."""
+        self._edge_owner: dict[int, int] = {}  # id(gradient edge's node) -> id(the tensor made)
         if fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -557,10 +558,27 @@ class _Tensors:
         if spec.requires_grad and (made.is_floating_point() or made.is_complex()):
             if spec.leaf:
                 made.requires_grad_(True)
+                self.made.append(made)
             else:
                 made = _non_leaf(made)
-            self.made.append(made)
+                # Its gradient edge as made: a call may change the tensor in place (then the
+                # tensor names the in-place op's output, and the backward would stop there).
+                edge = self._torch.autograd.graph.get_gradient_edge(made)
+                self._edge_owner[id(edge.node)] = id(made)
+                self.made.append(edge)
         return made
+
+    def made_by(self, args: Any, kwargs: Any) -> list[Any]:
+        """What of :attr:`made` stands for these arguments (one call's, of several made at once)."""
+        from torch.utils import _pytree
+
+        ids = {id(t) for t in _pytree.tree_leaves((args, kwargs))}
+        out = []
+        for t in self.made:
+            node = getattr(t, "node", None)  # a gradient edge: whose tensor's node was it
+            if (node is None and id(t) in ids) or (node is not None and id(node) in self._edge_owner and self._edge_owner[id(node)] in ids):
+                out.append(t)
+        return out
 
     def gradient_inputs(self) -> list[Any]:
         """What a replay's backward computes gradients for: what required them in the run (the
@@ -604,7 +622,7 @@ def _non_leaf(t: Any) -> Any:
         class PassThrough(torch.autograd.Function):
             @staticmethod
             def forward(ctx: Any, anchor: Any, x: Any) -> Any:
-                return x.view_as(x)
+                return x.clone()  # not a view: the call may change it in place
 
             @staticmethod
             def backward(ctx: Any, grad: Any) -> Any:

@@ -586,7 +586,9 @@ def _no_arithmetic(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
 #: Data movement whose CPU kernel computes on small index tensors with aten ops of its own
 #: (``repeat`` adds offsets): counted as zero, and what runs inside is not the model's
 #: arithmetic (a meta or fake copy runs none of it, so a replay could never know it either).
-NO_ARITHMETIC = frozenset({"aten::repeat"})
+#: DDP's reducer averages each gradient bucket over the ranks (``mul_out``, a mul inside) and
+#: copies it back: part of the all-reduce, whose sums are not the model's FLOPs (as collectives).
+NO_ARITHMETIC = frozenset({"aten::repeat", "torch::distributed::reducer::mul_out", "torch.distributed.ddp.reducer::copy_bucket_to_grad"})
 for _name in NO_ARITHMETIC:
     FORMULAS[_name] = _no_arithmetic
 

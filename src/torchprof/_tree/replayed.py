@@ -166,13 +166,13 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun]) -
             plan.covered.append(inst)  # counted already (a compiled graph's map)
             continue
         container = _container(nodes, inst)
-        if per_step:  # a schedule: the signatures each step made, as many times as it made them
+        if per_step and len(parts) > 1:  # a schedule: the signatures each step made, as often as it made them
             step = _step_number(nodes, container)
             here = [(run.steps.get(step, 0) if run.steps else 0, r) for run, r in parts]
             weights = [(w, r) for w, r in here if w]
         else:
             weights = [(run.count, r) for run, r in parts]
-        if len(weights) == 1 and not per_step:
+        if len(parts) == 1:  # one signature: each place it ran in takes its own calls of it
             rep = weights[0][1]
             exp, top = rep.exp, rep.top
             scale, rest = divmod(nodes.calls[inst], exp.calls[top])
@@ -207,6 +207,10 @@ def _step_number(nodes: Nodes, container: int) -> int:
     return int(number) if number.isdigit() else -1
 
 
+#: How notes name the calls made outside every module (``FLOPs of ... are unknown: why``).
+OUTSIDE_CALLS = "the calls outside modules"
+
+
 def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[ReplayRun]) -> RootPlan:
     """The work no module owns, matched to its replays: the calls made outside every module
     (``runs``: their replays, each call as often as it ran), and the backward no module owns
@@ -219,6 +223,8 @@ def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[Re
     # A call that could not be replayed leaves its ops unmatched (listed), and the backward no
     # module owns unknown if it had one; the other calls are still matched.
     problem = next((r.error for r in runs if r.error is not None), None)
+    if problem is not None:
+        builder.replay_problems[OUTSIDE_CALLS] = problem
     replays = [(run, _expected_of(run)) for run in runs if run.error is None]
     for container in containers:
         step = _step_number(nodes, container)
