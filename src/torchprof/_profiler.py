@@ -122,7 +122,7 @@ class Profiler:
     def _fold(self, events: EventColumns, modules: dict[str, ModuleInfo]) -> None:
         assert self._builder is not None
         self._builder.modules.update(modules)
-        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
+        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs(events.name))
         self._builder.add(events)
 
     @lifecycle
@@ -193,8 +193,10 @@ class Profiler:
                 # interrupted (Ctrl-C while a big profile is read) is simply repeated.
                 builder = self._new_builder()
                 events = session.cycle_columns()
-                builder.modules.update(session.modules)
-                builder.compiled.graphs.update(session.compiled_graphs())
+                # Graphs compiled before the block get their layer maps now (outside it).
+                graphs = session.compiled_graphs(events.name if events is not None else ())
+                builder.modules.update(session.module_infos(bool(graphs)))
+                builder.compiled.graphs.update(graphs)
                 if events is not None:
                     builder.add(events)
             else:
@@ -213,6 +215,7 @@ class Profiler:
             tree = builder.finish()
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
             notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += _unmapped_notes(builder, session.unmapped_compiled())
             if notes:
                 meta["warnings"] = notes
             return tree
@@ -273,6 +276,13 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
             if plan.missing() < plans[path].missing():
                 plans[path] = plan
     return commit_replays(builder, plans)
+
+
+def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
+    """What the user reads when compiled graphs ran whose layers torchprof could not learn."""
+    ids = sorted({key.rsplit(" ", 1)[0] for key in builder.compiled.unmapped})
+    return [f"torch.compile'd graph {cid} has no layer map ({reasons.get(cid, 'compiled with no layer map kept')}): "
+            "its time stays on the module that ran it and its FLOPs are unknown (NaN)" for cid in ids]  # fmt: skip
 
 
 def _module_calls(tree: Any) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name
+from . import compiled_calls
 from .interrupts import run_all
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class ModuleTracker:
             self._thread_recorded = recorded
         try:
             _GLOBAL_HOOKS.attach(self)
+            compiled_calls.attach(_GLOBAL_HOOKS)
         except BaseException:
             run_all([self.remove, self.scrub])
             raise
@@ -126,7 +128,7 @@ class ModuleTracker:
         """Remove the hooks and close any range left open (a module that raised mid-forward).
 
         Every part runs even if one before it was interrupted; each can be repeated."""
-        run_all([lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos,
+        run_all([compiled_calls.detach, lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos,
                  lambda: self.calls.remove_hooks() if self.calls is not None else None])
 
     def _close_open_ranges(self) -> None:
@@ -412,6 +414,30 @@ class GlobalHooks:
         nn_module._global_forward_pre_hooks.pop(self._ids[0], None)
         nn_module._global_forward_hooks.pop(self._ids[1], None)
         nn_module._global_forward_hooks_always_called.pop(self._ids[1], None)
+
+    # -- for module.compile()'d modules (see torchprof._capture.compiled_calls) -----------------
+    def functions(self) -> tuple[Callable[..., None], Callable[..., None]]:
+        """The dynamo-safe enter and exit functions the hooks call."""
+        if self._fns is None:
+            self._fns = dynamo_safe(self._enter, self._exit)
+        return self._fns
+
+    def hide_while_compiled(self) -> bool:
+        """Take the hooks out of the tables for a compiled call; True when they were in them."""
+        if not self._in_tables:
+            return False
+        self.hide()
+        return True
+
+    def show_again(self) -> None:
+        self.show()
+
+    @staticmethod
+    def skip_in_dynamo(fn: Callable[..., Any]) -> None:
+        """Dynamo never compiles ``fn``'s own frame (it still compiles what ``fn`` calls)."""
+        from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+        set_code_exec_strategy(fn.__code__, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.DEFAULT))
 
     def scrub(self) -> None:
         """Take our hook functions out of torch's tables wherever they are (an interrupt may have

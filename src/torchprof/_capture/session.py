@@ -10,14 +10,14 @@ import tempfile
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._files import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
-from . import compiled
+from . import compiled, kernels
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
@@ -134,18 +134,28 @@ class CaptureSession:
         """The ``torch.profiler.profile`` this session runs (None before it started)."""
         return self._torch_profile
 
-    @property
-    def modules(self) -> dict[str, ModuleInfo]:
+    def module_infos(self, compiled_ran: bool) -> dict[str, ModuleInfo]:
         """What the hooks learnt about each module path seen so far (every submodule of the roots
         too when compiled graphs ran, whose layers the hooks cannot see)."""
         if self._tracker is None:
             return {}
-        return self._tracker.collect(submodules=bool(compiled.graphs()))
+        return self._tracker.collect(submodules=compiled_ran)
+
+    @property
+    def modules(self) -> dict[str, ModuleInfo]:
+        return self.module_infos(bool(compiled.graphs()))
 
     @staticmethod
-    def compiled_graphs() -> dict[str, CompiledGraph]:
-        """Which layer each kernel of the graphs compiled under capture (in this process) computes."""
-        return compiled.graphs()
+    def compiled_graphs(names: Iterable[str] = ()) -> dict[str, CompiledGraph]:
+        """Which layer each kernel of compiled graphs computes: those compiled under capture (in
+        this process), and those among ``names`` (a cycle's event names) compiled before it,
+        learnt now (after the block)."""
+        return compiled.graphs(names)
+
+    @staticmethod
+    def unmapped_compiled() -> dict[str, str]:
+        """Why compiled graphs that ran have no layer map, by compile id."""
+        return compiled.unmapped_reasons()
 
     @lifecycle
     def start(self) -> None:
@@ -187,6 +197,7 @@ class CaptureSession:
             self._compile_capture = contextlib.ExitStack()
             self._compile_capture.enter_context(compiled.capture_compiled())
             self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
+            self._compile_capture.enter_context(kernels.recorded())
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
             self._torch_on = True
             with quiet_native_stderr():

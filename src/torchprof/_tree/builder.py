@@ -80,6 +80,7 @@ class TreeBuilder:
         self.replayed = False
         self.shapeless: dict[str, int] = {}
         self.replay_problems: dict[str, str] = {}
+        self.unknown_flop_nodes: set[int] = set()  # ops of unknown cost: their rows and all above are NaN
         self.steps: list[dict[str, Any]] = []
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
         # Kept bytes, peaks, the timeline and what the peak is made of (see torchprof._tree.memory).
@@ -339,7 +340,9 @@ class TreeBuilder:
             run.anchor = owner if owner >= 0 else self._compiled_region_node(pnode)
             runs[i] = run
             if run.graph is None:
+                # Its kernels' FLOPs are unknown: the graph's row (and every row above) says so.
                 self.unmapped_graph_nodes.add(node)
+                self.unknown_flop_nodes.add(node)
 
     def _compiled_region_node(self, nid: int) -> int:
         """The nearest ``Torch-Compiled Region`` node at or above ``nid`` (``nid`` if none)."""
@@ -420,6 +423,8 @@ class TreeBuilder:
         self.saw_shapes = True
         for op in unknown:
             self.compiled_unknown[op] = self.compiled_unknown.get(op, 0) + 1
+        if unknown:
+            self.unknown_flop_nodes.add(node)
 
     def _recompute_node(self, module_node: int, recompute_of: dict[int, int]) -> int:
         """The "(recompute)" child of a module's forward node: where a module that activation

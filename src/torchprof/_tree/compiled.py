@@ -33,6 +33,7 @@ NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE = range(5)
 _GENERATED_EVENT = re.compile(r"^graph_\d+_(cpp_.*)$")
 _DYNAMO_ROOT = re.compile(r"^[A-Z]\['[^']*'\]")
 _DYNAMO_ITEM = re.compile(r"\._modules\['([^']*)'\]|\['([^']*)'\]")
+_PASS_THROUGH = frozenset({"__self__", "_orig_mod", "__func__"})
 
 
 def role_of(name: str) -> int:
@@ -57,20 +58,30 @@ class GraphRun:
     """The module path the graph's ``L['self']`` stands for; None for a compiled function."""
     backward: bool
     next_extern: int = 0
-    by_name: dict[str, CompiledKernel] = field(default_factory=dict)
+    by_name: dict[str, list[CompiledKernel]] = field(default_factory=dict)
+    calls_of: dict[str, int] = field(default_factory=dict)
     anchor: int = -1
     """The tree node the graph's modules hang below (the owner module's node)."""
 
     def kernel(self, name: str) -> CompiledKernel | None:
-        """The graph's kernel an event directly inside this run is."""
+        """The graph's kernel an event directly inside this run is. A generated kernel's name
+        can stand for several call sites (Inductor defines identical kernels once, as in two
+        equal layers): the n-th call of a name in a run is its n-th call site."""
         if self.graph is None:
             return None
         match = _GENERATED_EVENT.match(name)
-        generated = match.group(1) if match else name if name.startswith("triton_") else None
+        generated = match.group(1) if match else name if name.startswith(("triton_", "cpp_")) else None
         if generated is not None:
             if not self.by_name:
-                self.by_name = {k.name: k for k in self.graph.kernels if not k.extern}
-            return self.by_name.get(generated)
+                for k in self.graph.kernels:
+                    if not k.extern:
+                        self.by_name.setdefault(k.name, []).append(k)
+            sites = self.by_name.get(generated)
+            if not sites:
+                return None
+            n = self.calls_of.get(generated, 0)
+            self.calls_of[generated] = n + 1
+            return sites[n] if n < len(sites) else sites[-1]
         kernels = self.graph.kernels
         for j in range(self.next_extern, len(kernels)):
             if kernels[j].extern and kernels[j].name == name:
@@ -88,6 +99,7 @@ class CompiledRegions:
         self.compile_id_of_seq: dict[int, str] = {}
         self.unmapped: set[str] = set()  # graph keys that ran but were compiled without a map
         self._plans: dict[str, dict[tuple[str, int], tuple[int, int, list[str]]]] = {}
+        self._bases: dict[tuple[str, str | None, str], str] = {}  # (graph, owner, Dynamo root) -> module path
 
     def run(self, compile_id: str | None, backward: bool, owner: str | None) -> GraphRun:
         graph = self.graphs.get(graph_key(compile_id, backward)) if compile_id is not None else None
@@ -106,15 +118,16 @@ class CompiledRegions:
             node = run.graph.nodes.get(name)
             if node is None or not node.modules:
                 continue
-            root_cls = node.modules[0][1]
             for fqn, cls_name in node.modules:
-                classes.setdefault(self._path(fqn, run.owner, root_cls), cls_name)
-            path = self._path(node.modules[-1][0], run.owner, root_cls)
+                classes.setdefault(self._path(fqn, run), cls_name)
+            path = self._path(node.modules[-1][0], run)
             if path not in paths:
                 paths.append(path)
         if not paths:
             return None
         target = paths[0] if len(paths) == 1 else _common_ancestor(paths)
+        if not target:
+            return None  # modules of unrelated roots: the work stays where it ran
         for path in list(classes):
             info = self.modules.get(path)
             if info is not None:
@@ -148,15 +161,19 @@ class CompiledRegions:
             for kernel in graph.kernels:
                 for name in kernel.nodes:
                     owner.setdefault((graph.key, name), kernel)
+        # An eager op call is (source op, sequence number, forward or backward work): a backward
+        # graph's gradient matmuls share their forward matmul's op and number, but are calls of
+        # their own; a forward node recomputed in the backward graph is the forward call again.
         calls: dict[tuple[Any, ...], list[tuple[CompiledGraph, str, CompiledNode]]] = {}
         for graph in graphs:
             for name, node in graph.nodes.items():
                 source = node.source or node.op
-                key = (source, node.seq) if node.seq >= 0 else (source, graph.key, name)
+                key = (source, node.seq, node.bwd) if node.seq >= 0 else (source, graph.key, name)
                 calls.setdefault(key, []).append((graph, name, node))
         plan: dict[tuple[str, int], tuple[int, int, list[str]]] = {}
-        for (source, *_), members in calls.items():
-            home_backward = "backward" in source
+        for (source, *rest), members in calls.items():
+            phase = rest[1] if len(rest) == 2 else None
+            home_backward = phase if isinstance(phase, bool) else "backward" in source
             home = [m for m in members if m[0].backward == home_backward] or members
             homed = [m for m in home if (m[0].key, m[1]) in owner]
             if not homed:
@@ -174,10 +191,46 @@ class CompiledRegions:
                 plan[key2] = (m0 + macs, f0 + flops, u0 + unknown)
         return plan
 
-    def _path(self, fqn: str, owner: str | None, root_cls: str) -> str:
+    def _path(self, fqn: str, run: GraphRun) -> str:
+        """The tree path of a module Dynamo names ``fqn`` (``L['self'].block1.conv``)."""
+        token = _root_token(fqn)
         rel = _relative(fqn)
-        base = owner if owner is not None and fqn.startswith("L['self']") else root_cls
+        assert run.graph is not None
+        key = (run.graph.key, run.owner, token)
+        base = self._bases.get(key)
+        if base is None:
+            base = self._bases[key] = self._base(token, run)
         return f"{base}.{rel}" if rel else base
+
+    def _base(self, token: str, run: GraphRun) -> str:
+        """The module path a Dynamo root (``L['self']``, ``L['model']``, ``G['net']``) stands for:
+        the module whose range the graph ran in, when the graph's modules below that root are its
+        submodules (the compiled frame is its forward, whatever its ``self`` is called); else the
+        root's class name (a compiled function that calls a model)."""
+        assert run.graph is not None
+        owner = run.owner
+        root_cls: str | None = None
+        below: list[tuple[str, str]] = []
+        for node in run.graph.nodes.values():
+            for fqn, cls_name in node.modules:
+                if _root_token(fqn) != token:
+                    continue
+                rel = _relative(fqn)
+                if not rel:
+                    root_cls = cls_name
+                elif len(below) < 8:
+                    below.append((rel, cls_name))
+        if owner is not None:
+            info = self.modules.get(owner)
+            if root_cls is not None and info is not None and info.type == root_cls:
+                return owner
+            if below and all(f"{owner}.{rel}" in self.modules for rel, _ in below):
+                return owner
+            if root_cls is None and not self.modules:
+                return owner  # nothing to check against (a trace without module infos)
+        if root_cls is not None:
+            return root_cls
+        return owner if owner is not None else (below[0][1] if below else "compiled")
 
 
 def _is_sizes(shape: Any) -> bool:
@@ -204,12 +257,20 @@ def _cost(op: str, shapes: list[Any], concrete: list[Any]) -> tuple[int, int, li
     return macs, flops, []
 
 
+def _root_token(fqn: str) -> str:
+    """The Dynamo source a module name starts from: ``L['self'].block1`` -> ``L['self']``."""
+    match = _DYNAMO_ROOT.match(fqn)
+    return match.group(0) if match else ""
+
+
 def _relative(fqn: str) -> str:
     """Dynamo's module name as a ``named_modules()`` path: ``L['self'].block1.conv`` ->
-    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``."""
+    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``. The way
+    through a bound method (``model.compile()`` compiles ``self._call_impl``: ``__self__``) or
+    ``torch.compile``'s wrapper (``_orig_mod``) is no module of its own."""
     rel = _DYNAMO_ROOT.sub("", fqn)
     rel = _DYNAMO_ITEM.sub(lambda m: "." + (m.group(1) or m.group(2)), rel)
-    return rel.lstrip(".")
+    return ".".join(part for part in rel.split(".") if part and part not in _PASS_THROUGH)
 
 
 def _common_ancestor(paths: list[str]) -> str:
