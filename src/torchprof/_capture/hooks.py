@@ -181,7 +181,8 @@ class ModuleTracker:
                 named = self._names.get(key) or self._name(module, stack, args)
         sig = None
         if not stack and self.calls is not None:
-            sig = self.calls.root_call(module, named[0], args, id(module) in self._wrapper_of)
+            compiled = id(module) in self._wrapper_of or module.__dict__.get("_compiled_call_impl") is not None
+            sig = self.calls.root_call(module, named[0], args, compiled)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
         stack.append([module, named[0], rf, 0, sig])

@@ -12,6 +12,7 @@ from typing import Any
 from .._records import CompiledGraph, CompiledKernel, EventColumns, KnownTensor, ModuleInfo, parse_module_range
 from .._vocab import (
     BACKWARD_PREFIX,
+    COMPILATION,
     COMPILED_BACKWARD,
     COMPILED_REGION_PREFIX,
     DEVICE_WITHOUT_OP,
@@ -25,12 +26,13 @@ from .._vocab import (
 from . import flops as _flops
 from .activity import cycle_activity
 from .backward import ForwardIndex
-from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
+from .compiled import COMPILATION_ROLE, FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
 from .finish import finish_tree
 from .memory import MemoryLedger
 from .nesting import nest
 from .nodes import (
+    KEY_COMPILATION,
     KEY_COMPILED_BACKWARD,
     KEY_DEVICE_WITHOUT_OP,
     KEY_LAUNCHED_BEFORE,
@@ -105,6 +107,9 @@ class TreeBuilder:
         # Compiled regions: which graph ran, and the FLOPs and ops of unknown cost inside them.
         self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
         self.compiled_unknown: dict[str, int] = {}
+        self.compilation_nodes: set[int] = set()  # "(compilation)" rows: compile time, no ops
+        # Per thread (the source's thread id): [CPU ns of its outermost ranges, of them compiling].
+        self.threads: dict[Any, list[int]] = {}
         self.unmapped_graph_nodes: set[int] = set()
         self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
 
@@ -220,6 +225,8 @@ class TreeBuilder:
         forward_node = self._forward_node
         recompute_of = self._recompute_of
         runs: dict[int, GraphRun] = {}  # graph-call event -> its run
+        compiling = self.compilation_nodes
+        threads = self.threads
         runs_seen: set[tuple[int, int]] = set()
         root = self.root
         n_kind, n_bwd, n_owner, n_children, n_covered = nodes.kind, nodes.bwd, nodes.owner, nodes.children, nodes.covered
@@ -244,12 +251,33 @@ class TreeBuilder:
                 n_cpu[pnode] -= (e if e < pe else pe) - s
             else:
                 pnode = root
+                if k != DEVICE:
+                    row = threads.get(tids[i])
+                    if row is None:
+                        row = threads[tids[i]] = [0, 0]
+                    row[0] += e - s
+            if compiling and pnode in compiling:
+                # Inside a compilation range: Dynamo's tracing and Inductor's passes run ops too
+                # (on fake tensors); all of it is the compile's time, none of it a layer's op.
+                node_of[i] = pnode
+                n_cpu[pnode] += e - s
+                continue
             name = names[i]
             node = -1
             info = name_info.get(name)
             if info is None:
                 info = info_of(name, k)
             key, mpath, mtype, bwd_name, role, has_formula = info
+            if role == COMPILATION_ROLE:
+                node = n_children[pnode].get(KEY_COMPILATION, -1)
+                if node < 0:
+                    node = nodes.add(pnode, REGION, COMPILATION, None, n_bwd[pnode], KEY_COMPILATION)
+                compiling.add(node)
+                threads.setdefault(tids[i], [0, 0])[1] += e - s
+                node_of[i] = node
+                n_calls[node] += 1
+                n_cpu[node] += e - s
+                continue
             kernel: CompiledKernel | None = None
             if runs and p in runs:  # a kernel or extern op of a compiled graph
                 run = runs[p]
@@ -343,6 +371,10 @@ class TreeBuilder:
                 # Its kernels' FLOPs are unknown: the graph's row (and every row above) says so.
                 self.unmapped_graph_nodes.add(node)
                 self.unknown_flop_nodes.add(node)
+            else:
+                # The map counts all of the graph's work: what runs inside it besides the map's
+                # kernels (allocations, a fallback op) is covered by it, not counted again.
+                self._compiled_flops(node, run, None)
 
     def _compiled_region_node(self, nid: int) -> int:
         """The nearest ``Torch-Compiled Region`` node at or above ``nid`` (``nid`` if none)."""
@@ -409,12 +441,14 @@ class TreeBuilder:
             chain.append(node)
         return chain
 
-    def _compiled_flops(self, node: int, run: GraphRun, kernel: CompiledKernel) -> None:
+    def _compiled_flops(self, node: int, run: GraphRun, kernel: CompiledKernel | None) -> None:
         """A compiled kernel's FLOPs come from its graph nodes' shapes (its events have no useful
-        arguments); its node is then covered, so nothing inside it is counted again."""
-        cached = self._kernel_flops.get(id(kernel))
+        arguments); its node is then covered, so nothing inside it is counted again. Without a
+        kernel: the graph run's own node, with the graph's work no kernel of its map runs."""
+        key = id(kernel) if kernel is not None else id(run.graph)
+        cached = self._kernel_flops.get(key)
         if cached is None:
-            cached = self._kernel_flops[id(kernel)] = self.compiled.flops_of(run, kernel)
+            cached = self._kernel_flops[key] = self.compiled.flops_of(run, kernel)
         macs, flops, unknown = cached
         nodes = self.nodes
         nodes.macs[node] += macs

@@ -25,11 +25,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._records import CompiledGraph, CompiledKernel, CompiledNode, ModuleInfo, graph_key
-from .._vocab import COMPILED_BACKWARD, COMPILED_FORWARD, COMPILED_GRAPH_PREFIX, COMPILED_REGION_PREFIX
+from .._vocab import (
+    COMPILATION_MARKER,
+    COMPILATION_RANGES,
+    COMPILATION_SUFFIX,
+    COMPILED_BACKWARD,
+    COMPILED_FORWARD,
+    COMPILED_GRAPH_PREFIX,
+    COMPILED_REGION_PREFIX,
+)
 from . import flops as _flops
 
 # Roles of an event name in a compiled region (cached per name with the other name facts).
-NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE = range(5)
+NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE, COMPILATION_ROLE = range(6)
+GRAPH_LEVEL = -1  # the plan's key for a graph's work that no kernel of its map runs
 _GENERATED_EVENT = re.compile(r"^graph_\d+_(cpp_.*)$")
 _DYNAMO_ROOT = re.compile(r"^[A-Z]\['[^']*'\]")
 _DYNAMO_ITEM = re.compile(r"\._modules\['([^']*)'\]|\['([^']*)'\]")
@@ -45,6 +54,8 @@ def role_of(name: str) -> int:
         return BACKWARD_ROLE
     if name.startswith(COMPILED_GRAPH_PREFIX):
         return GRAPH_ROLE
+    if name in COMPILATION_RANGES or name.endswith(COMPILATION_SUFFIX) or COMPILATION_MARKER in name:
+        return COMPILATION_ROLE
     return NOT_COMPILED
 
 
@@ -134,14 +145,14 @@ class CompiledRegions:
                 classes[path] = info.type
         return target, classes
 
-    def flops_of(self, run: GraphRun, kernel: CompiledKernel) -> tuple[int, int, list[str]]:
+    def flops_of(self, run: GraphRun, kernel: CompiledKernel | None) -> tuple[int, int, list[str]]:
         """MACs and FLOPs of a kernel, and the ops among its work whose cost is unknown (see
-        :meth:`_plan`)."""
+        :meth:`_plan`); with no kernel, of the graph's work no kernel of the map runs."""
         assert run.graph is not None
         plan = self._plans.get(run.graph.compile_id)
         if plan is None:
             plan = self._plans[run.graph.compile_id] = self._plan(run.graph.compile_id)
-        return plan.get((run.graph.key, id(kernel)), (0, 0, []))
+        return plan.get((run.graph.key, id(kernel) if kernel is not None else GRAPH_LEVEL), (0, 0, []))
 
     def _plan(self, compile_id: str) -> dict[tuple[str, int], tuple[int, int, list[str]]]:
         """FLOPs of a compiled frame's kernels, counted as eager counts them.
@@ -176,17 +187,20 @@ class CompiledRegions:
             home_backward = phase if isinstance(phase, bool) else "backward" in source
             home = [m for m in members if m[0].backward == home_backward] or members
             homed = [m for m in home if (m[0].key, m[1]) in owner]
-            if not homed:
-                continue  # no kernel runs it (a view Inductor folded away)
-            exact = [m for m in homed if m[2].op == source]
+            exact = [m for m in homed if _counts_as(m[2].op, source)]
             if exact:
                 counted = [(m, m[2].shapes, m[2].concrete) for m in exact]
             else:
-                widest: list[int] = max((shape for m in members for shape in m[2].shapes if _is_sizes(shape)), key=_numel, default=[])
-                counted = [(homed[0], [widest] * 8, [None] * 8)]
+                counted = [((homed or home)[0], _decomposed_arguments(source, [m[2] for m in members]), [None] * 8)]
             for (graph, name, _), shapes, concrete in counted:
                 macs, flops, unknown = _cost(source, shapes, concrete)
-                key2 = (graph.key, id(owner[(graph.key, name)]))
+                if not (macs or flops or unknown):
+                    continue
+                # Work no kernel of the map runs (a view Inductor folded away costs nothing; an
+                # op Inductor runs as a fallback without provenance, as a scatter, does) counts
+                # at the graph's own row: the model's total stays whole.
+                runner = owner.get((graph.key, name))
+                key2 = (graph.key, id(runner) if runner is not None else GRAPH_LEVEL)
                 m0, f0, u0 = plan.get(key2, (0, 0, []))
                 plan[key2] = (m0 + macs, f0 + flops, u0 + unknown)
         return plan
@@ -231,6 +245,34 @@ class CompiledRegions:
         if root_cls is not None:
             return root_cls
         return owner if owner is not None else (below[0][1] if below else "compiled")
+
+
+#: Ops Inductor puts in place of an eager op, with its arguments in the same order: counted as
+#: that op (the low-memory max pooling of ``max_pool{n}d_with_indices``).
+_SAME_ARGUMENTS = {"prims::_low_memory_max_pool_with_offsets": "max_pool"}
+#: Where a decomposed gather gradient scatters its incoming gradient: the op, and which of its
+#: arguments holds the gradient values (eager counts one addition per incoming gradient).
+_SCATTERS = {"aten::scatter_add": 3, "aten::index_put": 2, "aten::index_add": 3}
+
+
+def _counts_as(op: str, source: str) -> bool:
+    """A node of op ``op`` is the eager call of ``source`` itself, arguments and all."""
+    alias = _SAME_ARGUMENTS.get(op)
+    return op == source or (alias is not None and alias in source)
+
+
+def _decomposed_arguments(source: str, members: list[CompiledNode]) -> list[Any]:
+    """Argument shapes to count a decomposed op call by its eager formula. The formulas of
+    decomposed ops count per element of their input (normalisation, softmax, activations): the
+    largest tensor among its nodes' arguments. A gather's gradient (max pooling's, nearest
+    upsampling's) counts per incoming gradient: the values its scatter adds."""
+    if source.endswith("_backward"):
+        for node in members:
+            at = _SCATTERS.get(node.op)
+            if at is not None and at < len(node.shapes) and _is_sizes(node.shapes[at]):
+                return [node.shapes[at]] * 8
+    widest: list[int] = max((shape for m in members for shape in m.shapes if _is_sizes(shape)), key=_numel, default=[])
+    return [widest] * 8
 
 
 def _is_sizes(shape: Any) -> bool:

@@ -283,6 +283,8 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_time_us=gpu_time(builder),
         comm_us=builder.comm_ns / US,
         memory=memory_report(builder.ledger, builder.tensors, order, paths, columns["module"]) if builder.memory else {},
+        threads=[{"thread": tid, "cpu_us": cpu / US, "compile_us": compile_ns / US}
+                 for tid, (cpu, compile_ns) in sorted(builder.threads.items(), key=lambda kv: -kv[1][0])],
     )
 
 

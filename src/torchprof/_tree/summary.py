@@ -58,6 +58,9 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "events": tree.event_count,
         "nodes": len(tree),
     }
+    if tree.threads:
+        out["threads"] = len(busy_threads(tree))
+        out["compile_cpu_us"] = sum(t["compile_us"] for t in tree.threads)
     if tree.has_memory:
         out["peak_at"] = peak_at(tree)
     if "interrupted" in recording.meta:
@@ -65,6 +68,16 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     if recording.meta.get("warnings"):
         out["warnings"] = list(recording.meta["warnings"])  # what the profile is known to miss
     return out
+
+
+#: A thread counts as busy when it holds at least this share of the run's CPU time.
+BUSY_THREAD_SHARE = 0.01
+
+
+def busy_threads(tree: Tree) -> list[dict[str, Any]]:
+    """The threads whose CPU time the root's total sums (those with a share of it worth naming)."""
+    total = sum(t["cpu_us"] for t in tree.threads)
+    return [t for t in tree.threads if total and t["cpu_us"] >= BUSY_THREAD_SHARE * total]
 
 
 def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:

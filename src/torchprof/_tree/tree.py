@@ -44,6 +44,10 @@ class Tree:
     for one source."""
     by_rank: list[dict[str, Any]] = field(default_factory=list)
     """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
+    threads: list[dict[str, Any]] = field(default_factory=list)
+    """The CPU time of each thread that recorded events (its outermost ranges), most first:
+    ``thread`` (the trace's thread id), ``cpu_us`` and, of it, ``compile_us`` (compiling a
+    ``torch.compile``'d graph). The root's CPU total is their sum."""
     memory: dict[str, Any] = field(default_factory=dict)
     """Memory over time (with ``memory=True``; see :func:`~torchprof._tree.memory.memory_report`):
     ``devices`` (per device name: the peak, when, in which row and phase, and what was alive
