@@ -28,6 +28,23 @@ class SmallCNN(nn.Module):
         return self.fc(x.mean((2, 3)))
 
 
+class Block(nn.Module):
+    """A pre-norm transformer block: attention then an MLP (the benchmark's transformer)."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        x = x + self.proj(nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+
+
 class Attention(nn.Module):
     """``nn.MultiheadAttention`` and the Linear after it (its backward matmuls were once lost)."""
 

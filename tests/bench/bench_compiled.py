@@ -37,7 +37,7 @@ def main() -> None:
     import torchprof
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from test_compiled import Block, SmallCNN  # the models the compile tests check
+    from compiled_models import Block, SmallCNN  # models of the compile tests
 
     cases = {"SmallCNN (2x3x32x32)": (SmallCNN, (2, 3, 32, 32)), "transformer block (4x32x32)": (Block, (4, 32, 32))}
     print(f"{'model':28} {'variant':16} {'median ms':>10} {'ratio':>7}")

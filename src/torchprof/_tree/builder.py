@@ -258,9 +258,10 @@ class TreeBuilder:
                     row[0] += e - s
             if compiling and pnode in compiling:
                 # Inside a compilation range: Dynamo's tracing and Inductor's passes run ops too
-                # (on fake tensors); all of it is the compile's time, none of it a layer's op.
+                # (on fake tensors); all of it is the compile's time, none of it a layer's op. (Its
+                # part inside the parent came off the parent's self time above: it goes back.)
                 node_of[i] = pnode
-                n_cpu[pnode] += e - s
+                n_cpu[pnode] += (e if e < pe else pe) - s
                 continue
             name = names[i]
             node = -1
