@@ -44,6 +44,8 @@ _pending: dict[str, dict[str, CompiledNode]] = {}  # nodes the pass saw, by pend
 #: by pending_key(), as Inductor generated it.
 _outputs: dict[str, tuple[str, dict[str, Any]]] = {}
 _hooked: list[Any] = []  # [GraphLowering, the hook it had before ours] while ours is set
+#: Why a compile id that ran has no map (learning it is not tried again until Dynamo's reset).
+failures: dict[str, str] = {}
 _stop = threading.local()  # .after_codegen: raise StopAfterCodegen once the wrapper source is known
 _depth = 0  # nested captures (a Profiler inside capture_compiled())
 _patch: Any = None  # the config patch while capturing
@@ -200,12 +202,16 @@ def _sizes(tensor: Any) -> list[Any]:
     return out
 
 
+_WATCHED = ("torch._inductor.config", "torch._dynamo.callback", "torch._inductor.codecache")
+
+
 class _InductorWatcher(importlib.abc.MetaPathFinder):
-    """Turns an active capture on when the program imports Inductor's config (or Dynamo's
-    compile callbacks) during it."""
+    """While a capture or a Profiler is active: when the program imports Inductor's config, turns
+    the capture on; Dynamo's compile callbacks, hides the Profiler's hooks while compiling;
+    Inductor's code cache, makes fused C++ kernels ranges (:mod:`.kernels`)."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name not in ("torch._inductor.config", "torch._dynamo.callback", "torch._inductor.codecache"):
+        if name not in _WATCHED:
             return None
         sys.meta_path.remove(self)
         try:
@@ -222,8 +228,9 @@ class _InductorWatcher(importlib.abc.MetaPathFinder):
             with _lock:
                 if _depth > 0 and name == "torch._inductor.config" and _patch is None:
                     _switch_on()
-                elif _depth > 0 and name == "torch._dynamo.callback":
+                elif (_depth > 0 or _hiders) and name == "torch._dynamo.callback":
                     _watch_compiles(module.callback_handler)
+                _update_watcher()
             if name == "torch._inductor.codecache":
                 kernels.on_inductor_import(module)
 
@@ -232,6 +239,16 @@ class _InductorWatcher(importlib.abc.MetaPathFinder):
 
 
 _watcher = _InductorWatcher()
+
+
+def _update_watcher() -> None:
+    """The watcher is on the import path while something it would act on is not imported yet
+    and a capture or a Profiler is active (called with the lock held)."""
+    wanted = (_depth > 0 or bool(_hiders)) and not all(name in sys.modules for name in _WATCHED)
+    if wanted and _watcher not in sys.meta_path:
+        sys.meta_path.insert(0, _watcher)
+    elif not wanted and _watcher in sys.meta_path:
+        sys.meta_path.remove(_watcher)
 
 
 def _switch_on() -> None:
@@ -296,6 +313,7 @@ def _forget_if_reset(handler: Any) -> None:
         _graphs.clear()
         _pending.clear()
         _outputs.clear()
+        failures.clear()
         _nonce = uuid.uuid4().hex
 
 
@@ -308,38 +326,38 @@ def hooks_hidden_while_compiling(tracker: Any) -> Iterator[None]:
         _hiders.append(tracker)
         if "torch._dynamo.callback" in sys.modules:
             _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
+        _update_watcher()
     try:
         yield
     finally:
         with _lock:
             _hiders.remove(tracker)
+            _update_watcher()
 
 
 @contextlib.contextmanager
 def capture_compiled() -> Iterator[None]:
     """While this block runs, every graph ``torch.compile`` compiles records which layer each of
-    its kernels computes, so profiles of it (now or later in this process) show per-layer time
-    inside compiled regions. Use it around the call that compiles (the first one) when that
-    happens outside a :class:`~torchprof.Profiler`; a Profiler captures by itself."""
+    its kernels computes as Inductor lowers it, so profiles of it (now or later in this process)
+    show per-layer time inside compiled regions without lowering it again when first read. The
+    graphs are lowered anew (the record is part of Inductor's cache key). Without it, a Profiler
+    learns the maps of the graphs that ran - compiled before the block or inside it - when its
+    profile is first read."""
     global _depth, _patch
     with _lock:
         _depth += 1
         if "torch._dynamo.callback" in sys.modules:
             _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
-        if _depth == 1:
-            if "torch._inductor.config" in sys.modules:
-                _switch_on()
-            loaded = all(name in sys.modules for name in ("torch._inductor.config", "torch._inductor.codecache"))
-            if not loaded and _watcher not in sys.meta_path:
-                sys.meta_path.insert(0, _watcher)
+        if _depth == 1 and "torch._inductor.config" in sys.modules:
+            _switch_on()
+        _update_watcher()
     try:
         yield
     finally:
         with _lock:
             _depth -= 1
+            _update_watcher()
             if _depth == 0:
-                if _watcher in sys.meta_path:
-                    sys.meta_path.remove(_watcher)
                 if _patch is not None:
                     patch, _patch = _patch, None
                     patch.__exit__(None, None, None)
@@ -410,26 +428,21 @@ def _extern_event_name(kernel: str) -> str:
     return kernel
 
 
-def graphs(ran: Iterable[str] = ()) -> dict[str, CompiledGraph]:
-    """Every graph captured so far in this process (those Dynamo still knows), and the maps of
-    graphs compiled before any capture among ``ran`` (event names of a profile: its compiled
-    regions and graph calls), learnt now by :mod:`.compiled_warm`."""
+def graphs() -> dict[str, CompiledGraph]:
+    """Every graph mapped so far in this process (those Dynamo still knows): captured while
+    compiling, or learnt after a profile (:mod:`.compiled_warm`)."""
     with _lock:
         callback = sys.modules.get("torch._dynamo.callback")
         if callback is not None:
             _forget_if_reset(callback.callback_handler)
         _collect()
-        known = dict(_graphs)
-    regions, keys = ran_graphs(ran)
-    missing = [cid for cid in regions if graph_key(cid, False) not in known and graph_key(cid, True) not in known]
-    if missing:
-        from . import compiled_warm
+        return dict(_graphs)
 
-        learnt = compiled_warm.learn(missing, keys)
-        with _lock:
-            _graphs.update(learnt)
-        known.update(learnt)
-    return known
+
+def remember(learnt: dict[str, CompiledGraph]) -> None:
+    """Keep maps learnt after the fact, as those captured (until ``torch._dynamo.reset()``)."""
+    with _lock:
+        _graphs.update(learnt)
 
 
 def ran_graphs(names: Iterable[str]) -> tuple[list[str], set[str]]:
@@ -443,13 +456,6 @@ def ran_graphs(names: Iterable[str]) -> tuple[list[str], set[str]]:
         elif name.startswith(COMPILED_GRAPH_PREFIX):
             keys.add(name[len(COMPILED_GRAPH_PREFIX):].rstrip("# ").strip())
     return sorted(regions), keys
-
-
-def unmapped_reasons() -> dict[str, str]:
-    """Why graphs that ran have no layer map, by compile id."""
-    from . import compiled_warm
-
-    return dict(compiled_warm.failures)
 
 
 __all__ = ["capture_compiled", "graph_key", "graphs", "hooks_hidden_while_compiling"]

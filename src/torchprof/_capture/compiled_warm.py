@@ -1,5 +1,6 @@
-"""Layer maps of graphs ``torch.compile`` compiled before any capture: a model compiled and warmed
-up before the Profiler opened. Learnt when the profile is first read, never inside the block.
+"""Layer maps of the graphs ``torch.compile`` compiled without capture: a model compiled and warmed
+up before the Profiler opened, or compiled inside the block (compiled exactly as without
+torchprof, cache hits included). Learnt when the profile is first read, never inside the block.
 
 What torch keeps of a compiled frame, and how we reach it:
 
@@ -33,13 +34,25 @@ import types
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .._records import CompiledGraph, CompiledNode
+from .._records import CompiledGraph, CompiledNode, graph_key
 from . import compiled
 
 _lock = threading.Lock()  # one relowering at a time (it sets process-wide hooks)
-#: Why a compile id has no map (it is not tried again).
-failures: dict[str, str] = {}
+failures = compiled.failures
 _MAX_WALK = 5000
+
+
+def maps(ran: Iterable[str] = ()) -> dict[str, CompiledGraph]:
+    """Every graph mapped so far in this process, and the maps of the graphs among ``ran`` (a
+    profile's event names: its compiled regions and graph calls) that have none yet, learnt now."""
+    known = compiled.graphs()
+    regions, keys = compiled.ran_graphs(ran)
+    missing = [cid for cid in regions if graph_key(cid, False) not in known and graph_key(cid, True) not in known]
+    if missing:
+        learnt = learn(missing, keys)
+        compiled.remember(learnt)
+        known.update(learnt)
+    return known
 
 
 def learn(compile_ids: Iterable[str], keys: Iterable[str]) -> dict[str, CompiledGraph]:
@@ -171,6 +184,9 @@ def _relower(cid: str, gm: Any, stored: dict[bool, Any]) -> list[CompiledGraph]:
     fake = next((t for t in inputs if isinstance(t, FakeTensor)), None)
     if fake is None or any(t is None for t in inputs):
         raise RuntimeError("Dynamo kept no example inputs for it")
+    if any(isinstance(d, torch.SymInt) for t in inputs if isinstance(t, torch.Tensor) for d in t.shape):
+        # Its kernels are generic in the sizes, which its nodes do not know: no FLOPs either.
+        raise RuntimeError("it was compiled for dynamic shapes; torchprof maps graphs compiled for fixed shapes")
     copied = _copy_graph(gm, placeholders)
     saved_counters = {name: counter.copy() for name, counter in counters.items()}
     compiled._stop.after_codegen = True

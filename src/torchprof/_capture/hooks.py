@@ -360,12 +360,12 @@ class GlobalHooks:
     """torchprof's one pair of global module hooks, the same functions under the same ids in every
     session: a tracker attaches to them while it profiles.
 
-    torch.compile guards on torch's global hook tables: a frame compiled while our hooks are in
-    them (``module.compile()`` compiles ``nn.Module._call_impl``, which reads the tables in its own
-    code) checks that the same hook ids are there. With new hooks per session, every session would
-    compile such frames again; with the same ids, Dynamo keeps one version with our hooks and one
-    without, and reuses both. For other frames the hooks are hidden while Dynamo compiles
-    (:func:`torchprof._capture.compiled.hooks_hidden_while_compiling`), so nothing is compiled again.
+    torch.compile guards on torch's global hook tables where a compiled frame reads them. The hooks
+    are out of the tables while Dynamo compiles
+    (:func:`torchprof._capture.compiled.hooks_hidden_while_compiling`), and while a
+    ``module.compile()``'d module's compiled ``_call_impl`` runs, whose own code reads them
+    (:mod:`torchprof._capture.compiled_calls`): nothing is compiled with them, so nothing is
+    compiled again. The same ids are put back each time, so a table read elsewhere stays the same.
     """
 
     def __init__(self) -> None:

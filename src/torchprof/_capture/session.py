@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._files import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
-from . import compiled, kernels
+from . import compiled, compiled_warm, kernels
 from .hooks import ModuleTracker
 from .interrupts import SigintDeferral, lifecycle, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
@@ -150,12 +150,12 @@ class CaptureSession:
         """Which layer each kernel of compiled graphs computes: those compiled under capture (in
         this process), and those among ``names`` (a cycle's event names) compiled before it,
         learnt now (after the block)."""
-        return compiled.graphs(names)
+        return compiled_warm.maps(names)
 
     @staticmethod
     def unmapped_compiled() -> dict[str, str]:
         """Why compiled graphs that ran have no layer map, by compile id."""
-        return compiled.unmapped_reasons()
+        return dict(compiled_warm.failures)
 
     @lifecycle
     def start(self) -> None:
@@ -192,10 +192,10 @@ class CaptureSession:
         self._sigint.install()  # from here a Ctrl-C waits for the start to complete, then undoes it
         try:
             _active = self
-            # Graphs torch.compile compiles during the run record which layer each kernel computes;
-            # our hooks stay out of what Dynamo compiles.
+            # Our hooks stay out of what Dynamo compiles (a graph compiled in the block is the one
+            # compiled without us, cache hits included), and fused C++ kernels are ranges. Which
+            # layer each kernel computes is learnt when the profile is first read.
             self._compile_capture = contextlib.ExitStack()
-            self._compile_capture.enter_context(compiled.capture_compiled())
             self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
             self._compile_capture.enter_context(kernels.recorded())
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
