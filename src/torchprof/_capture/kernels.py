@@ -27,6 +27,7 @@ _rebound: list[tuple[dict[str, Any], str, Any]] = []
 _active = False
 _original_load: Any = None
 _profiled_sources: dict[str, bool] = {}  # module file -> Inductor records its kernels itself
+_names: dict[int, tuple[Any, list[str]]] = {}  # id(wrapper module) -> (it, its kernels' names)
 
 
 def _instrument(fn: Callable[..., Any], name: str, record: Any) -> Callable[..., Any]:
@@ -53,16 +54,26 @@ def _profiles_itself(module: Any) -> bool:
     return known
 
 
+def _kernel_names(module: Any) -> list[str]:
+    """The names of a wrapper module's C++ kernels, found once per module."""
+    known = _names.get(id(module))
+    if known is None or known[0] is not module:
+        names = vars(module)
+        found = [] if _profiles_itself(module) else [
+            k for k, v in names.items() if k.startswith("cpp_") and callable(v) and not isinstance(v, type)]  # fmt: skip
+        known = _names[id(module)] = (module, found)
+    return known[1]
+
+
 def _rebind(module: Any) -> None:
     """Rebind the C++ kernels of one wrapper module (called with the lock held)."""
     from torch._C._profiler import _RecordFunctionFast
 
     names = vars(module)
-    kernels = [(k, v) for k, v in names.items() if k.startswith("cpp_") and callable(v)
-               and not isinstance(v, type) and not hasattr(v, "torchprof_kernel")]  # fmt: skip
-    if not kernels or _profiles_itself(module):
-        return
-    for name, fn in kernels:
+    for name in _kernel_names(module):
+        fn = names.get(name)
+        if fn is None or hasattr(fn, "torchprof_kernel"):
+            continue
         names[name] = _instrument(fn, name, _RecordFunctionFast)
         _rebound.append((names, name, fn))
 
