@@ -22,6 +22,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("torchprof._views",),
     ("torchprof._profile", "torchprof._profiler", "torchprof._legacy", "torchprof._load", "torchprof._comparison"),
     ("torchprof._options", "torchprof._cli", "torchprof._magic", "torchprof.__main__", "torchprof"),
+    ("torchprof.integrations",),
 )
 
 

@@ -17,6 +17,7 @@ from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.ranks import merge_ranks
 from ._tree.storage import SAVED_PROFILE_START, from_json
+from ._vocab import STEP_TIME_COLUMNS
 
 PathLike = str | os.PathLike[str]
 #: What a trace file's name may say its rank is: ``rank3``, ``rank_3``, ``rank-3``, else its last number.
@@ -133,8 +134,21 @@ def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = T
     meta: dict[str, Any] = {"source": paths[0], "traces": list(paths), "ranks": list(ranks)}
     if job is not None:
         meta["distributedInfo"] = {k: v for k, v in job.items() if k != "rank"}
-    recording = Recording(modules=modules, wall_us=sum(walls) / len(walls) if walls else None, label=label, meta=meta)
+    recording = Recording(modules=modules, wall_us=sum(walls) / len(walls) if walls else None, label=label, meta=meta,
+                          step_times=_ranks_step_times([p.recording.step_times for p in profiles], ranks))  # fmt: skip
     return Result(tree, recording)
+
+
+def _ranks_step_times(per_rank: list[dict[str, list[Any]]], ranks: list[int]) -> dict[str, list[Any]]:
+    """The ranks' step times one after the other, each row with its rank."""
+    out: dict[str, list[Any]] = {name: [] for name in STEP_TIME_COLUMNS}
+    for times, rank in zip(per_rank, ranks):
+        if not times:
+            continue
+        out["rank"] += [rank] * len(times["step"])
+        for name in STEP_TIME_COLUMNS[1:]:
+            out[name] += times[name]
+    return out if out["step"] else {}
 
 
 def load(path: PathLike) -> Result:

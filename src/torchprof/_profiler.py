@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._capture.distributed import distributed_info
 from ._capture.interrupts import lifecycle
+from ._capture.schedule import StepSchedule
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
 from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
-from ._vocab import RECOMPUTE, NodeKind
+from ._vocab import RECOMPUTE, STEP_TIME_COLUMNS, NodeKind
 
 if TYPE_CHECKING:
     import torch
@@ -48,6 +49,13 @@ class Profiler:
         name: label of the tree's root (the profiled block).
         schedule, on_trace_ready: as in ``torch.profiler.profile`` for long runs; call
             :meth:`step` once per iteration. Each completed cycle is folded into the tree.
+            During the schedule's idle steps the module hooks are out too, so they cost nothing.
+        steps: record exactly these iterations (``steps=[100, 101, 102]``, ``range(100, 103)``)
+            instead of a ``schedule``: one warm-up step before each run of consecutive steps,
+            idle (no cost) everywhere else; call :meth:`step` once per iteration.
+        first_step: the number of the iteration that runs when the Profiler starts (default 0,
+            as torch counts), for a Profiler started in the middle of a run: it numbers the
+            ``ProfilerStep#N`` rows, ``steps`` and the schedule's argument.
         labels: names for root modules (e.g. their variable names), used instead of class names:
             a mapping ``{module: name}``, or a callable asked the first time a root module runs.
     """
@@ -65,6 +73,8 @@ class Profiler:
         schedule: Callable[[int], Any] | None = None,
         on_trace_ready: Callable[[Any], Any] | None = None,
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
+        steps: Iterable[int] | None = None,
+        first_step: int = 0,
     ) -> None:
         import torch
 
@@ -76,9 +86,18 @@ class Profiler:
             raise ProfilerError("cuda=True, but no CUDA device is available (torch.cuda.is_available() is False)")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a string, not {type(name).__name__}")
+        if isinstance(first_step, bool) or not isinstance(first_step, int) or first_step < 0:
+            raise ValueError(f"first_step must be a step number (an int, 0 or more), not {first_step!r}")
+        if steps is not None:
+            if schedule is not None:
+                raise ValueError("give steps= or schedule=, not both: steps= is a schedule that records those steps")
+            schedule = StepSchedule(steps)
+            early = [s for s in schedule.steps if s < first_step]
+            if early:
+                raise ValueError(f"steps {early} come before first_step={first_step}: they can never be recorded")
         self.options = CaptureOptions(
             model=model, cuda=bool(cuda), memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
-            flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels,
+            flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels, first_step=first_step,
         )  # fmt: skip
         self.name = name
         self.interrupted: BaseException | None = None
@@ -157,8 +176,18 @@ class Profiler:
 
     @property
     def step_num(self) -> int:
-        """Iterations marked by :meth:`step` so far (torch's counter)."""
-        return self._session.step_num if self._session is not None else 0
+        """The number of the iteration running now: ``first_step`` plus the iterations marked by
+        :meth:`step` so far (torch's counter)."""
+        return self._session.step_num if self._session is not None else self.options.first_step
+
+    def region(self, name: str) -> Any:
+        """A context manager that makes the code inside it a region of the tree named ``name``
+        (beside the layers it runs, as ``torch.profiler.record_function`` does): for frameworks
+        that announce their phases (a trainer's data loading, its hooks). Regions must nest; a
+        region opened while nothing is recorded is simply not in the profile."""
+        if not isinstance(name, str):
+            raise TypeError(f"a region's name must be a string, not {type(name).__name__}")
+        return CaptureSession.region(name)
 
     @property
     def wall_us(self) -> float | None:
@@ -184,7 +213,7 @@ class Profiler:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
         assert self._builder is not None
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
-                              compiled=self._builder.compiled.graphs)  # fmt: skip
+                              compiled=self._builder.compiled.graphs, step_times=_step_columns(session.step_times()))  # fmt: skip
         block_wall_us = session.wall_us
 
         def build() -> Any:
@@ -283,6 +312,13 @@ def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
     ids = sorted({key.rsplit(" ", 1)[0] for key in builder.compiled.unmapped})
     return [f"torch.compile'd graph {cid} has no layer map ({reasons.get(cid, 'compiled with no layer map kept')}): "
             "its time stays on the module that ran it and its FLOPs are unknown (NaN)" for cid in ids]  # fmt: skip
+
+
+def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:
+    """The steps a session marked, column-wise as ``Recording.step_times`` keeps them."""
+    if not rows:
+        return {}
+    return {name: list(values) for name, values in zip(STEP_TIME_COLUMNS[1:], zip(*rows))}  # all but rank
 
 
 def _module_calls(tree: Any) -> int:

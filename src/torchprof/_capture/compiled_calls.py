@@ -96,6 +96,8 @@ def _call(module: Any, compiled_call: Any, hooks: Any) -> Any:
     enter, exit_ = hooks.functions()
 
     def call(*args: Any, **kwargs: Any) -> Any:
+        if not hooks.recording():  # a schedule's idle step: as without torchprof
+            return compiled_call(*args, **kwargs)
         enter(module, args)
         hidden = hooks.hide_while_compiled()
         try:

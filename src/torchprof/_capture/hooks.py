@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .replay import CallRecorder
 
 
+#: What :meth:`~torchprof._capture.replay.CallRecorder.root_call` returns for a root call not
+#: replayed itself, whose module calls are replayed instead (each as a root of its own).
+PASS_THROUGH = object()
+
+
 class _Stack(list):
     """One thread's open module calls, and how many module calls that thread made."""
 
@@ -90,6 +95,7 @@ class ModuleTracker:
         self._wrapper_of: dict[int, Any] = {}  # id(model) -> the torch.compile wrapper around it
         self._unwrapped: dict[int, Any] = {}  # id(torch.compile wrapper) -> the model it wraps
         self._keep: list[Any] = []
+        self._paused = False  # out of torch's tables for a schedule's idle steps (show() keeps them out)
         from torch.fx import GraphModule
 
         self._graph_module = GraphModule
@@ -153,8 +159,23 @@ class ModuleTracker:
             _GLOBAL_HOOKS.hide()
 
     def show(self) -> None:
-        if _GLOBAL_HOOKS.owner is self:
+        if _GLOBAL_HOOKS.owner is self and not self._paused:
             _GLOBAL_HOOKS.show()
+
+    def pause(self) -> bool:
+        """Take the hooks out while nothing is recorded (a schedule's idle steps), so module calls
+        then cost what they cost without torchprof. Refused (False) while a module call is open
+        on any thread: its exit hook must still run to close its range."""
+        if any(self._stacks):
+            return False
+        self._paused = True
+        self.hide()
+        return True
+
+    def resume(self) -> None:
+        """Put the hooks back after :meth:`pause`."""
+        self._paused = False
+        self.show()
 
     # -- the hooks (hot path) -----------------------------------------------------------------
     def _enter(self, module: Any, args: Any) -> None:
@@ -180,7 +201,7 @@ class ModuleTracker:
             with self._naming:  # two threads meeting a new root at once must not label it twice
                 named = self._names.get(key) or self._name(module, stack, args)
         sig = None
-        if not stack and self.calls is not None:
+        if self.calls is not None and (not stack or stack[-1][4] is PASS_THROUGH):
             compiled = id(module) in self._wrapper_of or module.__dict__.get("_compiled_call_impl") is not None
             sig = self.calls.root_call(module, named[0], args, compiled)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
@@ -212,7 +233,7 @@ class ModuleTracker:
             entry = stack.pop()
             entry[2].__exit__(None, None, None)
             if entry[0] is module:
-                if entry[4] is not None and self.calls is not None:
+                if entry[4] is not None and entry[4] is not PASS_THROUGH and self.calls is not None:
                     self.calls.root_output(entry[4], output)
                 break
 
@@ -422,6 +443,11 @@ class GlobalHooks:
         if self._fns is None:
             self._fns = dynamo_safe(self._enter, self._exit)
         return self._fns
+
+    def recording(self) -> bool:
+        """A Profiler owns the hooks and has not paused them (a schedule's idle steps)."""
+        owner = self.owner
+        return owner is not None and not owner._paused
 
     def hide_while_compiled(self) -> bool:
         """Take the hooks out of the tables for a compiled call; True when they were in them."""

@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
+from .hooks import PASS_THROUGH
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
@@ -104,8 +105,14 @@ class CallRecorder:
         self.roots: dict[str, RootCalls] = {}
         self._handles: list[Any] = []
 
-    def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Signature | None:
-        """Note one call of a root module; returns its signature (None: not replayed)."""
+    def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Any:
+        """Note one call of a root module; returns its signature (None: not replayed), or
+        :data:`PASS_THROUGH` for a call whose ``forward`` was replaced for that call alone (Lightning
+        runs ``training_step`` through a wrapper's forward this way): a copy replayed later would
+        not run it, so the module calls it makes are replayed instead."""
+        patched = getattr(module, "__dict__", {}).get("forward")
+        if patched is not None and getattr(patched, "__self__", None) is not module:
+            return PASS_THROUGH
         inner = getattr(module, "module", None)
         if type(module).__name__ in _WRAPPERS and isinstance(inner, self._module):
             # DDP and DataParallel run the wrapped module on the same arguments: replaying the

@@ -56,6 +56,8 @@ class CaptureOptions:
     schedule: Callable[[int], Any] | None = None
     on_trace_ready: Callable[[Any], Any] | None = None
     labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None
+    first_step: int = 0
+    """The number of the step that runs when the session starts (torch counts from 0)."""
 
 
 #: The session that is running in this process, if any (torch allows one profiler at a time).
@@ -120,6 +122,10 @@ class CaptureSession:
         self._calls: CallRecorder | None = None
         self._replays: dict[str, list[ReplayRun]] = {}  # by root path
         self._fake_replays: dict[str, list[ReplayRun]] = {}
+        self._step_times: list[tuple[int, float, bool]] = []  # (step, wall µs, recorded) per step() mark
+        self._step_mark = 0.0
+        self._none: Any = None  # torch's ProfilerAction.NONE, and the actions that record (set at start)
+        self._active_actions: tuple[Any, ...] = ()
 
     @property
     def running(self) -> bool:
@@ -161,8 +167,9 @@ class CaptureSession:
     def start(self) -> None:
         global _active
         import torch
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
+        self._none, self._active_actions = ProfilerAction.NONE, (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         if _active is not None:
             raise ProfilerError("a torchprof Profiler is already running; finish it before starting another")
         if torch.autograd.profiler._is_profiler_enabled:
@@ -189,6 +196,8 @@ class CaptureSession:
             on_trace_ready=self._cycle_ready if opts.schedule is not None or opts.on_trace_ready is not None else None,
             experimental_config=experimental,
         )
+        if opts.first_step:
+            _start_at_step(self._torch_profile, opts.first_step)
         self._sigint.install()  # from here a Ctrl-C waits for the start to complete, then undoes it
         try:
             _active = self
@@ -203,6 +212,7 @@ class CaptureSession:
             with quiet_native_stderr():
                 self._torch_profile.start()
             self._tracker.install(every_thread=self._every_thread)
+            self._follow_schedule()
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
@@ -211,7 +221,7 @@ class CaptureSession:
             self._sigint.pending = False  # the start is undone and this exception raised: that is the answer to it
             run_all([lambda: self._teardown(stop_torch=False), self._sigint.uninstall])
             raise
-        self._t0 = time.perf_counter()
+        self._t0 = self._step_mark = time.perf_counter()
 
     @lifecycle
     def stop(self) -> None:
@@ -336,12 +346,54 @@ class CaptureSession:
     def step(self) -> None:
         if self._torch_profile is None or _active is not self:
             raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
-        with quiet_native_stderr(), warnings.catch_warnings():
-            # torch warns that each cycle replaces the last one's events; torchprof keeps every
-            # cycle in its tree, so the warning would only mislead.
-            warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
-            self._torch_profile.step()
+        ended = time.perf_counter()
+        prof, schedule, none = self._torch_profile, self.options.schedule, self._none
+        self._step_times.append((self.step_num, (ended - self._step_mark) * 1e6, self._recording()))
+        try:
+            if schedule is not None and prof.current_action is none and schedule(prof.step_num + 1) is none:
+                # Idle to idle: torch only moves its counter (and its step range), kineto says
+                # nothing, and the hooks stay out: a long wait costs the loop next to nothing.
+                prof.step()
+            else:
+                with quiet_native_stderr(), warnings.catch_warnings():
+                    # torch warns that each cycle replaces the last one's events; torchprof keeps
+                    # every cycle in its tree, so the warning would only mislead.
+                    warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
+                    prof.step()
+                self._follow_schedule()
+        finally:
+            # The next step's clock starts now: folding a finished cycle in is not the loop's time.
+            self._step_mark = time.perf_counter()
         self._sigint.raise_pending()  # a Ctrl-C held while a cycle was folded in
+
+    def _recording(self) -> bool:
+        """torch's profiler records the step that runs now (a schedule's active phase)."""
+        return self._torch_profile.current_action in self._active_actions
+
+    def _follow_schedule(self) -> None:
+        """The module hooks are out of torch's tables during a schedule's idle steps (torch's
+        profiler records nothing then either), so a long wait before the recorded steps costs
+        the loop nothing; they are back from the warm-up step on."""
+        if self.options.schedule is None or self._tracker is None:
+            return
+        if self._torch_profile.current_action is self._none:
+            self._tracker.pause()
+        else:
+            self._tracker.resume()
+
+    def step_times(self) -> list[tuple[int, float, bool]]:
+        """``(step, wall µs, recorded)`` of each step marked by :meth:`step`: the time from the
+        previous mark (or the start) to this one, the time spent folding a cycle in left out."""
+        return list(self._step_times)
+
+    @staticmethod
+    def region(name: str) -> Any:
+        """A named range for code outside torchprof to open and close: torch's user-scope
+        ``record_function``, which the tree makes a region (a fast range of another scope would
+        read as an op)."""
+        from torch.autograd.profiler import record_function
+
+        return record_function(name)
 
     @property
     def step_num(self) -> int:
@@ -503,6 +555,16 @@ def _stacklevel_outside_torchprof() -> int:
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return level
+
+
+def _start_at_step(prof: Any, step: int) -> None:
+    """Number torch's steps from ``step`` (its ``ProfilerStep#N`` ranges and the schedule's
+    argument), for a session started in the middle of a run."""
+    prof.step_num = step
+    action = prof.schedule(step)
+    prof.current_action = action
+    if hasattr(prof, "_prev_schedule_action"):  # torch 2.10+: what step() compares cycles against
+        prof._prev_schedule_action = action
 
 
 def _recorded(result: Any) -> Any:

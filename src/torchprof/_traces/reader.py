@@ -23,7 +23,15 @@ from decimal import ROUND_FLOOR, Context, Decimal
 from typing import Any
 
 from .._files import TraceError, parse_json, plain_numbers, read_bytes
-from .._records import CompiledGraph, EventColumns, ModuleInfo, Recording, module_range_name, parse_module_range
+from .._records import (
+    CompiledGraph,
+    EventColumns,
+    ModuleInfo,
+    Recording,
+    checked_step_times,
+    module_range_name,
+    parse_module_range,
+)
 from .._vocab import (
     CATEGORY_KIND,
     COMPILED_REGION_PREFIX,
@@ -483,7 +491,7 @@ def _recording(data: Any, where: str, exact: bool) -> Recording:
         meta["distributedInfo"] = block["distributedInfo"]
     label = block.get("label") or _stem(where)
     cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
-                    compiled=block.get("compiled", {}))
+                    compiled=block.get("compiled", {}), step_times=block.get("step_times", {}))
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap
@@ -541,7 +549,21 @@ def _meta_block(block: Any) -> dict[str, Any]:
         if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):
             raise TraceError(f"'{key}.recorded' must be an object of true/false flags, not {_clip(recorded)}")
         out["recorded"] = recorded
+    step_times = block.get("step_times")
+    if step_times is not None:
+        try:
+            out["step_times"] = checked_step_times(_floats(plain_numbers(step_times), "wall_us"))
+        except ValueError as exc:
+            raise TraceError(f"'{key}.step_times': {exc}") from None
     return out
+
+
+def _floats(columns: Any, name: str) -> Any:
+    """``columns[name]`` as floats where it holds numbers (an exact parse gives a time with
+    decimals as a Decimal)."""
+    if isinstance(columns, dict) and isinstance(columns.get(name), list):
+        return {**columns, name: [float(v) if type(v) in (int, float, Decimal) else v for v in columns[name]]}
+    return columns
 
 
 def _stem(path: str) -> str:

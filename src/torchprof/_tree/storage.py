@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from .._files import TraceError
-from .._records import ModuleInfo, Recording
+from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
 from .tree import Tree
 
@@ -46,6 +46,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
             "wall_us": recording.wall_us,
             "modules": {p: m.to_json() for p, m in recording.modules.items()},
             "meta": {k: v for k, v in recording.meta.items() if _plain(v)},
+            "step_times": recording.step_times,
         },
     }
 
@@ -99,6 +100,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             wall_us=c.get("wall_us"),
             label=c.get("label", "profile"),
             meta={**c.get("meta", {}), "saved": where},
+            step_times=checked_step_times(c.get("step_times") or {}),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise TraceError(f"{where} is damaged: {exc!r}") from exc

@@ -30,6 +30,8 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "compiled": {key: graph.to_json() for key, graph in recording.compiled.items()},
         # The rank, for a trace torch wrote without it (the process group began after profiling).
         **({"distributedInfo": meta["distributedInfo"]} if isinstance(meta.get("distributedInfo"), dict) else {}),
+        # Every step's wall time, recorded or not (a long run's outliers), for a merged job too.
+        **({"step_times": recording.step_times} if recording.step_times else {}),
         "recorded": {
             "shapes": bool(shapes),
             "memory": tree.has_memory,
