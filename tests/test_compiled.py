@@ -264,6 +264,31 @@ def test_a_compiled_graph_without_a_map_reads_nan_with_the_reason_never_zero(ind
     assert any("an example failure" in note for note in prof.summary["warnings"])
 
 
+@pytest.mark.slow
+def test_capture_compiled_records_the_map_while_compiling_and_names_rows_as_eager(inductor_cache, monkeypatch):
+    import torch._dynamo
+
+    from torchprof._capture import compiled_warm
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = Attention()
+    x = torch.randn(2, 4, 16)
+    with torchprof.Profiler(shapes=True) as eager:
+        training_step(model, model, x)()
+    step = training_step(model, torch.compile(model), x)
+    with torchprof.capture_compiled():
+        step()  # compiles, recording which layer each kernel computes
+    monkeypatch.setattr(compiled_warm, "_relower", None)  # the profile needs no second lowering
+    with torchprof.Profiler() as prof:
+        step()
+    df = prof.df
+    assert "" not in set(df.name)  # a kernel fusing two layers' work once made a row named ''
+    assert set(df[df.kind == "module"].index) == {"Attention", "Attention.attn", "Attention.fc"}
+    assert df.loc["Attention.fc", "bwd_cpu_us"] > 0
+    assert df.loc["Attention", "macs"] == eager.df.loc["Attention", "macs"]
+
+
 class Sorting(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -311,8 +336,8 @@ def test_cpu_time_of_several_threads_is_said_to_be_summed_and_given_per_thread(m
     assert len(busy) >= 2 and prof.summary["threads"] == len(busy)
     assert threads.cpu_us.sum() == pytest.approx(prof.summary["cpu_us"], rel=1e-6)
     assert (threads.compile_us == 0).all() and set(threads.did) == {"running"}
-    assert f"over {len(busy)} threads" in prof.summary_line()
-    assert f"CPU times are summed over {len(busy)} threads" in str(prof).replace("\n", " ")
+    assert prof.summary["threads_at_once"] and f"over {len(busy)} threads" in prof.summary_line()
+    assert f"CPU times are summed over {len(busy)} threads that ran at once" in str(prof).replace("\n", " ")
 
 
 @pytest.mark.slow

@@ -108,8 +108,10 @@ class TreeBuilder:
         self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
         self.compiled_unknown: dict[str, int] = {}
         self.compilation_nodes: set[int] = set()  # "(compilation)" rows: compile time, no ops
-        # Per thread (the source's thread id): [CPU ns of its outermost ranges, of them compiling].
+        # Per thread (the source's thread id): [CPU ns of its outermost ranges, of them compiling];
+        # and the time any thread ran a range (their union, summed over cycles).
         self.threads: dict[Any, list[int]] = {}
+        self.cpu_union_ns = 0
         self.unmapped_graph_nodes: set[int] = set()
         self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
 
@@ -227,6 +229,7 @@ class TreeBuilder:
         runs: dict[int, GraphRun] = {}  # graph-call event -> its run
         compiling = self.compilation_nodes
         threads = self.threads
+        spans: list[tuple[int, int]] = []  # every thread's outermost ranges
         runs_seen: set[tuple[int, int]] = set()
         root = self.root
         n_kind, n_bwd, n_owner, n_children, n_covered = nodes.kind, nodes.bwd, nodes.owner, nodes.children, nodes.covered
@@ -256,6 +259,7 @@ class TreeBuilder:
                     if row is None:
                         row = threads[tids[i]] = [0, 0]
                     row[0] += e - s
+                    spans.append((s, e))
             if compiling and pnode in compiling:
                 # Inside a compilation range: Dynamo's tracing and Inductor's passes run ops too
                 # (on fake tensors); all of it is the compile's time, none of it a layer's op. (Its
@@ -333,6 +337,7 @@ class TreeBuilder:
                     runtime_by_corr[c] = p
             elif k == REGION and name.startswith(STEP_PREFIX):
                 self.steps.append({"step": _step_number(name[len(STEP_PREFIX):]), "start_ns": s, "wall_us": (e - s) / 1000.0, "node": node})
+        self.cpu_union_ns += _union(spans)
         return node_of, runtime_by_corr, flop_ops, mem_events
 
     def _backward_target(self, pnode: int, owner: int, unattributed: dict[int, int]) -> int:
@@ -712,3 +717,16 @@ class _StepsAt:
         if k >= 0 and t < self._spans[k][1]:
             return self._spans[k][2]
         return -1
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    """Total length of the union of intervals. O(n log n)."""
+    total, end = 0, None
+    for s, e in sorted(spans):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total

@@ -283,6 +283,7 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_time_us=gpu_time(builder),
         comm_us=builder.comm_ns / US,
         memory=memory_report(builder.ledger, builder.tensors, order, paths, columns["module"]) if builder.memory else {},
+        cpu_union_us=builder.cpu_union_ns / US if builder.threads else NAN,
         threads=[{"thread": tid, "cpu_us": cpu / US, "compile_us": compile_ns / US}
                  for tid, (cpu, compile_ns) in sorted(builder.threads.items(), key=lambda kv: -kv[1][0])],
     )

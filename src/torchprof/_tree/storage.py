@@ -41,6 +41,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
         "memory": tree.memory,
         "threads": [{k: _jsonable(v) for k, v in row.items()} for row in tree.threads],
+        "cpu_union_us": _jsonable(tree.cpu_union_us),
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -93,6 +94,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
             memory=_memory(data.get("memory"), n),
             threads=[{k: _from_json(v) for k, v in dict(row).items()} for row in data.get("threads", [])],
+            cpu_union_us=float(_from_json(data.get("cpu_union_us"))),
         )
         c = data.get("capture", {})
         recording = Recording(

@@ -60,6 +60,7 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     }
     if tree.threads:
         out["threads"] = len(busy_threads(tree))
+        out["threads_at_once"] = threads_at_once(tree)
         out["compile_cpu_us"] = sum(t["compile_us"] for t in tree.threads)
     if tree.has_memory:
         out["peak_at"] = peak_at(tree)
@@ -78,6 +79,15 @@ def busy_threads(tree: Tree) -> list[dict[str, Any]]:
     """The threads whose CPU time the root's total sums (those with a share of it worth naming)."""
     total = sum(t["cpu_us"] for t in tree.threads)
     return [t for t in tree.threads if total and t["cpu_us"] >= BUSY_THREAD_SHARE * total]
+
+
+def threads_at_once(tree: Tree) -> bool:
+    """Several threads ran at the same time for a share of the run worth naming, so the CPU
+    total sums their work and can exceed the wall time (a hand-off, as a backward pass on
+    autograd's thread while the caller waits, sums nothing twice)."""
+    total = sum(t["cpu_us"] for t in tree.threads)
+    union = tree.cpu_union_us
+    return len(busy_threads(tree)) > 1 and not is_missing(union) and total - union > BUSY_THREAD_SHARE * union
 
 
 def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:

@@ -48,6 +48,9 @@ class Tree:
     """The CPU time of each thread that recorded events (its outermost ranges), most first:
     ``thread`` (the trace's thread id), ``cpu_us`` and, of it, ``compile_us`` (compiling a
     ``torch.compile``'d graph). The root's CPU total is their sum."""
+    cpu_union_us: float = float("nan")
+    """The time any thread ran a recorded range: the union of the threads' outermost ranges.
+    The CPU total exceeds it by the time threads ran at once."""
     memory: dict[str, Any] = field(default_factory=dict)
     """Memory over time (with ``memory=True``; see :func:`~torchprof._tree.memory.memory_report`):
     ``devices`` (per device name: the peak, when, in which row and phase, and what was alive

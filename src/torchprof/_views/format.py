@@ -114,7 +114,7 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     cpu, fwd, bwd, other = get("cpu_us"), get("forward_cpu_us"), get("backward_cpu_us"), get("other_cpu_us")
     add("wall", get("wall_us"), time_us(get("wall_us")), "Wall-clock time of the profiled block")
     threads = s.get("threads", 1)
-    if isinstance(threads, int) and threads > 1:
+    if isinstance(threads, int) and threads > 1 and s.get("threads_at_once"):
         add("CPU", cpu, f"{time_us(cpu)} over {threads} threads",
             f"CPU time covered by the tree's root, summed over {threads} threads (prof.by_thread() gives each)")  # fmt: skip
     else:
