@@ -287,6 +287,12 @@ def test_capture_compiled_records_the_map_while_compiling_and_names_rows_as_eage
     assert set(df[df.kind == "module"].index) == {"Attention", "Attention.attn", "Attention.fc"}
     assert df.loc["Attention.fc", "bwd_cpu_us"] > 0
     assert df.loc["Attention", "macs"] == eager.df.loc["Attention", "macs"]
+    # Fused C++ kernels were ranges of their own while profiling, and are the compiled ones again.
+    assert any("/cpp_fused_" in path for path in df.index)
+    from torch._inductor.codecache import PyCodeCache
+
+    kernels = [v for m in PyCodeCache.modules for k, v in vars(m).items() if k.startswith("cpp_") and callable(v)]
+    assert kernels and not any(hasattr(k, "torchprof_kernel") for k in kernels)
 
 
 class Sorting(nn.Module):
