@@ -347,6 +347,32 @@ def test_cpu_time_of_several_threads_is_said_to_be_summed_and_given_per_thread(m
 
 
 @pytest.mark.slow
+def test_a_module_compiled_before_the_first_profiler_of_a_process_adds_no_graph(tmp_path):
+    # torchprof notes module.compile() calls once a Profiler has run; modules compiled before
+    # that are found by a scan at the first Profiler's start.
+    script = tmp_path / "warm.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+        from torch._dynamo.utils import counters
+        import torchprof
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+        model.compile(backend="aot_eager")
+        x = torch.randn(4, 8)
+        for _ in range(2):
+            model(x).sum().backward()
+        before = dict(counters["stats"])
+        with torchprof.Profiler() as prof:
+            model(x).sum().backward()
+        assert dict(counters["stats"]) == before, (counters["stats"], before)
+        assert prof.df.loc["Sequential", "fwd_cpu_us"] > 0
+        print("no graph added")
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and "no graph added" in done.stdout, done.stderr[-3000:]
+
+
+@pytest.mark.slow
 def test_the_command_line_profiles_a_script_that_compiles_its_model(tmp_path):
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent("""
