@@ -79,12 +79,21 @@ class SigintDeferral:
     def uninstall(self) -> None:
         if not self._installed:
             return
+        interrupted = False
         try:
-            if signal.getsignal(signal.SIGINT) == self._handle:
-                signal.signal(signal.SIGINT, self._previous)
+            while signal.getsignal(signal.SIGINT) == self._handle:
+                try:
+                    signal.signal(signal.SIGINT, self._previous)
+                except KeyboardInterrupt:
+                    # signal.signal() runs pending handlers before it sets one: a Ctrl-C arriving
+                    # just then is forwarded (raised) and the handler is not replaced. Put it
+                    # back anyway, then raise the Ctrl-C.
+                    interrupted = True
         except (ValueError, OSError, RuntimeError):  # stopped from another thread: leave it, it only forwards
             return
         self._installed = False
+        if interrupted:
+            raise KeyboardInterrupt
 
     def raise_pending(self) -> None:
         """Raise the Ctrl-C held during the step just finished, if one was."""
