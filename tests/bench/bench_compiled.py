@@ -1,6 +1,6 @@
 """What profiling a ``torch.compile``d model costs, measured side by side in one run.
 
-    .venv/bin/python tests/bench/bench_compiled.py [--rounds 9] [--cold-rounds 3]
+    .venv/bin/python tests/bench/bench_compiled.py [--rounds 9] [--cold-rounds 3] [--threads 1]
 
 For a small CNN and a transformer block (Inductor on the CPU), each training step in a ``with``
 block under ``torchprof.Profiler()``, a bare ``torch.profiler.profile()`` (its defaults, which are
@@ -56,10 +56,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--cold-rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="intra-op threads (default 1: on a shared machine OpenMP's spinning threads swamp the timings)")  # fmt: skip
     args = parser.parse_args()
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torchprof-bench-inductor-"))
 
     import torch
+
+    torch.set_num_threads(args.threads)
     import torch._dynamo
     from torch.profiler import ProfilerActivity, profile
 
