@@ -323,12 +323,49 @@ def test_an_optimizers_state_and_the_gradients_are_named_at_an_optimizer_peak():
     parts = prof.memory_breakdown()
     assert parts.loc["optimizer_state", "bytes"] == state_bytes
     assert parts.loc["gradient", "bytes"] == param_bytes
-    # the parameters were allocated before profiling: torch's host total does not count them
-    assert parts.loc["parameter", "bytes"] == 0 and parts.loc["parameter", "not_in_peak"] == param_bytes
-    assert parts["bytes"].sum() == at["bytes"]
+    # the parameters were allocated before profiling: torch's host total leaves them out, the peak counts them
+    assert parts.loc["parameter", "bytes"] == param_bytes and parts["not_in_peak"].sum() == 0
+    assert parts["bytes"].sum() == at["bytes"] == prof.summary["peak_cpu_mem"] == prof.df["peak_cpu_mem"].iloc[0]
     by_layer = prof.memory_breakdown(by="layer")
     assert by_layer.loc["Sequential.0", "optimizer_state"] == sum(
         t.untyped_storage().nbytes() for p in net[0].parameters() for t in opt.state[p].values())
+
+
+def test_a_peak_counts_parameters_gradients_and_optimizer_state_made_before_the_profiler_opened():
+    """Issue 16: a model warmed up before the block (its parameters, gradients and Adam's state
+    all exist) had parameter = 0 and gradient = 0 at the peak, and a peak without them."""
+    import torch
+    from torch import nn
+
+    import torchprof
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256))
+    opt = torch.optim.Adam(net.parameters())
+    x = torch.randn(8, 256)
+
+    def step():
+        net(x).sum().backward()
+        opt.step()
+
+    step()  # parameters, gradients and optimizer state now exist; the gradients are kept (no zero_grad)
+    with torchprof.Profiler(memory=True) as prof:
+        step()
+    param_bytes = sum(p.untyped_storage().nbytes() for p in net.parameters())
+    grad_bytes = sum(p.grad.untyped_storage().nbytes() for p in net.parameters())
+    state_bytes = sum(t.untyped_storage().nbytes() for s in opt.state.values() for t in s.values())
+    parts = prof.memory_breakdown()
+    assert parts.loc["parameter", "bytes"] == param_bytes
+    assert parts.loc["gradient", "bytes"] == grad_bytes  # accumulated into in place: allocated before the block
+    assert parts.loc["optimizer_state", "bytes"] == state_bytes
+    assert parts["not_in_peak"].sum() == 0
+    peak = prof.summary["peak_cpu_mem"]
+    assert parts["bytes"].sum() == peak == prof.summary["peak_at"]["cpu"]["bytes"] == prof.df["peak_cpu_mem"].iloc[0]
+    # torch's own figure (its host total counts only blocks allocated while it records) plus what it leaves out
+    device = prof.tree.memory["devices"]["cpu"]
+    assert device["allocator_peak"] == max(prof.memory_timeline()["allocated"]) - device["before_block"]
+    assert device["before_block"] >= param_bytes + grad_bytes + state_bytes - device["allocator_peak"]
+    assert peak >= param_bytes + grad_bytes + state_bytes
 
 
 def test_activation_checkpointing_keeps_less():

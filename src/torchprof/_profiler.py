@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._capture.distributed import distributed_info
+from ._capture.facts import RunFacts
 from ._capture.interrupts import lifecycle
+from ._capture.quiet import StderrFilter
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._tree.devices import choose_peak
 from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
 from ._vocab import RECOMPUTE, NodeKind
 
@@ -50,6 +54,9 @@ class Profiler:
             :meth:`step` once per iteration. Each completed cycle is folded into the tree.
         labels: names for root modules (e.g. their variable names), used instead of class names:
             a mapping ``{module: name}``, or a callable asked the first time a root module runs.
+        peak_flops: what MFU is measured against: FLOP/s (a number), or a data type (``"bf16"``,
+            ``"fp32"``, ``"tf32"``, ``"fp16"``, ``"fp8"``) of the device, which is otherwise
+            recognised from ``torch.cuda.get_device_properties`` at the dtype the model computed in.
     """
 
     def __init__(
@@ -65,6 +72,7 @@ class Profiler:
         schedule: Callable[[int], Any] | None = None,
         on_trace_ready: Callable[[Any], Any] | None = None,
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
+        peak_flops: float | str | None = None,
     ) -> None:
         import torch
 
@@ -81,11 +89,15 @@ class Profiler:
             flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels,
         )  # fmt: skip
         self.name = name
+        choose_peak({}, peak_flops, False)  # a bad value is an error now, not after the run
+        self.peak_flops = peak_flops
         self.interrupted: BaseException | None = None
         """The exception that ended the profiled block early, if one did."""
         self._session: CaptureSession | None = None
         self._builder: TreeBuilder | None = None
         self._result: Result | None = None
+        self._facts: RunFacts | None = None
+        self._stderr = StderrFilter()
 
     # -- the run ----------------------------------------------------------------------------------
     # Starting and stopping are lifecycle steps: a Ctrl-C that arrives during one (even on the
@@ -110,7 +122,16 @@ class Profiler:
         opts = self.options
         self._builder = self._new_builder()
         session = CaptureSession(opts, self._fold)
-        session.start()  # raises (and leaves nothing behind) when another profiler runs or it is interrupted
+        self._facts = RunFacts()
+        if opts.memory:
+            # c10 logs a line to fd 2 for each block from before the run freed inside it (every
+            # 1000th): the user's own output keeps flowing, that line is dropped.
+            self._stderr.start()
+        try:
+            session.start()  # raises (and leaves nothing behind) when another profiler runs or it is interrupted
+        except BaseException:
+            self._stderr.stop()
+            raise
         self._session = session
         return self
 
@@ -139,6 +160,7 @@ class Profiler:
             session.stop()
         finally:
             try:
+                self._stderr.stop()
                 self._result = self._make_result(session)
             finally:
                 session.release_interrupts()
@@ -182,6 +204,11 @@ class Profiler:
             meta["distributedInfo"] = rank
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
+        if self._facts is not None:
+            # Facts for MFU and the insights: never worth losing the profile over.
+            with contextlib.suppress(Exception):
+                meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda))
+        peak = choose_peak(meta, self.peak_flops, opts.cuda)
         assert self._builder is not None
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
                               compiled=self._builder.compiled.graphs)  # fmt: skip
@@ -204,6 +231,7 @@ class Profiler:
             recording.modules = builder.modules
             recording.compiled = builder.compiled.graphs
             recording.tensors = builder.tensors = session.known_tensors()
+            builder.peak_flops = peak
             if opts.schedule is not None and block_wall_us is not None:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.

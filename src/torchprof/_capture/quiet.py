@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO
@@ -87,3 +88,113 @@ def _replay(sink: IO[bytes]) -> None:
     if kept:
         with suppress(OSError, ValueError):
             sys.stderr.write("".join(kept))
+
+
+#: The line c10's CPU allocator logs (``LOG(WARNING)``, straight to fd 2) when a block allocated
+#: before profiling started is freed while a profiler records memory: it says nothing about the
+#: user's code, and torchprof counts those blocks itself (parameters, gradients, optimizer state).
+_UNKNOWN_SIZE = re.compile(rb"Memory block of unknown size was allocated before the profiling started")
+#: How long ``stop`` waits for the pump to pass on what was written before it (normally microseconds).
+_SYNC_TIMEOUT_S = 2.0
+
+
+class StderrFilter:
+    """While a profiled block runs with memory recorded: fd 2 goes through a pipe, and a thread
+    writes every line on to the real fd 2 at once, except c10's "unknown size" warning.
+
+    The user's own output keeps flowing as it is written (a line without its newline yet is passed
+    on as soon as it cannot be the start of that warning). At :meth:`stop` fd 2 is put back after
+    everything written before it has been passed on; processes started inside the block (DataLoader
+    workers) keep the pipe and the thread keeps passing their output on until they close it. Any
+    failure to set this up leaves fd 2 as it was.
+    """
+
+    def __init__(self) -> None:
+        self._fd = -1
+        self._saved = -1
+        self._synced = threading.Event()
+        self._marker = b""
+
+    def start(self) -> None:
+        try:
+            fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+        except (AttributeError, OSError, ValueError):
+            fd = 2
+        try:
+            saved = os.dup(fd)
+        except OSError:
+            return
+        try:
+            read, write = os.pipe()
+        except OSError:
+            os.close(saved)
+            return
+        for stream in (sys.stderr, sys.__stderr__):
+            with suppress(OSError, ValueError, AttributeError):
+                if stream is not None:
+                    stream.flush()
+        try:
+            os.dup2(write, fd)
+        except OSError:
+            for f in (read, write, saved):
+                os.close(f)
+            return
+        os.close(write)
+        self._fd, self._saved = fd, saved
+        self._marker = b"\x00torchprof-stderr-sync-" + os.urandom(8).hex().encode() + b"\n"
+        threading.Thread(target=self._pump, args=(read, saved, self._marker), name="torchprof-stderr", daemon=True).start()
+
+    def stop(self) -> None:
+        """Put fd 2 back, once what was written before has been passed on."""
+        fd, saved = self._fd, self._saved
+        if fd < 0:
+            return
+        self._fd = -1
+        for stream in (sys.stderr, sys.__stderr__):
+            with suppress(OSError, ValueError, AttributeError):
+                if stream is not None:
+                    stream.flush()
+        with suppress(OSError):
+            os.write(fd, self._marker)
+            self._synced.wait(_SYNC_TIMEOUT_S)
+        _restore(saved, fd)
+
+    def _pump(self, read: int, out: int, marker: bytes) -> None:
+        pending = b""
+        try:
+            while True:
+                try:
+                    chunk = os.read(read, 65536)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                pending += chunk
+                lines = pending.split(b"\n")
+                pending = lines.pop()
+                kept = []
+                for line in lines:
+                    if line + b"\n" == marker:
+                        self._synced.set()
+                    elif not _UNKNOWN_SIZE.search(line):
+                        kept.append(line + b"\n")
+                if pending and not b"[W".startswith(pending[:2]) and not marker.startswith(pending):
+                    kept.append(pending)  # a partial line (a progress bar) that is not the warning: on at once
+                    pending = b""
+                if kept:
+                    _write_all(out, b"".join(kept))
+            if pending and not _UNKNOWN_SIZE.search(pending):
+                _write_all(out, pending)
+        finally:
+            self._synced.set()
+            for f in (read, out):
+                with suppress(OSError):
+                    os.close(f)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with suppress(OSError):
+        while data:
+            data = data[os.write(fd, data) :]

@@ -241,6 +241,16 @@ class CaptureSession:
         if look and self._tracker is not None:
             watch.at_stop(self._tracker.roots())
 
+    def root_modules(self) -> list[tuple[Any, str]]:
+        """The root modules the hooks saw, with their labels."""
+        return self._tracker.roots() if self._tracker is not None else []
+
+    def autocast_dtypes(self) -> list[Any]:
+        """The dtypes of the autocast contexts root module calls ran in (known without shapes=True)."""
+        if self._calls is None:
+            return []
+        return [dtype for calls in self._calls.roots.values() for sig in calls.signatures.values() for _, dtype in sig.autocast]
+
     def known_tensors(self) -> list[KnownTensor]:
         """Parameters, gradients and optimizer state seen during the run (``memory=True`` only)."""
         return self._tensors.collect() if self._tensors is not None else []

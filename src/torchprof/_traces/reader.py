@@ -23,7 +23,15 @@ from decimal import ROUND_FLOOR, Context, Decimal
 from typing import Any
 
 from .._files import TraceError, parse_json, plain_numbers, read_bytes
-from .._records import CompiledGraph, EventColumns, ModuleInfo, Recording, module_range_name, parse_module_range
+from .._records import (
+    CompiledGraph,
+    EventColumns,
+    KnownTensor,
+    ModuleInfo,
+    Recording,
+    module_range_name,
+    parse_module_range,
+)
 from .._vocab import (
     CATEGORY_KIND,
     COMPILED_REGION_PREFIX,
@@ -481,9 +489,17 @@ def _recording(data: Any, where: str, exact: bool) -> Recording:
             meta[key] = plain_numbers(top[key]) if exact else top[key]
     if "distributedInfo" not in meta and "distributedInfo" in block:
         meta["distributedInfo"] = block["distributedInfo"]
+    for key in ("compute_dtype", "flops_counts"):  # torchprof's own exports: the dtype (MFU), replayed FLOPs
+        if key in block:
+            meta[key] = block[key]
     label = block.get("label") or _stem(where)
     cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
                     compiled=block.get("compiled", {}))
+    if block.get("tensors"):
+        # Seen on the live run's clock (ns since the epoch); the events count from the file's base time.
+        base = top.get("baseTimeNanoseconds")
+        shift = int(base) if isinstance(base, (int, Decimal)) else 0
+        cap.tensors = [KnownTensor(c, d, a, b, None if t is None else t - shift, m) for c, d, a, b, t, m in block["tensors"]]
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap
@@ -536,6 +552,23 @@ def _meta_block(block: Any) -> dict[str, Any]:
         if not isinstance(info, dict) or type(info.get("rank")) is not int:
             raise TraceError(f"'{key}.distributedInfo' must be an object with an integer rank, not {_clip(info)}")
         out["distributedInfo"] = plain_numbers(info)
+    dtype = block.get("compute_dtype")
+    if isinstance(dtype, str):
+        out["compute_dtype"] = dtype
+    tensors = block.get("tensors")
+    if tensors is not None:
+        ok = isinstance(tensors, list) and all(
+            isinstance(t, list) and len(t) == 6 and isinstance(t[0], str) and all(type(v) is int for v in t[1:4])
+            and (t[4] is None or type(t[4]) is int) and (t[5] is None or isinstance(t[5], str)) for t in tensors)  # fmt: skip
+        if not ok:
+            raise TraceError(f"'{key}.tensors' must be a list of [category, device, address, bytes, seen_ns, module], "
+                             f"not {_clip(tensors)}")  # fmt: skip
+        out["tensors"] = tensors
+    counts = block.get("flops_counts")
+    if counts is not None:
+        if not (isinstance(counts, dict) and all(isinstance(counts.get(k), list) for k in ("paths", "macs", "flops"))):
+            raise TraceError(f"'{key}.flops_counts' must be an object of 'paths', 'macs' and 'flops' lists, not {_clip(counts)}")
+        out["flops_counts"] = plain_numbers(counts)
     recorded = block.get("recorded")
     if recorded is not None:
         if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):

@@ -7,7 +7,7 @@ exactly right, and it is fed identically by a live capture and by a trace file.
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._records import CompiledGraph, CompiledKernel, EventColumns, KnownTensor, ModuleInfo, parse_module_range
 from .._vocab import (
@@ -42,6 +42,9 @@ from .nodes import (
     Nodes,
 )
 from .tree import Tree
+
+if TYPE_CHECKING:
+    from .devices import Peak
 
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY))  # fmt: skip
@@ -106,6 +109,7 @@ class TreeBuilder:
         self.compiled_unknown: dict[str, int] = {}
         self.unmapped_graph_nodes: set[int] = set()
         self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
+        self.peak_flops: Peak | None = None  # what the mfu column is measured against (set by whoever builds)
 
     # -- per-name facts, computed once ------------------------------------------------------
     def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool, int, bool]:

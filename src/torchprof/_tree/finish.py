@@ -12,6 +12,7 @@ from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_
 from . import device_time as _device
 from . import flops as _flops
 from .memory import act_values, memory_report, peak_values
+from .mfu import tree_mfu
 from .modules import root_modules
 from .nodes import Nodes
 from .tree import Tree
@@ -215,6 +216,7 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "params": lambda f: _params(f),
     "macs": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["macs"])]),
     "flops": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["flops"])]),
+    "mfu": lambda f: [NAN] * len(f.order),  # needs the finished times and FLOPs: set in finish_tree
     "input_shapes": lambda f: [_shape_text(f.nodes.shapes[nid]) for nid in f.order],
     "source": lambda f: f.per_row(f.nodes.source),
     "layer_self_cpu_us": lambda f: f.layer_self("cpu", False),
@@ -234,8 +236,15 @@ def finish_tree(builder: TreeBuilder) -> Tree:
     order, depth = preorder(nodes, builder.root, sums.total["cpu_ns"], sums.total["cuda_ns"])
     paths, names = unique_paths(nodes, builder.root, order)
     has_flops = builder.want_flops and builder.saw_shapes
+    if builder.memory and builder.ledger.peaks:
+        # The known tensors are all in: what each peak holds beyond the allocator's own total.
+        builder.ledger.settle(builder.tensors)
+        builder.peak = builder.ledger.peak_pair()
     f = Finishing(builder, nodes, sums, order, depth, paths, names, has_flops)
     columns = {c.name: COMPUTE[c.name](f) for c in COLUMNS}
+    peak = builder.peak_flops  # a devices.Peak set by whoever built the tree, if any
+    if peak is not None:
+        columns["mfu"] = tree_mfu(columns, builder.cuda, peak.flops_per_s)
     row_of = {nid: row for row, nid in enumerate(order)}
     parent_index = [row_of[nodes.parent[nid]] if nodes.parent[nid] >= 0 else -1 for nid in order]
     tot_cpu, tot_cuda, bwd_cpu = sums.total["cpu_ns"], sums.total["cuda_ns"], sums.bwd["cpu"]
@@ -263,6 +272,7 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_time_us=gpu_time(builder),
         comm_us=builder.comm_ns / US,
         memory=memory_report(builder.ledger, builder.tensors, order, paths, columns["module"]) if builder.memory else {},
+        peak_flops=peak.to_json() if peak is not None else {},
     )
 
 

@@ -40,6 +40,7 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "ranks": tree.ranks,
         "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
         "memory": tree.memory,
+        "peak_flops": tree.peak_flops,
         "capture": {
             "label": recording.label,
             "wall_us": recording.wall_us,
@@ -90,6 +91,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             ranks=list(data.get("ranks", [])),
             by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
             memory=_memory(data.get("memory"), n),
+            peak_flops=dict(data.get("peak_flops") or {}),
         )
         c = data.get("capture", {})
         recording = Recording(

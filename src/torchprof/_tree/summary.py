@@ -6,7 +6,9 @@ from typing import Any
 
 from .._records import Recording
 from .._vocab import is_missing
+from .hotpath import fold_steps, hot_path
 from .modules import root_modules
+from .steps import split_row, spread, step_splits
 from .tree import Tree
 
 #: The run's device time by what it did (:attr:`Tree.gpu_time_us`), in the order ``prof.summary`` lists it.
@@ -58,6 +60,13 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "events": tree.event_count,
         "nodes": len(tree),
     }
+    out.update(mfu_summary(tree, out["flops_per_s"]))
+    out.update(headline_facts(tree))
+    if len(tree):
+        out["time_split"] = split_row(tree, 0)  # data, forward, backward, optimizer, comm, other (µs)
+        steps = spread(step_splits(tree))
+        if steps:
+            out["step_spread"] = steps
     if tree.has_memory:
         out["peak_at"] = peak_at(tree)
     if "interrupted" in recording.meta:
@@ -79,4 +88,47 @@ def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
         layer = peak.get("layer_row")
         out[device] = {"path": paths[peak["row"]], "layer": paths[layer] if layer is not None else None,
                        "phase": peak["phase"], "bytes": peak["peak"], "time_us": peak["time_us"]}  # fmt: skip
+    return out
+
+
+def mfu_summary(tree: Tree, flops_per_s: float) -> dict[str, Any]:
+    """``mfu``: the root's (its FLOPs over its device time, or CPU time without a device, against
+    the peak); ``mfu_wall``: the run's FLOP/s over its wall time against the peak (the usual
+    "model FLOPs utilisation" of a training step); ``peak_flops``: the peak, the device, the data
+    type and where the figure came from (or why there is none). ``mfu_note`` says when a layer
+    measured above 100%: the peak is too low for what ran (TF32 or a lower precision)."""
+    nan = float("nan")
+    peak = dict(tree.peak_flops) if tree.peak_flops else {"flops_per_s": None, "device": None, "dtype": None, "source": ""}
+    value = peak.get("flops_per_s")
+    mfu = tree.columns["mfu"][0] if len(tree) and "mfu" in tree.columns else nan
+    out: dict[str, Any] = {
+        "mfu": mfu,
+        "mfu_wall": flops_per_s / value if isinstance(value, (int, float)) and not is_missing(flops_per_s) else nan,
+        "peak_flops": peak,
+    }
+    over = [i for i, v in enumerate(tree.columns.get("mfu", [])) if not is_missing(v) and v > 1.0]
+    if over:
+        out["mfu_note"] = (f"{len(over)} rows measure above 100% of {peak.get('dtype') or 'the given'} peak: what ran used a faster "
+                           "path than that peak counts (TF32 or lower precision); pass peak_flops= for it")  # fmt: skip
+    return out
+
+
+def headline_facts(tree: Tree) -> dict[str, Any]:
+    """The hot path and the headline's figures (:mod:`~torchprof._tree.hotpath`): ``hot_path``
+    (paths from the root down), ``bottleneck`` (the costliest layer: the ``path`` of its costliest
+    row, ``layer`` (that path without its ``ProfilerStep#N/``), ``type``, its own time ``us`` over
+    every step and its ``share`` of the run) and ``costliest_type`` (``type``, ``share``, ``modules``),
+    all by ``hot_metric`` (``cuda_us`` with device time, else ``cpu_us``)."""
+    if not len(tree):
+        return {}
+    path = hot_path(tree)
+    cols = tree.columns
+    out: dict[str, Any] = {"hot_metric": path.metric, "hot_path": [cols["path"][r] for r in path.rows]}
+    if path.layer >= 0:
+        out["bottleneck"] = {"path": cols["path"][path.layer], "layer": fold_steps(cols["path"][path.layer]),
+                             "name": cols["name"][path.layer],
+                             "type": cols["type"][path.layer] if cols["kind"][path.layer] == "module" else None,
+                             "us": path.layer_share * cols[path.metric][0], "share": path.layer_share}  # fmt: skip
+    if path.type is not None:
+        out["costliest_type"] = {"type": path.type, "share": path.type_share, "modules": path.type_modules}
     return out

@@ -49,6 +49,10 @@ class Tree:
     ``devices`` (per device name: the peak, when, in which row and phase, and what was alive
     then) and ``timeline`` (per device name: ``time_us``, ``allocated``, ``row``, ``phase``)."""
 
+    peak_flops: dict[str, Any] = field(default_factory=dict)
+    """The peak the ``mfu`` column is measured against (:meth:`~torchprof._tree.devices.Peak.to_json`:
+    ``flops_per_s``, ``device``, ``dtype``, ``source``); empty where none was looked for."""
+
     def __len__(self) -> int:
         return len(self.parent_index)
 

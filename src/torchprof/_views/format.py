@@ -87,7 +87,15 @@ def percent(part: float, whole: float) -> str:
     return f"{pct:.1f}%"
 
 
-_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
+def fraction(value: float) -> str:
+    """A share written as a percentage, three significant figures: ``31.2%``, ``4.05%``, ``0.12%``."""
+    if is_missing(value):
+        return "-"
+    return _sig(100.0 * value) + "%"
+
+
+_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v)),
+                                               "fraction": fraction}  # fmt: skip
 
 
 def value_text(unit: str, value: float) -> str:
@@ -152,3 +160,29 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 def summary_line(s: dict[str, Any]) -> str:
     """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
     return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))
+
+
+def headline(s: dict[str, Any]) -> str:
+    """``Costliest layer: ResNet.layer4.1.conv2 (Conv2d) 9.3% · costliest type: Conv2d 69% (20 modules) ·
+    MFU 31% of NVIDIA H100 SXM bf16``: shares of the run's CPU total (device total with a device)."""
+    parts = []
+    device = s.get("hot_metric") == "cuda_us"
+    of = "device time" if device else "CPU time"
+    layer = s.get("bottleneck")
+    if isinstance(layer, dict):
+        kind = f" ({layer['type']})" if layer.get("type") else ""
+        parts.append(f"costliest layer: {layer.get('layer') or layer['path']}{kind} "
+                     f"{percent(layer.get('share', float('nan')), 1.0) or '0%'} of {of}")  # fmt: skip
+    costly = s.get("costliest_type")
+    if isinstance(costly, dict):
+        parts.append(f"costliest type: {costly['type']} {percent(costly.get('share', float('nan')), 1.0) or '0%'} "
+                     f"({costly.get('modules')} module{'s' if costly.get('modules') != 1 else ''})")  # fmt: skip
+    mfu = s.get("mfu", float("nan"))
+    peak: dict[str, Any] = s["peak_flops"] if isinstance(s.get("peak_flops"), dict) else {}
+    if not is_missing(mfu):
+        against = " ".join(str(x) for x in (peak.get("device"), peak.get("dtype")) if x) or rate(peak.get("flops_per_s", float("nan")))
+        parts.append(f"MFU {fraction(mfu)} of {against}")
+    if not parts:
+        return "nothing ran long enough to name a bottleneck"
+    text = " · ".join(parts)
+    return printable(text[0].upper() + text[1:])

@@ -162,10 +162,42 @@ def memory_payload(tree: Tree) -> dict[str, Any] | None:
             layer = peak.get("layer_row")
             entry["peak"] = {"t": peak["time_us"], "v": peak["peak"], "row": layer if layer is not None else peak["row"],
                              "phase": peak["phase"]}  # fmt: skip
+            entry["makeup"] = makeup(tree, peak)
         devices.append(entry)
         if not bands:  # the phases of one device's events draw the bands (the first: host, or a device)
             bands = phase_bands(times, line["phase"])
     return {"devices": devices, "bands": bands, "phases": list(PHASES)}
+
+
+#: Layers the Memory view's make-up lists (the most bytes at the peak first).
+MAKEUP_LAYERS = 10
+
+
+def makeup(tree: Tree, peak: dict[str, Any]) -> dict[str, Any] | None:
+    """What one device's peak is made of, for a stacked bar and a list of layers: ``categories``
+    (bytes in the peak per :data:`~torchprof._vocab.MEMORY_CATEGORIES`, in that order), ``layers``
+    (the :data:`MAKEUP_LAYERS` layers holding the most at the peak: ``[path, row or -1, bytes,
+    bytes per category]``), ``allocator`` (the allocator's own total at the peak) and ``before``
+    (bytes it leaves out: host tensors from before profiling). None without addresses."""
+    parts = peak.get("breakdown")
+    if parts is None:
+        return None
+    categories = dict.fromkeys(MEMORY_CATEGORIES, 0)
+    layers: dict[str, list[int]] = {}
+    for category, layer, nbytes, inside in parts:
+        if not inside:
+            continue
+        categories[category] += nbytes
+        per = layers.setdefault(layer if layer is not None else BEFORE_PROFILING, [0] * len(MEMORY_CATEGORIES))
+        per[MEMORY_CATEGORIES.index(category)] += nbytes
+    row_of = {p: i for i, p in enumerate(tree.columns["path"])}
+    top = sorted(layers.items(), key=lambda kv: -sum(kv[1]))[:MAKEUP_LAYERS]
+    return {
+        "categories": [categories[c] for c in MEMORY_CATEGORIES],
+        "layers": [[path, row_of.get(path, -1), sum(per), per] for path, per in top],
+        "allocator": peak.get("allocator_peak", peak["peak"]),
+        "before": peak.get("before_block", 0.0),
+    }
 
 
 def phase_bands(times: list[float], phase: list[int]) -> list[list[Any]]:

@@ -1,0 +1,231 @@
+"""Where the time goes, as one path and one line: the hot path every view opens on, the costliest
+layer and the costliest module type (the headline).
+
+The hot path, from a root row (the whole run, or one step), in two parts:
+
+1. **The heaviest child, repeatedly.** From the root, step into the heaviest layer child (a module
+   or a region; ops and kernels are shown under their layers), as long as that child holds at
+   least :data:`DOMINANT_SHARE` (half) of its parent's time: a chain of layers each holding most
+   of the one above it.
+2. **Where cost branches, on to the costliest layer.** Where no child holds half of its parent
+   (several children share the cost), the chain stops, and the path goes on from there to the
+   costliest layer below that row: the layer with the largest own time with its ops folded in
+   (what the Top view ranks first; one layer's time in every ``ProfilerStep#N`` added up), through
+   its ancestors. A row that holds most of its own time
+   itself (its self time is at least half of its total) ends the path there: nothing below it
+   explains its cost.
+
+So the path always ends at a concrete layer, every row above it is opened by the views, and it
+never follows a child holding less than :data:`MIN_SHARE` of the root (nothing that small is a
+bottleneck). Time is device time where the profile has any (``cuda_us``), else CPU time.
+Cost: O(rows of the root's subtree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._vocab import LAYER_KINDS, STEP_PREFIX, NodeKind, is_missing
+from .aggregate import by_type
+from .tree import Tree
+
+#: A child holding at least this share of its parent continues the chain of the heaviest child.
+DOMINANT_SHARE = 0.5
+#: A row whose own time (ops folded in) is at least this share of its total ends the path.
+SELF_SHARE = 0.5
+#: The path never steps into a row holding less than this share of the root.
+MIN_SHARE = 0.01
+
+_MODULE = NodeKind.MODULE.label
+_REGION = NodeKind.REGION.label
+
+
+@dataclass(frozen=True)
+class HotPath:
+    """The hot path of one root row and the headline's figures (rows index the tree)."""
+
+    metric: str
+    """The total it follows: ``cuda_us`` (device time) where the profile has any, else ``cpu_us``."""
+    rows: list[int] = field(default_factory=list)
+    """From the root down to the layer it ends at."""
+    branch: int = -1
+    """The row where the chain of dominant children ended (cost branches there); -1 for none."""
+    layer: int = -1
+    """The costliest layer of the whole root (largest own time, ops folded in, summed over the
+    steps it ran in): its row with the most own time; -1 for none."""
+    layer_share: float = float("nan")
+    """That layer's own time (over every step) as a share of the root's total."""
+    type: str | None = None
+    """The costliest module type: the class whose layers' own times add up to the most."""
+    type_share: float = float("nan")
+    type_modules: int = 0
+    """How many modules of that type ran."""
+
+
+def metric_of(tree: Tree) -> str:
+    """``cuda_us`` when the profile has device time, else ``cpu_us``."""
+    total = tree.columns["cuda_us"][0] if len(tree) else float("nan")
+    return "cuda_us" if tree.has_cuda and not is_missing(total) and total > 0 else "cpu_us"
+
+
+def self_column(metric: str) -> str:
+    """The own-time column of ``metric`` with ops folded in (what the Top view ranks)."""
+    return _self_column(metric)
+
+
+def _self_column(metric: str) -> str:
+    return "layer_self_cuda_us" if metric == "cuda_us" else "layer_self_cpu_us"
+
+
+def _value(v: object) -> float:
+    return 0.0 if is_missing(v) else float(v)  # type: ignore[arg-type]
+
+
+def is_candidate(kind: str, name: str, row: int, root: int) -> bool:
+    """A row the headline may name as the costliest layer: a module, or a user region (not a
+    ``ProfilerStep#N``, not one of torchprof's own grouping rows such as ``(backward, no module)``)."""
+    if row == root:
+        return False
+    if kind == _MODULE:
+        return True
+    return kind == _REGION and not name.startswith(STEP_PREFIX) and not name.startswith("(")
+
+
+def fold_steps(path: str) -> str:
+    """A row's path with its ``ProfilerStep#N/`` prefix taken off, so the same layer in every step
+    is one key (``ProfilerStep#3/ResNet.layer1`` -> ``ResNet.layer1``)."""
+    if path.startswith(STEP_PREFIX):
+        cut = path.find("/")
+        if cut > 0:
+            return path[cut + 1 :]
+    return path
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One layer's own time over every step it ran in."""
+
+    key: str
+    """Its path without a ``ProfilerStep#N/`` prefix."""
+    row: int
+    """Its row with the most own time."""
+    own_us: float
+    """Own time summed over its rows (one per step)."""
+    rows: int
+    """How many rows (steps) it has."""
+
+
+def ranked_layers(tree: Tree, root: int, end: int, own: list[Any]) -> list[Ranked]:
+    """The layers among the rows after ``root`` up to ``end``, costliest first: each layer's own
+    time (``own``, a column) summed over the steps it ran in (rows of one path apart from their
+    step). O(rows + layers log layers)."""
+    cols = tree.columns
+    kinds, names, paths = cols["kind"], cols["name"], cols["path"]
+    sums: dict[str, float] = {}
+    best_row: dict[str, int] = {}
+    counts: dict[str, int] = {}
+    for i in range(root + 1, end):
+        if not is_candidate(kinds[i], names[i], i, root):
+            continue
+        v = _value(own[i])
+        key = fold_steps(paths[i])
+        sums[key] = sums.get(key, 0.0) + v
+        counts[key] = counts.get(key, 0) + 1
+        if key not in best_row or v > _value(own[best_row[key]]):
+            best_row[key] = i
+    keys = sorted(sums, key=lambda k: (-sums[k], best_row[k]))
+    return [Ranked(k, best_row[k], sums[k], counts[k]) for k in keys]
+
+
+def costliest(tree: Tree, root: int, end: int, own: list[Any]) -> tuple[int, float]:
+    """The costliest layer among the rows after ``root`` up to ``end`` (:func:`ranked_layers`):
+    its row with the most own time and its own time over every step; ``(-1, 0.0)`` when no layer
+    took time."""
+    ranked = ranked_layers(tree, root, end, own)
+    if not ranked or ranked[0].own_us <= 0:
+        return -1, 0.0
+    return ranked[0].row, ranked[0].own_us
+
+
+def hot_path(tree: Tree, root: int = 0) -> HotPath:
+    """The hot path under ``root`` and the headline's figures (see the module's docstring)."""
+    n = len(tree)
+    if n == 0:
+        return HotPath("cpu_us")
+    metric = metric_of(tree)
+    cols = tree.columns
+    total, own = cols[metric], cols[_self_column(metric)]
+    kinds, parent, depth = cols["kind"], tree.parent_index, cols["depth"]
+
+    def end_of(row: int) -> int:
+        end = row + 1
+        while end < n and depth[end] > depth[row]:
+            end += 1
+        return end
+
+    kids: dict[int, list[int]] = {}
+    for i in range(root + 1, end_of(root)):
+        if kinds[i] in LAYER_KINDS:
+            kids.setdefault(parent[i], []).append(i)
+    base = _value(total[root])
+    layer, layer_own = costliest(tree, root, end_of(root), own)
+
+    rows = [root]
+    node = root
+    branch = -1
+    while True:
+        children = kids.get(node, [])
+        if not children or base <= 0:
+            break
+        if node != root and _value(own[node]) >= SELF_SHARE * _value(total[node]):
+            break  # the row holds most of its own time itself
+        heaviest = max(children, key=lambda c: _value(total[c]))
+        if _value(total[heaviest]) < MIN_SHARE * base:
+            break
+        if _value(total[heaviest]) >= DOMINANT_SHARE * _value(total[node]):
+            rows.append(heaviest)
+            node = heaviest
+            continue
+        branch = node
+        target, _ = costliest(tree, node, end_of(node), own)
+        if target >= 0 and _value(own[target]) >= MIN_SHARE * base:
+            chain = []
+            r = target
+            while r != node:
+                chain.append(r)
+                r = parent[r]
+            rows.extend(reversed(chain))
+        break
+    type_name, type_share, type_modules = _costliest_type(tree, metric, base) if root == 0 else (None, float("nan"), 0)
+    return HotPath(
+        metric=metric,
+        rows=rows,
+        branch=branch,
+        layer=layer,
+        layer_share=layer_own / base if layer >= 0 and base > 0 else float("nan"),
+        type=type_name,
+        type_share=type_share,
+        type_modules=type_modules,
+    )
+
+
+def _costliest_type(tree: Tree, metric: str, base: float) -> tuple[str | None, float, int]:
+    """The module class whose layers' own times (ops folded in) add up to the most, its share of
+    the root and how many of its modules ran (as the Top view's per-type table)."""
+    if base <= 0:
+        return None, float("nan"), 0
+    rows, _ = by_type(tree)
+    column = _self_column(metric)
+    found = [(g[column], g["type"], g["modules"]) for g in rows if isinstance(g["type"], str) and not is_missing(g[column])]
+    if not found:
+        return None, float("nan"), 0
+    value, name, modules = max(found, key=lambda x: x[0])
+    return name, value / base, int(modules)
+
+
+def opened(tree: Tree, path: HotPath) -> list[str]:
+    """Paths of the rows a view opens to show the hot path: every row on it between its root
+    (always open) and its last row."""
+    paths = tree.columns["path"]
+    return [paths[r] for r in path.rows[1:-1]]
