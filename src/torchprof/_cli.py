@@ -311,7 +311,8 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     print(printable(f"torchprof: {cmp.label}"))
-    print(cmp.table(min_pct=args.min_pct, sort_by=sort, show_ops=args.ops, max_depth=args.depth, colour=_wants_colour()))
+    print(cmp.table(min_pct=args.min_pct, sort_by=sort, show_ops=args.ops, max_depth=args.depth, colour=_wants_colour(),
+                    width=args.width or None))  # fmt: skip
     state: dict[str, Any] = {"min_pct": args.min_pct, "show_ops": args.ops}
     if sort is not None:
         state["sort_by"] = sort

@@ -461,6 +461,12 @@ COMPARE_FLAME_METRICS: tuple[str, ...] = ("cpu_us_new", "cpu_us_base", "cuda_us_
 #: The widget views a comparison offers: the Top view ranks self times, which it has not, and it
 #: has no memory timeline.
 COMPARE_VIEWS: tuple[str, ...] = ("table", "flame")
+#: The columns a comparison's terminal table drops first, in this order, to fit a width (the sort
+#: column and the CPU total's change are never dropped).
+COMPARE_NARROW_DROP_ORDER: tuple[str, ...] = (
+    "calls_base", "calls_new", "flops_delta", "bwd_cuda_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cpu_us_base",
+    "cuda_us_new", "cpu_us_new",
+)  # fmt: skip
 #: The columns a comparison's tables show (where they hold data), in order.
 COMPARE_VIEW_COLUMNS: tuple[str, ...] = (
     "cpu_us_base", "cpu_us_new", "cpu_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cuda_us_new", "cuda_us_delta",

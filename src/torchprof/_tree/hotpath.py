@@ -151,8 +151,8 @@ def costliest(tree: Tree, root: int, end: int, own: list[Any]) -> tuple[int, flo
 def hot_path(tree: Tree, root: int = 0) -> HotPath:
     """The hot path under ``root`` and the headline's figures (see the module's docstring)."""
     n = len(tree)
-    if n == 0:
-        return HotPath("cpu_us")
+    if n == 0 or "layer_self_cpu_us" not in tree.columns:  # no tree of a profile (a comparison's rows)
+        return HotPath("cpu_us", [root] if n else [])
     metric = metric_of(tree)
     cols = tree.columns
     total, own = cols[metric], cols[_self_column(metric)]
