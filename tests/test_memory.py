@@ -191,6 +191,7 @@ def test_thinning_keeps_the_peak_the_ends_and_two_points_per_bucket():
 
 
 def test_the_widget_thins_a_line_exactly_as_python_does():
+    import os
     import subprocess
 
     from conftest import REPO
@@ -531,3 +532,59 @@ def test_with_a_schedule_optimizer_state_read_after_the_cycles_last_allocation_i
     assert moments <= state[first] <= moments + 64
     assert state.sum() == prof.memory_breakdown().loc["optimizer_state", "bytes"] > 0
     assert all(state[p] == 0 for p in by_layer.index if "Optimizer.step" in p)
+
+
+def test_the_c10_unknown_size_warning_stays_off_the_terminal_and_the_users_output_does_not(tmp_path):
+    """Issue 16: freeing a block allocated before the profiler started made c10 print "Memory block
+    of unknown size was allocated before the profiling started" on fd 2 in the middle of the run."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import REPO
+
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, torch, torchprof
+        before = [torch.randn(64, 64) for _ in range(3)]
+        with torchprof.Profiler(memory=True) as prof:
+            before.clear()  # three blocks from before the profiler, freed inside it
+            kept = torch.ones(1000)
+            print("user stdout", flush=True)
+            sys.stderr.write("user stderr\\n"); sys.stderr.flush()
+            os.write(2, b"native stderr\\n")
+            os.write(2, b"partial ")
+        os.write(2, b"line\\n")
+        print(prof.summary["peak_cpu_mem"] > 0)
+    """), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "unknown size" not in done.stderr
+    assert [line for line in done.stderr.splitlines() if not line.startswith(("USDT", "STAGE"))] == [
+        "user stderr", "native stderr", "partial line"]
+    assert done.stdout.splitlines() == ["user stdout", "True"]
+
+
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA device")
+def test_a_gpu_peak_is_the_allocators_own():
+    import torch
+
+    import torchprof
+
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024)).cuda()
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(256, 1024, device="cuda")
+    model(x).sum().backward()
+    opt.step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    with torchprof.Profiler(memory=True) as prof:
+        model(x).sum().backward()
+        opt.step()
+        torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    assert prof.summary["peak_cuda_mem"] == peak
+    parts = prof.memory_breakdown(device="cuda:0")
+    assert parts["bytes"].sum() == peak and parts.loc["parameter", "bytes"] > 0 and parts.loc["optimizer_state", "bytes"] > 0

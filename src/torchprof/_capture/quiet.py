@@ -172,19 +172,19 @@ class StderrFilter:
                 if not chunk:
                     break
                 pending += chunk
+                synced = marker in pending  # one write, so whole (it may follow a partial line)
+                if synced:
+                    pending = pending.replace(marker, b"")
                 lines = pending.split(b"\n")
                 pending = lines.pop()
-                kept = []
-                for line in lines:
-                    if line + b"\n" == marker:
-                        self._synced.set()
-                    elif not _UNKNOWN_SIZE.search(line):
-                        kept.append(line + b"\n")
+                kept = [line + b"\n" for line in lines if not _UNKNOWN_SIZE.search(line)]
                 if pending and not b"[W".startswith(pending[:2]) and not marker.startswith(pending):
                     kept.append(pending)  # a partial line (a progress bar) that is not the warning: on at once
                     pending = b""
                 if kept:
                     _write_all(out, b"".join(kept))
+                if synced:
+                    self._synced.set()
             if pending and not _UNKNOWN_SIZE.search(pending):
                 _write_all(out, pending)
         finally:

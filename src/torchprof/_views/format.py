@@ -88,10 +88,14 @@ def percent(part: float, whole: float) -> str:
 
 
 def fraction(value: float) -> str:
-    """A share written as a percentage, three significant figures: ``31.2%``, ``4.05%``, ``0.12%``."""
+    """A share written as a percentage, three significant figures: ``31.2%``, ``4.05%``, ``0.12%``;
+    two below 0.01% (``0.0031%``), so a small share never reads as zero."""
     if is_missing(value):
         return "-"
-    return _sig(100.0 * value) + "%"
+    pct = 100.0 * value
+    if pct == 0 or abs(pct) >= 0.01:
+        return _sig(pct) + "%"
+    return f"{pct:.2g}%"
 
 
 _BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v)),

@@ -121,7 +121,8 @@ def _memory_lines(tree: Tree, summary: dict[str, Any]) -> list[str]:
             if owner is not None:
                 layers[owner] = layers.get(owner, 0) + nbytes
     total = peak["peak"] or 1.0
-    made = " · ".join(f"{c.replace('_', ' ')} {_pct(sums[c] / total)}" for c in MEMORY_CATEGORIES if sums[c])
+    # Categories under 0.05% of the peak (a few bytes from before profiling) would read "0.0%".
+    made = " · ".join(f"{c.replace('_', ' ')} {_pct(sums[c] / total)}" for c in MEMORY_CATEGORIES if sums[c] >= 0.0005 * total)
     top = sorted(layers.items(), key=lambda kv: -kv[1])[:3]
     holders = ", ".join(f"`{_cell(_clip(p, 40))}` {fmt.nbytes(b)}" for p, b in top)
     return [f"{head}: {made or 'nothing alive'}." + (f" Held most by {holders}." if holders else "")]
