@@ -90,10 +90,11 @@ def test_the_terminal_table_marks_the_hot_path_and_says_the_headline(resnet18_st
     prof, _ = resnet18_step
     text = prof.table()
     lines = text.splitlines()
-    marked = [line.split("|")[1].strip() for line in lines if "─▶" in line]
+    marked = [line.split("|")[1].strip() for line in lines if line.endswith("| ◀")]
     hot = prof.summary["hot_path"]
-    assert [m.split("─▶")[1] for m in marked] == [prof.df.loc[p, "name"] for p in hot[1:]]
-    assert prof.headline + " · ▶ hot path" in text.replace("\n", " ")
+    assert [m.split("──")[1] for m in marked] == [prof.df.loc[p, "name"] for p in hot[1:]]
+    assert max(len(line) for line in lines) <= 120
+    assert prof.headline + " · ◀ hot path" in text.replace("\n", " ")
 
 
 def test_views_open_on_the_hot_path_and_the_payload_carries_it(resnet18_step):

@@ -297,8 +297,9 @@ def _fit(tree: Tree, rows: list[int], spec: list[Column], guides: list[str], nam
          max_name: int, width: int | None) -> tuple[list[Column], int, bool, list[str]]:  # fmt: skip
     """What the table keeps to fit ``width``: its columns, the longest name, whether deltas keep
     their percentages, and the columns left out (in the order they went). Each step gives up what
-    a reader misses least: long names' middles down to a soft limit, the deltas' percentages,
-    columns of :data:`~torchprof._vocab.COMPARE_NARROW_DROP_ORDER`, then names down to the floor."""
+    a reader misses least: long names' middles down to a soft limit, the call counts, the deltas'
+    percentages, the other columns of :data:`~torchprof._vocab.COMPARE_NARROW_DROP_ORDER`, then
+    names down to the floor."""
     widths = {True: {c.name: max([len(c.label)] + [len(cell_text(tree, c, r)) for r in rows]) for c in spec},
               False: {c.name: max([len(c.label)] + [len(cell_text(tree, c, r, False)) for r in rows]) for c in spec}}  # fmt: skip
     columns, limit, percent, dropped = list(spec), max_name, True, []
@@ -316,16 +317,21 @@ def _fit(tree: Tree, rows: list[int], spec: list[Column], guides: list[str], nam
         while not fits() and limit > floor:
             limit -= 1
 
+    def drop(names: Sequence[str]) -> None:
+        nonlocal columns
+        for name in names:
+            if fits():
+                return
+            if name == sort_key or all(c.name != name for c in columns):
+                continue
+            columns = [c for c in columns if c.name != name]
+            dropped.append(name)
+
     shorten(NAME_SOFT_LIMIT)
+    drop([c for c in COMPARE_NARROW_DROP_ORDER if c.startswith("calls_")])  # call counts rarely change
     if not fits():
         percent = False
-    for name in COMPARE_NARROW_DROP_ORDER:
-        if fits():
-            break
-        if name == sort_key or all(c.name != name for c in columns):
-            continue
-        columns = [c for c in columns if c.name != name]
-        dropped.append(name)
+    drop(COMPARE_NARROW_DROP_ORDER)
     shorten(NAME_MIN)
     return columns, limit, percent, dropped
 

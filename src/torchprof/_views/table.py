@@ -28,8 +28,9 @@ NAME_SOFT_LIMIT = 32
 NAME_MIN = 16
 TYPE_MIN = 10
 CLIP = "…"
-#: The last characters of the tree guide of a row on the hot path (``├─▶conv2``), in place of ``──``.
-HOT_MARK = "─▶"
+#: What follows a row on the hot path, after the table's right edge (so every cell reads as it
+#: would without it: a name copied from the table is the name).
+HOT_MARK = " ◀"
 
 
 def wants_colour(stream: Any = None) -> bool:
@@ -66,8 +67,9 @@ def render_table(
     columns other than the totals and the sort column, long names' middles, the columns of
     :data:`~torchprof._vocab.NARROW_DROP_ORDER`, the type, and the remaining percentages.
 
-    With ``hot``, rows on the hot path (:mod:`~torchprof._tree.hotpath`) end their guide in ``─▶``
-    and a legend line says so, after ``headline`` (the costliest layer and type) when given.
+    With ``hot``, rows on the hot path (:mod:`~torchprof._tree.hotpath`) have a ``◀`` after the
+    table's right edge and a legend line says so, after ``headline`` (the costliest layer and type)
+    when given; the marks count in the width.
     """
     if filter is not None and not isinstance(filter, str):
         filter = list(filter)
@@ -83,11 +85,10 @@ def render_table(
     prefixes, names = tree_guides(tree, rows)
     on_path = set(hot_path(tree).rows[1:]) if hot and len(tree) else set()
     marked = [k for k, r in enumerate(rows) if r in on_path]
-    for k in marked:
-        prefixes[k] = prefixes[k][: -len(HOT_MARK)] + HOT_MARK
     types = [_type_text(cols, r) for r in rows]
+    room = width - len(HOT_MARK) if width is not None and marked else width
     layout = _fit(tree, rows, view_columns(tree, show_ops), sort_key, prefixes, names, types,
-                  max_name=max_name, width=width)  # fmt: skip
+                  max_name=max_name, width=room)  # fmt: skip
 
     header = [COLUMN["name"].label] + ([COLUMN["type"].label] if layout.show_type else []) + [c.spec.label for c in layout.columns]
     labels = [p + clip_middle(n, layout.name_limit) for p, n in zip(prefixes, names)]
@@ -108,11 +109,12 @@ def render_table(
         return "| " + " | ".join(texts) + " |"
 
     out = [rule, line_of(header), head_rule]
-    out += [line_of(line, cols["depth"][r] if colour else None) for r, line in zip(rows, body)]
+    hot_rows = {rows[k] for k in marked}
+    out += [line_of(line, cols["depth"][r] if colour else None) + (HOT_MARK if r in hot_rows else "") for r, line in zip(rows, body)]
     out.append(rule)
     notes = [legend for legend in (_legend(layout),) if legend]
     if marked or headline:
-        path = f"{HOT_MARK[-1]} hot path" if marked else ""
+        path = f"{HOT_MARK.strip()} hot path" if marked else ""
         notes.append(" · ".join(p for p in (headline, path) if p))
     if hidden:
         base = COLUMN[threshold_column(sort_key)].label
