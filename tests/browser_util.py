@@ -186,6 +186,28 @@ def page_state(page: Any, handle: str = "torchprofPage") -> dict[str, Any]:
     return page.evaluate(f"() => ({STATE_JS})(window.{handle}.model)")
 
 
+#: The widget once it has drawn the state its model holds: its root says ``aria-busy="false"`` from
+#: the end of the redraw a model change causes (js/src/widget.js ``mount``).
+RENDERED = '[data-testid="torchprof"][aria-busy="false"]'
+#: The table's rows are drawn for the scroll position its scroller is at: the panel records the
+#: position its last paint was for (js/src/views/table.js ``paint``).
+PAINTED_JS = """() => [...document.querySelectorAll('[data-testid="scroller"]')].every((s) => {
+  const panel = s.closest('.tp-panel');
+  return panel.dataset.scrollTop === String(s.scrollTop) && panel.dataset.scrollLeft === String(s.scrollLeft);
+})"""
+
+
+def wait_rendered(page: Any) -> None:
+    """Until the widget has redrawn for the last change of its model (at once when none is pending)."""
+    page.wait_for_selector(RENDERED, state="attached")
+
+
+def wait_painted(page: Any) -> None:
+    """Until the table's rows are those of its scroller's position (after a scroll, the scroll
+    event's paint has run)."""
+    page.wait_for_function(PAINTED_JS)
+
+
 def rendered_paths(page: Any) -> list[str]:
     """``data-path`` of the row elements in the DOM, in DOM (= display) order."""
     return page.locator('[data-testid="scroller"] [role="row"][data-path]').evaluate_all(

@@ -25,6 +25,36 @@ def shared_trace(name: str) -> Path:
     return path
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection, so the markers added here count there
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that drive a browser or run notebooks are slow: ``pytest -m "not slow"`` leaves them out
+    while iterating (CI runs everything). A test that uses the ``browser`` fixture is a browser test."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("browser") or item.get_closest_marker("notebook"):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Chromium for the whole session (Debian's, driven by Playwright; see
+    tests/browser_util.py). Chromium missing is a failure, never a skip."""
+    from browser_util import chromium
+
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(autouse=True)
+def _browser_contexts_closed(request: pytest.FixtureRequest):
+    """The pages a test opened are closed when it ends: the session's browser keeps nothing of it."""
+    yield
+    if "browser" in request.fixturenames:
+        for context in list(request.getfixturevalue("browser").contexts):
+            context.close()
+
+
 @pytest.fixture
 def mlp():
     import torch

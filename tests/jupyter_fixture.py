@@ -5,8 +5,8 @@ editable torchprof), isolated from the user's Jupyter set-up by temporary config
 directories, on 127.0.0.1 with no token. The page talks only to that server: every other
 request is aborted (``browser_util.guard_network``), so nothing waits on the absent internet.
 
-A test module gets the fixtures (``jupyter_server``, ``lab_page``, ``page_errors``,
-``chromium_browser``) with ``pytest_plugins = ["jupyter_fixture"]``.
+A test module gets the fixtures (``jupyter_server``, ``lab_page``, ``page_errors``) with
+``pytest_plugins = ["jupyter_fixture"]``; the browser is the session's (``browser`` in conftest.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from browser_util import ARTIFACTS, guard_network, launch
+from browser_util import ARTIFACTS, guard_network
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
@@ -199,26 +199,6 @@ def write_notebook(path: Path, cells: list[str]) -> None:
 
 
 # -- browser --------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def chromium_browser() -> Iterator[Browser]:
-    from playwright.sync_api import expect, sync_playwright
-
-    # A cold kernel importing torch takes longer than expect()'s default 5 s.
-    expect.set_options(timeout=60_000)
-    pw = sync_playwright().start()
-    try:
-        try:
-            browser = launch(pw)
-        except RuntimeError as exc:  # Chromium not installed: a failure, never a skip
-            pytest.fail(str(exc))
-        try:
-            yield browser
-        finally:
-            browser.close()
-    finally:
-        pw.stop()
-
-
 @pytest.fixture
 def page_errors() -> list[str]:
     """Uncaught exceptions thrown in the page (filled by ``lab_page``); a test asserts it empty."""
@@ -228,13 +208,17 @@ def page_errors() -> list[str]:
 @pytest.fixture
 def lab_page(
     request: pytest.FixtureRequest,
-    chromium_browser: Browser,
+    browser: Browser,
     jupyter_server: JupyterServer,
     page_errors: list[str],
 ) -> Iterator[Page]:
     """A fresh browser context on the server, downloads allowed, page errors collected. When
     the test fails, the page as it was is saved to ``tests/artifacts/<test>-failure.png``."""
-    context = chromium_browser.new_context(
+    from playwright.sync_api import expect
+
+    # A cold kernel importing torch takes longer than expect()'s default 5 s.
+    expect.set_options(timeout=60_000)
+    context = browser.new_context(
         accept_downloads=True, viewport={"width": 1400, "height": 1000}, color_scheme="light"
     )
     guard_network(context)  # nothing may wait on the absent internet
@@ -341,7 +325,6 @@ __all__ = [
     "assert_no_stderr",
     "cell",
     "cell_stdout",
-    "chromium_browser",
     "execute_command",
     "jupyter_server",
     "lab_page",

@@ -34,7 +34,8 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
-# typescript (pinned in js/package-lock.json) checks the front end's JSDoc types; nothing is bundled.
+# esbuild and typescript (pinned in js/package-lock.json): tests/test_frontend.py rebuilds the checked-in
+# bundle (js/widget.js) from js/src/ to prove it current; tsc checks the sources' JSDoc types.
 (cd js && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
 # CI (.ci/run) sets CI=true: then the tests on the real traces in ../shared must run. Without it
@@ -46,4 +47,6 @@ echo "== lint and types: ruff, mypy, tsc"
 echo "== front end: node --test"
 node --test --test-reporter=dot tests/js/
 echo "== pytest"
-.venv/bin/python -m pytest -q "$@"
+# Two workers or more (one per core): the suite is mostly torch and browser work that runs in parallel
+# safely; -rs prints why each skipped test skipped.
+.venv/bin/python -m pytest -q -rs -n "${PYTEST_WORKERS:-auto}" "$@"

@@ -7,19 +7,13 @@ from __future__ import annotations
 import pytest
 
 import torchprof
-from browser_util import chromium, new_page, page_state, rendered_paths, serve, write_widget_page
+from browser_util import new_page, page_state, rendered_paths, serve, write_widget_page
 from synthetic import build, ev
 from torchprof._profile import Result
 from torchprof._records import Recording
 from torchprof._views.compare import compare_rows, view_tree
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from browser_util import chromium, new_page, page_state, rendered_paths, serve, write_widget_page
+from browser_util import new_page, page_state, rendered_paths, serve, write_widget_page
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def open_memory(browser, url: str, ready: str = '[role="row"][data-path]'):

@@ -113,7 +113,7 @@ def _profile_outputs(page: Page) -> list[Locator]:
 
 
 def test_reopened_without_a_kernel_every_profile_shows_its_table_and_no_error(
-    jupyter_server: JupyterServer, lab_page: Page, chromium_browser: Any, page_errors: list[str]
+    jupyter_server: JupyterServer, lab_page: Page, browser: Any, page_errors: list[str]
 ) -> None:
     name = "reopen.ipynb"
     path = jupyter_server.root_dir / name
@@ -131,7 +131,7 @@ def test_reopened_without_a_kernel_every_profile_shows_its_table_and_no_error(
     _shut_down_kernels(page, jupyter_server)
     page.close()
 
-    context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         reopened = context.new_page()
         reopened.set_default_timeout(60_000)
@@ -196,10 +196,10 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.mark.parametrize("widget_state", [True, False], ids=["saved-widget-state", "no-widget-state"])
-def test_nbconvert_offline_shows_every_profile_as_a_tree(executed, widget_state, tmp_path):
+def test_nbconvert_offline_shows_every_profile_as_a_tree(browser, executed, widget_state, tmp_path):
     from nbconvert import HTMLExporter
 
-    from browser_util import chromium, guard_network
+    from browser_util import guard_network
 
     nb = copy.deepcopy(executed)
     if not widget_state:
@@ -208,26 +208,25 @@ def test_nbconvert_offline_shows_every_profile_as_a_tree(executed, widget_state,
     assert "object at 0x" not in html and "&lt;torchprof widget" not in html  # no repr instead of the table
     page_file = tmp_path / "notebook.html"
     page_file.write_text(html, encoding="utf-8")
-    with chromium() as browser:
-        context = browser.new_context(viewport={"width": 1200, "height": 900})
-        guard_network(context)  # offline: the widget manager nbconvert links from a CDN never loads
-        page = context.new_page()
-        page.goto(page_file.as_uri())
-        tables = page.locator(f"{FALLBACK} table")
-        expect(tables).to_have_count(len(PROFILE_CELLS))
-        for i in range(len(PROFILE_CELLS)):
-            expect(tables.nth(i)).to_be_visible()
-            _assert_left_aligned_tree(tables.nth(i))
-        expect(page.locator(f"{FALLBACK} pre")).to_have_count(1)  # the comparison's diff table
-        expect(page.locator(f"{FALLBACK} pre")).to_be_visible()
-        page.screenshot(path=str(ARTIFACTS / f"nbconvert-{'state' if widget_state else 'no-state'}.png"), full_page=True)
-        context.close()
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    guard_network(context)  # offline: the widget manager nbconvert links from a CDN never loads
+    page = context.new_page()
+    page.goto(page_file.as_uri())
+    tables = page.locator(f"{FALLBACK} table")
+    expect(tables).to_have_count(len(PROFILE_CELLS))
+    for i in range(len(PROFILE_CELLS)):
+        expect(tables.nth(i)).to_be_visible()
+        _assert_left_aligned_tree(tables.nth(i))
+    expect(page.locator(f"{FALLBACK} pre")).to_have_count(1)  # the comparison's diff table
+    expect(page.locator(f"{FALLBACK} pre")).to_be_visible()
+    page.screenshot(path=str(ARTIFACTS / f"nbconvert-{'state' if widget_state else 'no-state'}.png"), full_page=True)
+    context.close()
 
 
-def test_a_viewer_that_strips_every_style_still_shows_a_left_aligned_tree(executed, tmp_path):
+def test_a_viewer_that_strips_every_style_still_shows_a_left_aligned_tree(browser, executed, tmp_path):
     # GitHub and nbviewer-like sanitizers drop <style>, style attributes and scripts; their own
     # stylesheets may right-align cells as Jupyter's does. align= and the text guides remain.
-    from browser_util import chromium, guard_network
+    from browser_util import guard_network
 
     output = next(o for o in executed.cells[1].outputs if "text/html" in o.get("data", {}))
     stripped = re.sub(r"<style>.*?</style>", "", output["data"]["text/html"], flags=re.S)
@@ -236,13 +235,12 @@ def test_a_viewer_that_strips_every_style_still_shows_a_left_aligned_tree(execut
     page_file = tmp_path / "github.html"
     page_file.write_text(f"<!DOCTYPE html><meta charset='utf-8'><style>td,th{{padding:4px}} th{{text-align:center}}</style>{stripped}",
                          encoding="utf-8")  # fmt: skip
-    with chromium() as browser:
-        context = browser.new_context()
-        guard_network(context)
-        page = context.new_page()
-        page.goto(page_file.as_uri())
-        _assert_left_aligned_tree(page.locator(f"{FALLBACK} table"))
-        context.close()
+    context = browser.new_context()
+    guard_network(context)
+    page = context.new_page()
+    page.goto(page_file.as_uri())
+    _assert_left_aligned_tree(page.locator(f"{FALLBACK} table"))
+    context.close()
 
 
 def test_the_terminal_ipython_shows_a_widget_and_a_profile_as_the_table(mlp, capsys):

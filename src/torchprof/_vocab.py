@@ -384,6 +384,19 @@ NARROW_DROP_ORDER: tuple[str, ...] = (
 
 #: Columns by name.
 COLUMN: dict[str, Column] = {c.name: c for c in COLUMNS}
+#: The columns the views' rules single out, by the part they play. The front end reads them from
+#: the payload (``vocab.roles``) and never spells a column name: ``path`` .. ``backward`` come
+#: from the tree's shape (parents, flags, path tails), ``type``, ``shapes`` and ``source`` name a
+#: row in its tooltip, ``order`` is the order nodes first ran in (the execution-order sort and the
+#: Flame's left-to-right order), ``calls`` shows whenever there are rows, and a FLOPs cell's
+#: tooltip gives its ``macs``.
+COLUMN_ROLES: dict[str, str] = {
+    "path": "path", "name": "name", "kind": "kind", "parent": "parent", "depth": "depth", "backward": "is_backward",
+    "type": "type", "shapes": "input_shapes", "source": "source", "order": "exec_order", "calls": "calls",
+    "flops": "flops", "macs": "macs",
+}  # fmt: skip
+#: The roles whose columns the payload does not carry: the tree's shape gives them.
+SHAPE_ROLES: tuple[str, ...] = ("path", "name", "kind", "parent", "depth", "backward")
 #: ``prof.df`` column names in order.
 COLUMN_NAMES: tuple[str, ...] = tuple(c.name for c in COLUMNS)
 #: Numeric columns stored as floats (NaN = not recorded).
@@ -519,7 +532,7 @@ class StateKey:
 
 
 #: The views the widget switches between, in the order of its view switcher ("table" first: the
-#: default). A view is one entry here and one renderer in js/widget.js (``VIEW_RENDERERS``).
+#: default). A view is one entry here and one module in js/src/views/, listed in js/src/views/index.js.
 VIEWS: tuple[str, ...] = ("table", "flame", "top", "memory")
 #: How the Flame view colours its bars: by forward/backward/other share, or by module type.
 FLAME_COLOURS: tuple[str, ...] = ("phase", "type")

@@ -3,10 +3,14 @@
 // keyboard, the CSV export's name and zero percentages.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  sliderToPct, pctToSlider, pctLabel, hiddenNote, widthSamples, percentSamples, tableLayout, tailStart, labelParts,
-  keyAction, visibleRows, exportFileName, cellPercent, formatValue, NODE_MIN, CELL_PAD, SLIDER_STEPS, decodePayload,
-} from "../../js/widget.js";
+import { widthSamples, percentSamples, tableLayout, NODE_MIN, CELL_PAD } from "../../js/src/columns.js";
+import { sliderToPct, pctToSlider, pctLabel, hiddenNote, SLIDER_STEPS } from "../../js/src/controls.js";
+import { exportFileName } from "../../js/src/csv.js";
+import { tailStart, labelParts } from "../../js/src/dom.js";
+import { cellPercent, formatValue } from "../../js/src/format.js";
+import { decodePayload } from "../../js/src/payload.js";
+import { visibleRows } from "../../js/src/rows.js";
+import { keyAction } from "../../js/src/views/table.js";
 import { small, decode, payloadFrom } from "./helpers.mjs";
 
 test("the threshold slider is logarithmic: a short drag from 0 stays below 0.1%", () => {

@@ -8,10 +8,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import {
-  decodePayload, loadPayload, visibleRows, defaultExpanded, textTest, pathTest, formatTime, formatBytes,
-  formatCount, formatPercent, shownValues, naturalKey, compareNatural, stepRows, byType, flameMetrics,
-} from "../../js/widget.js";
+import { formatTime, formatBytes, formatCount, formatPercent } from "../../js/src/format.js";
+import { decodePayload, loadPayload } from "../../js/src/payload.js";
+import { visibleRows, shownValues, naturalKey, compareNatural } from "../../js/src/rows.js";
+import { textTest, pathTest } from "../../js/src/search.js";
+import { defaultExpanded, stepRows } from "../../js/src/tree.js";
+import { flameMetrics } from "../../js/src/views/flame.js";
+import { byType } from "../../js/src/views/top.js";
 
 const path = process.env.TORCHPROF_CROSSCHECK || new URL("./fixtures/crosscheck.json", import.meta.url);
 const fixture = JSON.parse(readFileSync(path, "utf-8"));

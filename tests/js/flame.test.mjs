@@ -1,10 +1,11 @@
 // The Flame view's geometry and colours, and the Top view's rankings, as pure functions.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  flameMetrics, flameMetric, flameLayout, flameHit, execChildren, phaseColumns, phaseShares, typeHue, ancestry,
-  topColumn, topLayers, byType, luminance, VIEW_RENDERERS, shortOpName, deltaColour, flameDeltas,
-} from "../../js/widget.js";
+import { deltaColour, luminance, typeHue } from "../../js/src/colours.js";
+import { ancestry, execChildren } from "../../js/src/tree.js";
+import { flameMetrics, flameMetric, flameLayout, flameHit, phaseColumns, phaseShares, flameDeltas } from "../../js/src/views/flame.js";
+import { VIEWS } from "../../js/src/views/index.js";
+import { byType, shortOpName, topColumn, topLayers } from "../../js/src/views/top.js";
 import { small, decode, VOCAB } from "./helpers.mjs";
 
 /** Net (100) -> conv (40, ran first), fc (50, ran last), relu (10); a backward op under fc. */
@@ -147,9 +148,9 @@ test("by module type: totals from the outermost module of a class, self values a
   assert.ok(Number.isNaN(byType(data)[0].sums.cuda_us), "a column the profile lacks stays NaN");
 });
 
-test("the view switcher is a list: each view the vocabulary names has a renderer", () => {
-  assert.deepEqual(VOCAB.views, ["table", "flame", "top", "memory"]);
-  for (const view of VOCAB.views) assert.equal(typeof VIEW_RENDERERS[view], "function", view);
+test("the view switcher is a list: each view the vocabulary names has a module", () => {
+  assert.deepEqual(Object.keys(VIEWS), VOCAB.views);
+  for (const view of VOCAB.views) assert.equal(typeof VIEWS[view].create, "function", view);
 });
 
 test("a comparison's bars: green when faster, red when slower, deeper for a bigger change, grey for none", () => {
@@ -160,9 +161,10 @@ test("a comparison's bars: green when faster, red when slower, deeper for a bigg
   assert.ok(light(deltaColour(10, 10, false)) < light(deltaColour(1, 10, false))); // deeper = darker on light
   assert.equal(deltaColour(0, 10, false), deltaColour(NaN, 10, false));
   assert.equal(deltaColour(3, 0, false), deltaColour(0, 10, false)); // nothing changed anywhere
-  // The sized metric's own delta column when there is one, else CPU total's; the root's change
+  // The sized metric's own delta column when there is one, else the first (CPU total's); the root's change
   // (the sum of all) does not set the scale.
-  const data = { n: 3, num: { cpu_us_delta: Float64Array.from([-30, -10, 20]), cuda_us_delta: Float64Array.from([5, 1, 2]) } };
+  const vocab = { columns: [{ name: "cpu_us_delta", delta: true }, { name: "cuda_us_delta", delta: true }] };
+  const data = { n: 3, vocab, num: { cpu_us_delta: Float64Array.from([-30, -10, 20]), cuda_us_delta: Float64Array.from([5, 1, 2]) } };
   assert.deepEqual({ ...flameDeltas(data, { width: "cpu_us" }), values: null }, { column: "cpu_us_delta", values: null, scale: 20 });
   assert.equal(flameDeltas(data, { width: "cuda_us" }).column, "cuda_us_delta");
   assert.equal(flameDeltas(data, { width: "flops" }).column, "cpu_us_delta");

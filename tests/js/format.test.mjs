@@ -1,7 +1,8 @@
 // Number formatting (the same strings as _format.py) and CSV export.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { pyFixed, formatTime, formatBytes, formatCount, formatPercent, formatRate, csvField, csvText, toCSV } from "../../js/widget.js";
+import { csvField, csvText, toCSV } from "../../js/src/csv.js";
+import { pyFixed, formatTime, formatBytes, formatCount, formatPercent, formatRate } from "../../js/src/format.js";
 import { decode, small, VOCAB } from "./helpers.mjs";
 
 test("fixed-point rounding matches Python's (ties to even on the exact binary value)", () => {

@@ -1,6 +1,6 @@
 // Hand-written trees for the node tests, in the payload's JSON form.
 import { readFileSync } from "node:fs";
-import { numberColumns, decodePayload } from "../../js/widget.js";
+import { numberColumns, decodePayload } from "../../js/src/payload.js";
 
 /** The vocabulary Python sends (tests/js/fixtures/vocab.json; tests/test_widget.py keeps it current). */
 export const VOCAB = JSON.parse(readFileSync(new URL("./fixtures/vocab.json", import.meta.url), "utf-8"));

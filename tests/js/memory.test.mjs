@@ -2,9 +2,9 @@
 // cursor, what the readout says and which rows open to show a selected layer.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  downsampleMinMax, memoryScales, memoryPath, bandRects, pointAt, memoryReadout, phaseAt, ancestorPaths, decodePayload,
-} from "../../js/widget.js";
+import { decodePayload } from "../../js/src/payload.js";
+import { ancestorPaths } from "../../js/src/tree.js";
+import { downsampleMinMax, memoryScales, memoryPath, bandRects, pointAt, memoryReadout, phaseAt } from "../../js/src/views/memory.js";
 import { payloadFrom } from "./helpers.mjs";
 
 test("downsampling keeps at most two points per bucket, the ends and the peak", () => {

@@ -1,7 +1,9 @@
 // The payload decoder, the columns a profile gets, and the in-page model of the HTML report.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { columnsFor, createModel, decodePayload, loadPayload } from "../../js/widget.js";
+import { columnsFor } from "../../js/src/columns.js";
+import { decodePayload, loadPayload } from "../../js/src/payload.js";
+import { createModel, stateReader } from "../../js/src/state.js";
 import { payloadFrom, small, VOCAB } from "./helpers.mjs";
 
 test("paths are rebuilt from the parent's path plus a tail, names from the tail", () => {
@@ -54,6 +56,31 @@ test("the report's model: get/set, change events only on change, off, save_chang
   model.set("min_pct", 7);
   assert.deepEqual(seen, [5, "saved"]);
   assert.equal(model.get("min_pct"), 7);
+});
+
+test("the view state is read by the vocabulary's keys: types, defaults for what the model lacks, one Set per list", () => {
+  const keys = VOCAB.state.map((k) => k.name);
+  const model = createModel({ min_pct: "2.5", show_ops: 1, search: null, expanded: ["Net"], view: "" });
+  const read = stateReader(model, VOCAB);
+  const st = read();
+  for (const key of VOCAB.state) assert.ok(key.name in st, key.name);
+  assert.equal(st.min_pct, 2.5);
+  assert.equal(st.show_ops, true);
+  assert.equal(st.search, "");
+  const defaults = Object.fromEntries(VOCAB.state.map((k) => [k.name, k.default]));
+  assert.equal(st.view, defaults.view, "an empty view is the vocabulary's default");
+  assert.equal(st.sort_by, defaults.sort_by);
+  assert.equal(st.ascending, defaults.ascending);
+  assert.deepEqual([...st.expanded], ["Net"]);
+  assert.deepEqual(st.expandedList, ["Net"]);
+  assert.equal(read().expanded, st.expanded, "the same list gives the same Set");
+  model.set("expanded", ["Net", "Net.fc"]);
+  assert.deepEqual([...read().expanded], ["Net", "Net.fc"]);
+  // A vocabulary with a key renamed and a new one: the reader follows it, spelling none itself.
+  const renamed = { ...VOCAB, state: [...VOCAB.state.filter((k) => k.name !== "zoom"), { name: "zoom_path", type: "text", default: "x" }] };
+  const other = stateReader(createModel({}), renamed)();
+  assert.deepEqual(Object.keys(other).filter((k) => !k.endsWith("List")), [...keys.filter((k) => k !== "zoom"), "zoom_path"]);
+  assert.equal(other.zoom_path, "x");
 });
 
 test("the widget module imports in node without touching a DOM", async () => {

@@ -3,10 +3,9 @@
 // hides and why.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  visibleRows, shownValues, selectRows, hiddenCounts, stepRows, viewedTable, defaultExpanded, naturalKey,
-  compareNatural, expandTo, decodePayload,
-} from "../../js/widget.js";
+import { decodePayload } from "../../js/src/payload.js";
+import { visibleRows, shownValues, selectRows, hiddenCounts, naturalKey, compareNatural } from "../../js/src/rows.js";
+import { stepRows, viewedTable, defaultExpanded, expandTo } from "../../js/src/tree.js";
 import { small, names, decode, payloadFrom } from "./helpers.mjs";
 
 const all = (data, state = {}) => names(data, visibleRows(data, { expanded: null, ...state }).rows);

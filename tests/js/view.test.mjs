@@ -1,10 +1,9 @@
 // The view rules (which rows show, in which order) on a hand-written tree.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  visibleRows, makeMatcher, globToRegExp, resolveSort, defaultExpanded, allExpandable,
-  toggleExpanded, expandMatches, expandLeafLayers, isLeafLayer, matchRange,
-} from "../../js/widget.js";
+import { visibleRows, resolveSort } from "../../js/src/rows.js";
+import { makeMatcher, globToRegExp, matchRange } from "../../js/src/search.js";
+import { defaultExpanded, allExpandable, toggleExpanded, expandMatches, expandLeafLayers, isLeafLayer } from "../../js/src/tree.js";
 import { small, names, decode, VOCAB } from "./helpers.mjs";
 
 const all = (data, state = {}) => names(data, visibleRows(data, { expanded: null, ...state }).rows);

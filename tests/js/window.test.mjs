@@ -1,7 +1,7 @@
 // The virtual window: which rows exist in the DOM for a scroll position.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { virtualWindow } from "../../js/widget.js";
+import { virtualWindow } from "../../js/src/views/table.js";
 
 test("at the top the window is the viewport plus the overscan below it", () => {
   assert.deepEqual(virtualWindow(0, 480, 24, 50_000, 40), { start: 0, end: 61, offset: 0, height: 1_200_000 });

@@ -1,4 +1,4 @@
-"""The widget's wire format: the tree column-wise, as ``decodePayload`` in ``js/widget.js`` reads it.
+"""The widget's wire format: the tree column-wise, as ``decodePayload`` in ``js/src/payload.js`` reads it.
 
 The payload is one JSON-able dict: a few per-node arrays (parent index, a flag byte, the path as
 a tail of the parent's path) and one array per numeric column, never a list of per-row dicts. It
@@ -25,6 +25,7 @@ from .._tree.tree import Tree
 from .._vocab import (
     ALL_STEPS,
     BACKWARD_PREFIX,
+    COLUMN_ROLES,
     COLUMNS,
     CSV_FORMULA_START,
     FLAME_COLOURS,
@@ -32,6 +33,7 @@ from .._vocab import (
     LAYER_KINDS,
     MEMORY_CATEGORIES,
     NODE_KIND_LABELS,
+    SHAPE_ROLES,
     SORT_ALIASES,
     STATE,
     STEP_EXTRA,
@@ -54,27 +56,48 @@ FLAG_KIND = 3  # bits 0-1: the kind code
 FLAG_BACKWARD = 4
 FLAG_ABSOLUTE_PATH = 8  # the path does not extend the parent's path: the tail is all of it
 FLAG_NAME_IN_TAIL = 16  # name == tail without its separator ("/name" or ".name")
-#: Numeric columns the payload carries; ``depth`` the front end derives from the parents.
-NUMBER_COLUMNS = tuple(c.name for c in COLUMNS if c.numeric and c.name != "depth")
-#: Text columns the payload carries; path, name, kind and parent come from the tree's shape.
-TEXT_COLUMNS = tuple(c.name for c in COLUMNS if c.dtype == "str" and c.name not in ("path", "name", "kind", "parent"))
+#: Columns the tree's shape gives the front end (parents, flag bytes, path tails): never sent as columns.
+SHAPE_COLUMNS = frozenset(COLUMN_ROLES[r] for r in SHAPE_ROLES)
+
+
+def number_columns(columns: Sequence[Column]) -> tuple[str, ...]:
+    """Numeric columns a payload of these columns carries (``depth`` the front end derives from the parents)."""
+    return tuple(c.name for c in columns if c.numeric and c.name not in SHAPE_COLUMNS)
+
+
+def text_columns(columns: Sequence[Column]) -> tuple[str, ...]:
+    """Text columns a payload of these columns carries (path, name, kind and parent come from the tree's shape)."""
+    return tuple(c.name for c in columns if c.dtype == "str" and c.name not in SHAPE_COLUMNS)
+
+
+#: Numeric columns the payload of a profile carries.
+NUMBER_COLUMNS = number_columns(COLUMNS)
+#: Text columns the payload of a profile carries.
+TEXT_COLUMNS = text_columns(COLUMNS)
 
 
 def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] = VIEW_COLUMNS,
                views: Sequence[str] = VIEWS, flame_colours: Sequence[str] = FLAME_COLOURS) -> dict[str, Any]:  # fmt: skip
-    """What the front end must know of the registry: every column's spec in ``prof.df`` order, the
-    table's columns, kind codes and which kinds are layers, sort aliases, the state keys and their
-    defaults, the flag bits, the characters a CSV text cell must not start with, the views, the
-    Flame colourings, the step and backward-node name prefixes and the search and threshold
-    rules' constants. Another table of the same shape (a comparison of two runs) sends its own
-    ``columns``, ``view_columns``, ``views`` and ``flame_colours``."""
+    """What the front end must know of the registry, so that it spells none of it: every column's
+    spec in ``prof.df`` order, the table's columns, the numeric and text columns the payload
+    carries, the columns' roles, kind codes, which kinds are layers, modules and steps, sort
+    aliases, the state keys with their types and defaults, the flag bits, the characters a CSV text
+    cell must not start with, the views, the Flame colourings, the step and backward-node name
+    prefixes and the search and threshold rules' constants. Another table of the same shape (a
+    comparison of two runs) sends its own ``columns``, ``view_columns``, ``views`` and
+    ``flame_colours``. New keys may be added; the front end ignores those it does not read."""
     return {
         "columns": [c.spec() for c in columns],
         "view_columns": list(view_columns),
+        "number_columns": list(NUMBER_COLUMNS if columns is COLUMNS else number_columns(columns)),
+        "text_columns": list(TEXT_COLUMNS if columns is COLUMNS else text_columns(columns)),
+        "roles": COLUMN_ROLES,
         "kinds": list(NODE_KIND_LABELS),
         "layer_kinds": list(LAYER_KINDS),
+        "module_kind": NodeKind.MODULE.label,
+        "step_kind": NodeKind.REGION.label,
         "sort_aliases": SORT_ALIASES,
-        "state": [{"name": k.name, "default": k.default} for k in STATE],
+        "state": [{"name": k.name, "type": k.type, "default": k.default} for k in STATE],
         "flags": {"kind": FLAG_KIND, "backward": FLAG_BACKWARD, "absolute_path": FLAG_ABSOLUTE_PATH,
                   "name_in_tail": FLAG_NAME_IN_TAIL},
         "csv_formula_start": CSV_FORMULA_START,
@@ -105,7 +128,7 @@ def _clean(value: Any) -> Any:
 
 def table_payload(tree: Tree, columns: Sequence[Column] = COLUMNS) -> dict[str, Any]:
     """One tree column-wise: parents, flag bytes, path tails, name exceptions, text and numeric
-    columns (what ``decodeTable`` in widget.js reads).
+    columns (what ``decodeTable`` in js/src/payload.js reads).
 
     Paths are sent as the part that extends the parent's path (``.conv1``, ``/aten::addmm``) and
     names, when they are that tail minus its separator, not at all: a path costs about as much as
@@ -113,9 +136,8 @@ def table_payload(tree: Tree, columns: Sequence[Column] = COLUMNS) -> dict[str, 
     is sent as one constant. ``columns`` are the registry's unless a view of another table (a
     comparison) gives its own.
     """
-    number_columns = NUMBER_COLUMNS if columns is COLUMNS else tuple(c.name for c in columns if c.numeric and c.name != "depth")
-    text_columns = TEXT_COLUMNS if columns is COLUMNS else tuple(
-        c.name for c in columns if c.dtype == "str" and c.name not in ("path", "name", "kind", "parent"))
+    numbers = NUMBER_COLUMNS if columns is COLUMNS else number_columns(columns)
+    texts = TEXT_COLUMNS if columns is COLUMNS else text_columns(columns)
     cols = tree.columns
     n = len(tree)
     parent = tree.parent_index
@@ -146,8 +168,8 @@ def table_payload(tree: Tree, columns: Sequence[Column] = COLUMNS) -> dict[str, 
         "names": name_exceptions,
         # Text columns other than those the tree shape gives (path, name, kind, parent); one that
         # is empty everywhere (source without stack=True) is sent as an empty list.
-        "text": {c: list(cols[c]) if any(v is not None for v in cols[c]) else [] for c in text_columns},
-        "num": _numbers({c: cols[c] for c in number_columns}),
+        "text": {c: list(cols[c]) if any(v is not None for v in cols[c]) else [] for c in texts},
+        "num": _numbers({c: cols[c] for c in numbers}),
     }
 
 
@@ -188,7 +210,7 @@ def payload(
     items: list[tuple[str, str, str]] | None = None,
     findings: list[Finding] | None = None,
 ) -> dict[str, Any]:
-    """The profile column-wise, as ``decodePayload`` in widget.js reads it: the tree's table, the
+    """The profile column-wise, as ``decodePayload`` in js/src/payload.js reads it: the tree's table, the
     vocabulary, the summary, the steps, memory over time and, with two steps or more, every step
     folded into one tree (``folded``, computed here when not given). ``columns``, ``view_columns``
     and the summary's ``items`` are the registry's and the profile's unless a view of another

@@ -1,5 +1,5 @@
 """Which rows a view shows, in which order, with which values: the rules every view shares
-(terminal table, static HTML, the widget's ``view_df``). ``js/widget.js`` implements the same rules
+(terminal table, static HTML, the widget's ``view_df``). ``js/src/rows.js`` implements the same rules
 for the browser; tests/js/crosscheck.test.mjs holds the two together."""
 
 from __future__ import annotations
