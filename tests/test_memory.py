@@ -588,3 +588,21 @@ def test_a_gpu_peak_is_the_allocators_own():
     assert prof.summary["peak_cuda_mem"] == peak
     parts = prof.memory_breakdown(device="cuda:0")
     assert parts["bytes"].sum() == peak and parts.loc["parameter", "bytes"] > 0 and parts.loc["optimizer_state", "bytes"] > 0
+
+
+def test_a_device_peak_is_checked_against_the_allocators_high_water_mark():
+    from torchprof._profile import Result
+    from torchprof._records import Recording
+
+    events = [ev("module", "Net", 0, 10, type_="Net"), ev("memory", "[memory]", 1, 1, nbytes=900, cuda=True, addr=8, total=900)]
+    tree = build(events, memory=True, cuda=True)
+
+    def summary(max_start: int, max_end: int) -> dict:
+        meta = {"cuda_allocator": {"cuda:0": {"allocated_start": 0, "max_start": max_start, "max_end": max_end}}}
+        return Result(tree, Recording(wall_us=10.0, meta=meta)).summary
+
+    agrees = summary(100, 900)
+    assert agrees["allocator_peaks"] == {"cuda:0": 900.0} and agrees["peak_cuda_mem"] == 900 and "warnings" not in agrees
+    differs = summary(100, 1200)  # the allocator went higher than any event the profile recorded
+    assert "differs from the allocator's own (1200 bytes" in differs["warnings"][0]
+    assert "allocator_peaks" not in summary(5000, 5000)  # an earlier high: the block's own is not known

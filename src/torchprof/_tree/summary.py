@@ -71,9 +71,37 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         out["peak_at"] = peak_at(tree)
     if "interrupted" in recording.meta:
         out["interrupted"] = recording.meta["interrupted"]
-    if recording.meta.get("warnings"):
-        out["warnings"] = list(recording.meta["warnings"])  # what the profile is known to miss
+    warnings = list(recording.meta.get("warnings") or [])  # what the profile is known to miss
+    checked = allocator_check(tree, recording.meta)
+    if checked:
+        out["allocator_peaks"], notes = checked
+        warnings += notes
+    if warnings:
+        out["warnings"] = warnings
     return out
+
+
+def allocator_check(tree: Tree, meta: dict[str, Any]) -> tuple[dict[str, float], list[str]] | None:
+    """The CUDA allocator's own high-water mark inside the block, where the live capture read
+    ``torch.cuda.max_memory_allocated`` before and after it and the block set a new high (else
+    that figure is an earlier one's), and a note for each device whose profiled peak differs
+    from it: allocations torch's profiler did not see (another thread's)."""
+    figures = meta.get("cuda_allocator")
+    if not isinstance(figures, dict) or not tree.memory:
+        return None
+    peaks: dict[str, float] = {}
+    notes: list[str] = []
+    devices = tree.memory.get("devices", {})
+    for device, f in figures.items():
+        if not isinstance(f, dict) or not f.get("max_end", 0) > f.get("max_start", 0):
+            continue
+        peaks[device] = float(f["max_end"])
+        seen = devices.get(device, {}).get("peak")
+        if seen is not None and abs(seen - f["max_end"]) > 0.001 * f["max_end"]:
+            notes.append(f"the {device} peak the profile saw ({seen:.0f} bytes) differs from the allocator's own "
+                         f"({f['max_end']} bytes, torch.cuda.max_memory_allocated): allocations torch's profiler did not "
+                         "record (other threads)")  # fmt: skip
+    return (peaks, notes) if peaks else None
 
 
 def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
