@@ -66,7 +66,7 @@ def two_runs():
 def test_two_runs_give_the_same_summary_apart_from_the_figures(two_runs):
     first, second = two_runs
     assert masked(first) == masked(second)
-    assert first != second or True  # the figures themselves may differ
+    assert "| `Net.big` | Mix | N (N) | N | N | - |" in masked(first)  # only the figures are masked
 
 
 def test_the_summary_has_every_section_in_order_and_fits_4_kb(two_runs):

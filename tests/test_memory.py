@@ -191,7 +191,6 @@ def test_thinning_keeps_the_peak_the_ends_and_two_points_per_bucket():
 
 
 def test_the_widget_thins_a_line_exactly_as_python_does():
-    import os
     import subprocess
 
     from conftest import REPO

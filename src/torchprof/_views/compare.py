@@ -16,9 +16,9 @@ from .._tree.compare import Diff
 from .._tree.tree import Tree
 from .._vocab import (
     COMPARE_COLUMNS,
-    COMPARE_NARROW_DROP_ORDER,
     COMPARE_FLAME_COLOURS,
     COMPARE_FLAME_METRICS,
+    COMPARE_NARROW_DROP_ORDER,
     COMPARE_VIEW_COLUMNS,
     COMPARE_VIEW_EXTRA,
     COMPARE_VIEWS,
