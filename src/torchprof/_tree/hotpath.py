@@ -217,11 +217,14 @@ def _costliest_type(tree: Tree, metric: str, base: float) -> tuple[str | None, f
         return None, float("nan"), 0
     rows, _ = by_type(tree)
     column = _self_column(metric)
-    found = [(g[column], g["type"], g["modules"]) for g in rows if isinstance(g["type"], str) and not is_missing(g[column])]
+    found = [(g[column], g["type"]) for g in rows if isinstance(g["type"], str) and not is_missing(g[column])]
     if not found:
         return None, float("nan"), 0
-    value, name, modules = max(found, key=lambda x: x[0])
-    return name, value / base, int(modules)
+    value, name = max(found, key=lambda x: x[0])
+    cols = tree.columns
+    # Modules, not rows: one module runs in every step (a row per step) and maybe several times.
+    modules = {fold_steps(p) for p, k, t in zip(cols["path"], cols["kind"], cols["type"]) if k == _MODULE and t == name}
+    return name, value / base, len(modules)
 
 
 def opened(tree: Tree, path: HotPath) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tree.hotpath import Ranked, hot_path, ranked_layers, self_column
+from .._tree.hotpath import Ranked, fold_steps, hot_path, ranked_layers, self_column
 from .._tree.tree import Tree
 from .._vocab import MEMORY_CATEGORIES, is_missing
 from . import format as fmt
@@ -119,7 +119,8 @@ def _memory_lines(tree: Tree, summary: dict[str, Any]) -> list[str]:
         if inside:
             sums[category] += nbytes
             if owner is not None:
-                layers[owner] = layers.get(owner, 0) + nbytes
+                key = fold_steps(owner)  # one layer, whichever step allocated what it holds
+                layers[key] = layers.get(key, 0) + nbytes
     total = peak["peak"] or 1.0
     # Categories under 0.05% of the peak (a few bytes from before profiling) would read "0.0%".
     made = " · ".join(f"{c.replace('_', ' ')} {_pct(sums[c] / total)}" for c in MEMORY_CATEGORIES if sums[c] >= 0.0005 * total)
@@ -156,8 +157,8 @@ def _render(tree: Tree, summary: dict[str, Any], findings: list[Finding], label:
              fmt.summary_line({k: v for k, v in summary.items() if k not in ("warnings", "peak_at")}), ""]  # fmt: skip
     ranked = top_layers(tree, layers)
     if ranked:
-        per_step = " per step for total, FLOPs and MFU" if any(r.rows > 1 for r in ranked) else ""
-        lines += [f"**Costliest layers** (own time, ops folded in{per_step}):", "", *_layers_table(tree, ranked, summary), ""]
+        per_step = ", over every step; total, FLOPs and MFU of its costliest step" if any(r.rows > 1 for r in ranked) else ""
+        lines += [f"**Costliest layers** (own time with ops folded in{per_step}):", "", *_layers_table(tree, ranked, summary), ""]
     else:
         lines += ["**Costliest layers:** none (no layer took time).", ""]
     lines += ["**Insights:**", "", *_insight_lines(findings, insights, message_chars), ""]
