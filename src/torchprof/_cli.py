@@ -264,12 +264,12 @@ def _insights_text(prof: Result, width: int | None) -> str:
     """The top findings of ``prof.insights()``, numbered, wrapped to ``width``; one line when none."""
     import textwrap
 
-    found = prof.insights()
-    if found.empty:
+    found = prof._findings()  # as prof.insights() ranks them, without importing pandas
+    if not found:
         return "Insights: none (no rule fired)"
     lines = [f"Insights ({len(found)}; prof.insights() has them all):" if len(found) > CLI_INSIGHTS else "Insights:"]
-    for n, row in enumerate(found.head(CLI_INSIGHTS).itertuples(), 1):
-        text = printable(f"{n}. [{row.rule}] {row.message}. Try: {row.advice}.")
+    for n, f in enumerate(found[:CLI_INSIGHTS], 1):
+        text = printable(f"{n}. [{f.rule}] {f.message}. Try: {f.advice}.")
         lines += textwrap.wrap(text, width, subsequent_indent="   ", break_long_words=False) if width else [text]
     return "\n".join(lines)
 

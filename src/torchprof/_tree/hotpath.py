@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._vocab import LAYER_KINDS, STEP_PREFIX, NodeKind, is_missing
-from .aggregate import by_type
 from .tree import Tree
 
 #: A child holding at least this share of its parent continues the chain of the heaviest child.
@@ -78,8 +77,8 @@ def _self_column(metric: str) -> str:
     return "layer_self_cuda_us" if metric == "cuda_us" else "layer_self_cpu_us"
 
 
-def _value(v: object) -> float:
-    return 0.0 if is_missing(v) else float(v)  # type: ignore[arg-type]
+def _value(v: Any) -> float:
+    return 0.0 if v is None or v != v else float(v)  # None or NaN: nothing recorded
 
 
 def is_candidate(kind: str, name: str, row: int, root: int) -> bool:
@@ -215,16 +214,18 @@ def _costliest_type(tree: Tree, metric: str, base: float) -> tuple[str | None, f
     the root and how many of its modules ran (as the Top view's per-type table)."""
     if base <= 0:
         return None, float("nan"), 0
-    rows, _ = by_type(tree)
-    column = _self_column(metric)
-    found = [(g[column], g["type"]) for g in rows if isinstance(g["type"], str) and not is_missing(g[column])]
-    if not found:
-        return None, float("nan"), 0
-    value, name = max(found, key=lambda x: x[0])
     cols = tree.columns
+    own = cols[_self_column(metric)]
+    sums: dict[str, float] = {}
+    for k, t, v in zip(cols["kind"], cols["type"], own):
+        if k == _MODULE and isinstance(t, str):  # own times add up: no module is counted twice
+            sums[t] = sums.get(t, 0.0) + _value(v)
+    if not sums:
+        return None, float("nan"), 0
+    name = max(sums, key=lambda t: sums[t])
     # Modules, not rows: one module runs in every step (a row per step) and maybe several times.
     modules = {fold_steps(p) for p, k, t in zip(cols["path"], cols["kind"], cols["type"]) if k == _MODULE and t == name}
-    return name, value / base, len(modules)
+    return name, sums[name] / base, len(modules)
 
 
 def opened(tree: Tree, path: HotPath) -> list[str]:

@@ -58,27 +58,25 @@ def split_row(tree: Tree, row: int) -> dict[str, float]:
     """The parts of ``row``'s CPU time (:data:`PARTS`, see the module's docstring). O(subtree)."""
     cols = tree.columns
     kinds, names, depth, other = cols["kind"], cols["name"], cols["depth"], cols["other_cpu_us"]
-    parent = tree.parent_index
     n = len(tree)
     out = dict.fromkeys(PARTS, 0.0)
     out["forward_us"] = _num(cols["fwd_cpu_us"][row])
     out["backward_us"] = _num(cols["bwd_cpu_us"][row])
     # Outermost data, optimizer and communication rows outside modules: their "other" time.
-    skip_below = -1  # rows deeper than this one's depth are inside a counted or module row
+    skip_below = -1  # rows deeper than this are inside a counted row or a module: skipped
     end = row + 1
     while end < n and depth[end] > depth[row]:
         end += 1
-    inside_module = [False] * (end - row)
+    part_of: dict[str, str | None] = {}  # per distinct name: names repeat across steps and calls
     for i in range(row + 1, end):
         if skip_below >= 0 and depth[i] > skip_below:
             continue
         skip_below = -1
-        p = parent[i]
-        in_module = kinds[i] == _MODULE or (p > row and inside_module[p - row])
-        inside_module[i - row] = in_module
-        if in_module:
+        if kinds[i] == _MODULE:
+            skip_below = depth[i]  # a module's rows are its forward and backward
             continue
-        part = _kind_of(names[i])
+        name = names[i]
+        part = part_of[name] if name in part_of else part_of.setdefault(name, _kind_of(name))
         if part is not None:
             out[part] += _num(other[i])
             skip_below = depth[i]
@@ -88,7 +86,7 @@ def split_row(tree: Tree, row: int) -> dict[str, float]:
 
 
 def _num(v: Any) -> float:
-    return 0.0 if is_missing(v) else float(v)
+    return 0.0 if v is None or v != v else float(v)
 
 
 def step_splits(tree: Tree) -> list[dict[str, Any]]:
