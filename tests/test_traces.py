@@ -94,7 +94,7 @@ def test_missing_file_is_a_clear_error(tmp_path):
     "content, message",
     [
         (b"{not json", "not valid JSON"),
-        (gzip.compress(b'{"traceEvents": [')[:-8], "truncated"),
+        (gzip.compress(b'{"traceEvents": [', mtime=0)[:-8], "truncated"),
         (b'{"hello": 1}', "no 'traceEvents'"),
         (b'{"traceEvents": [{"ph": "M", "name": "process_name"}]}', "no profiler events"),
     ],
