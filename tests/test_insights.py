@@ -182,16 +182,17 @@ def test_data_loading_that_dominates_the_step_is_named():
             return 8
 
         def __getitem__(self, i):
-            time.sleep(0.01)  # a file read or a decode: at least 10 ms per item, 80 ms per batch
+            time.sleep(0.02)  # a file read or a decode: at least 20 ms per item, 160 ms per batch
             return torch.ones(4), i % 2
 
     model = torch.nn.Linear(4, 2)
+    torch.nn.functional.cross_entropy(model(torch.ones(8, 4)), torch.zeros(8, dtype=torch.long)).backward()  # first calls
     with torchprof.Profiler() as prof:
         for x, y in torch.utils.data.DataLoader(Slow(), batch_size=8):
             torch.nn.functional.cross_entropy(model(x), y).backward()
     found = prof.insights()
     row = found[found.rule == "data_loading"].iloc[0]
-    assert row.share > 0.5 and row.at_stake_us >= 80_000
+    assert row.share > 0.2 and row.at_stake_us >= 160_000
     assert row.paths == ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"]
     assert "num_workers" in row.advice and "2 calls of enumerate(DataLoader)" in row.message
 
@@ -247,9 +248,9 @@ def _optimizer_run(foreach: bool):
     import torchprof
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(24)])
+    model = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(100)])  # 200 parameter tensors, tiny math
     opt = torch.optim.Adam(model.parameters(), foreach=foreach)
-    x = torch.randn(2, 4)
+    x = torch.randn(2, 2)
     model(x).sum().backward()
     opt.step()
     with torchprof.Profiler() as prof:
@@ -260,7 +261,8 @@ def _optimizer_run(foreach: bool):
 
 def test_an_optimizer_running_one_op_per_parameter_is_named():
     row = _optimizer_run(foreach=False).insights().set_index("rule").loc["optimizer_not_foreach"]
-    assert row.paths == ["Optimizer.step#Adam.step"] and "fused=True" in row.advice and row.share >= 0.1
+    assert row.paths == ["Optimizer.step#Adam.step"] and "fused=True" in row.advice and row.share >= 0.05
+    assert row.at_stake_us >= 200 * 10  # at least one op per parameter tensor, 10 µs each
 
 
 def test_a_foreach_optimizer_is_not_named():
@@ -357,21 +359,21 @@ def test_memory_limit_of_a_trace_is_its_devices():
 
 
 def low_mfu_events(slow_us: float):
-    """Net.big does 2 GFLOPs in 1000 µs; Net.odd 0.5 GFLOPs in ``slow_us``; 200 µs besides."""
+    """Net.big does 2 GFLOPs in 1000 µs; Net.odd 0.2 GFLOPs in ``slow_us``; 200 µs besides."""
     return [
         ev("module", "Net", 0, 1200 + slow_us, type_="Net"),
         ev("module", "Net.big", 10, 1010, type_="Linear"),
         ev("op", "aten::mm", 11, 1009, shapes=[[1000, 1000], [1000, 1000]]),
         ev("module", "Net.odd", 1100, 1100 + slow_us, type_="Linear"),
-        ev("op", "aten::mm", 1101, 1099 + slow_us, shapes=[[250, 1000], [1000, 1000]]),
+        ev("op", "aten::mm", 1101, 1099 + slow_us, shapes=[[100, 1000], [1000, 1000]]),
     ]
 
 
 def test_layers_far_below_the_models_flop_rate_are_named():
     row = result_of(low_mfu_events(8000.0)).insights().set_index("rule").loc["low_mfu"]
-    # the model: 2.5 GFLOPs in 9200 µs (272 GFLOP/s); Net.odd at 62.5 GFLOP/s, under a quarter of that
-    assert row.paths == ["Net.odd"] and "Net.odd (Linear) at 62.5GFLOP/s" in row.message
-    assert row.at_stake_us == pytest.approx(8000 - 0.5e9 / (2.5e9 / 9200))
+    # the model: 2.2 GFLOPs in 9200 µs (239 GFLOP/s); Net.odd at 25 GFLOP/s, under 15% of that
+    assert row.paths == ["Net.odd"] and "Net.odd (Linear) at 25.0GFLOP/s" in row.message
+    assert row.at_stake_us == pytest.approx(8000 - 0.2e9 / (2.2e9 / 9200))
 
 
 def test_layers_near_the_models_flop_rate_are_not_named():

@@ -117,13 +117,16 @@ def test_report_opens_offline_with_the_default_view_and_summary(browser, resnet,
     assert f"wall {fmt.time_us(s['wall_us'])}" in summary.replace("\n", " ")
     assert f"params {fmt.count(s['params'])}" in summary.replace("\n", " ")
     assert f"FLOPs {fmt.count(s['flops'])}" in summary.replace("\n", " ")
-    # Rows down to depth 2 show: depth-1 layers are open, deeper ones closed. (Which layers
-    # pass 1% depends on timing, so only rows Python shows are checked.)
+    # Rows down to depth 2 show, and the hot path down to the bottleneck: depth-1 layers and the
+    # rows above the hot path's end are open, the others closed. (Which layers pass 1% depends
+    # on timing, so only rows Python shows are checked.)
     df = resnet.df
+    hot = resnet.summary["hot_path"]
     assert row(page, "ResNet").get_attribute("aria-expanded") == "true"
-    assert max(df.loc[p, "depth"] for p in expected) <= 2
+    assert row(page, hot[-1]).is_visible()  # the bottleneck, with no click
+    assert max(df.loc[p, "depth"] for p in expected if p not in hot and df.loc[p, "parent"] not in hot) <= 2
     for p in expected:
-        if df.loc[p, "depth"] == 2 and row(page, p).locator('[data-testid="caret"]').count():
+        if df.loc[p, "depth"] == 2 and p not in hot[:-1] and row(page, p).locator('[data-testid="caret"]').count():
             assert row(page, p).get_attribute("aria-expanded") == "false", p
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report.png"))

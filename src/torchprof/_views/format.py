@@ -166,6 +166,17 @@ def summary_line(s: dict[str, Any]) -> str:
     return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))
 
 
+#: The longest path a headline writes in full; a longer one loses its middle.
+HEADLINE_PATH = 80
+
+
+def _clip(text: str, limit: int = HEADLINE_PATH) -> str:
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
 def headline(s: dict[str, Any]) -> str:
     """``Costliest layer: ResNet.layer4.1.conv2 (Conv2d) 9.3% · costliest type: Conv2d 69% (20 modules) ·
     MFU 31% of NVIDIA H100 SXM bf16``: shares of the run's CPU total (device total with a device)."""
@@ -175,7 +186,7 @@ def headline(s: dict[str, Any]) -> str:
     layer = s.get("bottleneck")
     if isinstance(layer, dict):
         kind = f" ({layer['type']})" if layer.get("type") else ""
-        parts.append(f"costliest layer: {layer.get('layer') or layer['path']}{kind} "
+        parts.append(f"costliest layer: {_clip(str(layer.get('layer') or layer['path']))}{kind} "
                      f"{percent(layer.get('share', float('nan')), 1.0) or '0%'} of {of}")  # fmt: skip
     costly = s.get("costliest_type")
     if isinstance(costly, dict):
