@@ -279,9 +279,13 @@ def test_demo_list_prints_every_model_name(capsys):
 
 
 def test_demo_as_the_readme_runs_it():
-    """The README's 'run the main job' command, exactly: a real layer tree from a fresh process."""
+    """The README's demo command, its words read from the README (tests/test_readme.py checks the
+    install before them): a real layer tree from a fresh process."""
+    from test_readme import readme_demo_args
+
     pytest.importorskip("torchvision")
-    done = run("demo", "resnet18", timeout=300)
+    assert readme_demo_args() == ["demo", "resnet18"]  # what the assertions below expect
+    done = run(*readme_demo_args(), timeout=300)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 8x3x224x224")

@@ -11,7 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-EXPECTED = {"quickstart.ipynb", "training.ipynb", "flops_memory.ipynb", "traces.ipynb", "compare.ipynb"}
+EXPECTED = {"quickstart.ipynb", "training.ipynb", "flops_memory.ipynb", "traces.ipynb", "compare.ipynb",
+            "hf_trainer.ipynb", "lightning.ipynb", "accelerate.ipynb"}
 #: What kineto writes on fd 2 when a profiler starts or stops; must never reach a cell.
 NOISE = ("USDT", "gpuGetDeviceCount")
 KERNEL = "torchprof-test-python"

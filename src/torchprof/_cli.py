@@ -410,7 +410,7 @@ def run_script(args: argparse.Namespace) -> int:
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
     if args.out is not None or launched_by_torchrun():
-        status = report_rank(prof.result, args, title, _report)
+        status = report_rank(prof.result, args, title, _report, close_group=True)
     else:
         status = _report(prof.result, args, title=title)
     if failure is not None:

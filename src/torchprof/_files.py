@@ -67,7 +67,7 @@ def read_head(path: str | os.PathLike[str], size: int = 256) -> bytes:
         raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
 
 
-def parse_json(raw: bytes, where: str, *, exact: bool = False) -> Any:
+def parse_json(raw: bytes, where: str, *, exact: bool = False, expected: str = "a torch.profiler chrome trace") -> Any:
     """The JSON value in ``raw``; :class:`TraceError` naming ``where`` when it is not JSON.
 
     By default numbers with a fraction or an exponent become floats (orjson when installed, which
@@ -84,15 +84,15 @@ def parse_json(raw: bytes, where: str, *, exact: bool = False) -> Any:
             return json.loads(raw)
         return orjson.loads(raw)
     except RecursionError as exc:
-        raise TraceError(f"{where} is nested too deeply to be a chrome trace") from exc
+        raise TraceError(f"{where} is nested too deeply to be {expected}") from exc
     except ValueError as exc:  # json and orjson decode errors, invalid UTF-8, over-long integers
-        raise TraceError(f"{where} is not valid JSON ({exc}); expected a torch.profiler chrome trace") from exc
+        raise TraceError(f"{where} is not valid JSON ({exc}); expected {expected}") from exc
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
+def read_json(path: str | os.PathLike[str], expected: str = "a torch.profiler chrome trace") -> Any:
     """The JSON value in a ``.json`` or gzipped ``.json.gz`` file; :class:`TraceError` when it is
-    unreadable, truncated or not JSON."""
-    return parse_json(read_bytes(path), os.fspath(path))
+    unreadable, truncated or not JSON (saying it ``expected`` a chrome trace, or what it is given)."""
+    return parse_json(read_bytes(path), os.fspath(path), expected=expected)
 
 
 def plain_numbers(value: Any) -> Any:

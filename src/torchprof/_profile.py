@@ -86,6 +86,17 @@ class Result:
         return steps(self.tree)
 
     @property
+    def step_times(self) -> pd.DataFrame:
+        """The wall time of every step the run marked, recorded or not: ``step``, ``wall_us``
+        (µs) and ``recorded`` (and ``rank`` first in a merged job). A profile of steps 100-102 of
+        a 10,000-step run under a trainer integration (or ``Profiler(steps=...)`` around the
+        whole loop) has all 10,000, so a slow step stands out; ``prof.steps`` has the recorded
+        steps' figures. Empty when no step was marked."""
+        from ._views.frame import step_times
+
+        return step_times(self.recording.step_times)
+
+    @property
     def ranks(self) -> list[int]:
         """The ranks of a distributed job this profile holds: every rank merged (``load_trace`` of
         several traces), the one rank a trace or a run under ``torchrun`` recorded, else none."""

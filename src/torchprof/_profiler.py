@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+import dis
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._capture.distributed import distributed_info
 from ._capture.facts import RunFacts
-from ._capture.interrupts import lifecycle
+from ._capture.interrupts import lifecycle, raise_pending
 from ._capture.quiet import StderrFilter
+from ._capture.schedule import StepSchedule
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._tree.comm import comm_note
 from ._tree.devices import choose_peak
 from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
-from ._vocab import RECOMPUTE, NodeKind
+from ._vocab import RECOMPUTE, STEP_TIME_COLUMNS, NodeKind
 
 if TYPE_CHECKING:
     import torch
@@ -52,6 +57,13 @@ class Profiler:
         name: label of the tree's root (the profiled block).
         schedule, on_trace_ready: as in ``torch.profiler.profile`` for long runs; call
             :meth:`step` once per iteration. Each completed cycle is folded into the tree.
+            During the schedule's idle steps the module hooks are out too, so they cost nothing.
+        steps: record exactly these iterations (``steps=[100, 101, 102]``, ``range(100, 103)``)
+            instead of a ``schedule``: one warm-up step before each run of consecutive steps,
+            idle (no cost) everywhere else; call :meth:`step` once per iteration.
+        first_step: the number of the iteration that runs when the Profiler starts (default 0,
+            as torch counts), for a Profiler started in the middle of a run: it numbers the
+            ``ProfilerStep#N`` rows, ``steps`` and the schedule's argument.
         labels: names for root modules (e.g. their variable names), used instead of class names:
             a mapping ``{module: name}``, or a callable asked the first time a root module runs.
         peak_flops: what MFU is measured against: FLOP/s (a number), or a data type (``"bf16"``,
@@ -72,6 +84,8 @@ class Profiler:
         schedule: Callable[[int], Any] | None = None,
         on_trace_ready: Callable[[Any], Any] | None = None,
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
+        steps: Iterable[int] | None = None,
+        first_step: int = 0,
         peak_flops: float | str | None = None,
     ) -> None:
         import torch
@@ -84,9 +98,18 @@ class Profiler:
             raise ProfilerError("cuda=True, but no CUDA device is available (torch.cuda.is_available() is False)")
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a string, not {type(name).__name__}")
+        if isinstance(first_step, bool) or not isinstance(first_step, int) or first_step < 0:
+            raise ValueError(f"first_step must be a step number (an int, 0 or more), not {first_step!r}")
+        if steps is not None:
+            if schedule is not None:
+                raise ValueError("give steps= or schedule=, not both: steps= is a schedule that records those steps")
+            schedule = StepSchedule(steps)
+            early = [s for s in schedule.steps if s < first_step]
+            if early:
+                raise ValueError(f"steps {early} come before first_step={first_step}: they can never be recorded")
         self.options = CaptureOptions(
             model=model, cuda=bool(cuda), memory=bool(memory), shapes=bool(shapes), stack=bool(stack),
-            flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels,
+            flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels, first_step=first_step,
         )  # fmt: skip
         self.name = name
         choose_peak({}, peak_flops, False)  # a bad value is an error now, not after the run
@@ -100,40 +123,64 @@ class Profiler:
         self._stderr = StderrFilter()
 
     # -- the run ----------------------------------------------------------------------------------
-    # Starting and stopping are lifecycle steps: a Ctrl-C that arrives during one (even on the
-    # first line of ``__exit__``) is held until the step is complete, then raised.
-    @lifecycle
-    def __enter__(self) -> Profiler:
-        self.start()
-        return self
-
+    # Stopping is a lifecycle step: a Ctrl-C that arrives during it (even on the first line of
+    # ``__exit__``) waits until it is complete, then lands. An interrupt raised by code is met by
+    # running the stop again from wherever it was cut short (every step of it resumes, and is a
+    # no-op once done). Starting is undone when anything interrupts it (see :meth:`start`).
     @lifecycle
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
-        if exc is not None:
-            self.interrupted = exc
-        self.stop()
+        try:
+            if exc is not None:
+                self.interrupted = exc
+            self.stop()
+        finally:
+            self.stop()  # completes a stop that was interrupted; returns at once after one that finished
         return False
 
-    @lifecycle
     def start(self) -> Profiler:
-        """Install the hooks and start torch's profiler (the ``with`` block does this for you)."""
+        """Install the hooks and start torch's profiler (the ``with`` block does this for you).
+
+        Raises, leaving nothing behind, when another profiler runs or the start is interrupted.
+        """
+        # Also ``__enter__``. Not a lifecycle step itself: it returns to the user's code with the
+        # session running, so a Ctrl-C held during the start is raised here, and one landing
+        # after that check lands in this frame, inside the try that undoes the start.
         if self._session is not None:
             raise ProfilerError("this Profiler has already been used; create a new one")
-        opts = self.options
+        entered_from = _with_statement_frame(sys._getframe(1))
+        try:
+            try:
+                self._start(entered_from)
+                raise_pending()
+                return self
+            except BaseException:
+                self._undo_start()
+                raise
+        except BaseException:
+            self._undo_start()  # again: the first undo was interrupted (it resumes), or it is a no-op
+            raise
+
+    __enter__ = start
+
+    @lifecycle
+    def _start(self, entered_from: FrameType | None) -> None:
         self._builder = self._new_builder()
-        session = CaptureSession(opts, self._fold)
         self._facts = RunFacts()
-        if opts.memory:
+        if self.options.memory:
             # c10 logs a line to fd 2 for each block from before the run freed inside it (every
             # 1000th): the user's own output keeps flowing, that line is dropped.
             self._stderr.start()
-        try:
-            session.start()  # raises (and leaves nothing behind) when another profiler runs or it is interrupted
-        except BaseException:
-            self._stderr.stop()
-            raise
-        self._session = session
-        return self
+        session = self._session = CaptureSession(self.options, self._fold)
+        session.entered_from = entered_from
+        session.owner_stop = self.stop
+        session.start()
+
+    @lifecycle
+    def _undo_start(self) -> None:
+        self._stderr.stop()
+        session = self._session
+        if session is not None:
+            session.abandon()
 
     def _new_builder(self) -> TreeBuilder:
         opts = self.options
@@ -144,6 +191,8 @@ class Profiler:
         assert self._builder is not None
         self._builder.modules.update(modules)
         self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
+        if self._session is not None:  # DDP's buckets as they are now, for this cycle's all-reduces
+            self._builder.comm.ddp = self._session.ddp_buckets()
         self._builder.add(events)
 
     @lifecycle
@@ -152,18 +201,28 @@ class Profiler:
 
         Even when the stop is interrupted (Ctrl-C) or fails, the hooks are gone, torch's
         profiler is off and the result holds what was recorded; the interrupt is raised after.
+        From another thread than the start's it works where torch records every thread (the
+        default); with ``memory=True`` it is a ProfilerError that changes nothing.
         """
+        if self._session is not None:
+            self._session.check_thread("stop")
+        try:
+            self._stop()
+        finally:
+            self._stop()  # completes a stop that was interrupted; a no-op after one that finished
+
+    @lifecycle
+    def _stop(self) -> None:
         session = self._session
-        if session is None or self._result is not None:
+        if session is None:
             return
         try:
             session.stop()
         finally:
-            try:
-                self._stderr.stop()
+            self._stderr.stop()  # a no-op after the first time
+            if self._result is None and session.used:
                 self._result = self._make_result(session)
-            finally:
-                session.release_interrupts()
+            session.release_interrupts()
 
     def step(self) -> None:
         """Mark the end of one iteration, as ``torch.profiler.profile.step()``.
@@ -175,12 +234,24 @@ class Profiler:
         """
         if self._session is None or not self._session.running:
             raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
+        self._session.check_thread("step")
         self._session.step()
+        raise_pending()  # a Ctrl-C held while the cycle was folded in (one after it lands here)
 
     @property
     def step_num(self) -> int:
-        """Iterations marked by :meth:`step` so far (torch's counter)."""
-        return self._session.step_num if self._session is not None else 0
+        """The number of the iteration running now: ``first_step`` plus the iterations marked by
+        :meth:`step` so far (torch's counter)."""
+        return self._session.step_num if self._session is not None else self.options.first_step
+
+    def region(self, name: str) -> Any:
+        """A context manager that makes the code inside it a region of the tree named ``name``
+        (beside the layers it runs, as ``torch.profiler.record_function`` does): for frameworks
+        that announce their phases (a trainer's data loading, its hooks). Regions must nest; a
+        region opened while nothing is recorded is simply not in the profile."""
+        if not isinstance(name, str):
+            raise TypeError(f"a region's name must be a string, not {type(name).__name__}")
+        return CaptureSession.region(name)
 
     @property
     def wall_us(self) -> float | None:
@@ -211,8 +282,11 @@ class Profiler:
         peak = choose_peak(meta, self.peak_flops, opts.cuda)
         assert self._builder is not None
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
-                              compiled=self._builder.compiled.graphs)  # fmt: skip
+                              compiled=self._builder.compiled.graphs, step_times=_step_columns(session.step_times()))  # fmt: skip
         block_wall_us = session.wall_us
+        buckets = session.ddp_buckets()  # read now: the tree is built later, maybe after the job ended
+        if buckets:
+            meta["ddp_buckets"] = buckets
 
         def build() -> Any:
             if opts.schedule is None:
@@ -222,6 +296,7 @@ class Profiler:
                 events = session.cycle_columns()
                 builder.modules.update(session.modules)
                 builder.compiled.graphs.update(session.compiled_graphs())
+                builder.comm.ddp = buckets
                 if events is not None:
                     builder.add(events)
             else:
@@ -239,8 +314,10 @@ class Profiler:
                 recording.wall_us = sum(s["wall_us"] for s in builder.steps)
             problems = _replayed_flops(builder, session)
             tree = builder.finish()
-            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
+            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
+                                           interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += [note for note in (comm_note(builder.comm),) if note]
             if notes:
                 meta["warnings"] = notes
             return tree
@@ -303,6 +380,13 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
     return commit_replays(builder, plans)
 
 
+def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:
+    """The steps a session marked, column-wise as ``Recording.step_times`` keeps them."""
+    if not rows:
+        return {}
+    return {name: list(values) for name, values in zip(STEP_TIME_COLUMNS[1:], zip(*rows))}  # all but rank
+
+
 def _module_calls(tree: Any) -> int:
     """Module calls the profile recorded: every module row's calls, and the recomputations of
     activation checkpointing (a module's range inside backward lands in its "(recompute)" row)."""
@@ -315,3 +399,15 @@ def _module_calls(tree: Any) -> int:
 def profile(model: torch.nn.Module | None = None, use_cuda: bool | None = None, **options: Any) -> Profiler:
     """The 2020 torchprof entry point: ``with torchprof.profile(model, use_cuda=True) as prof``."""
     return Profiler(model, cuda=use_cuda, **options)
+
+
+#: The opcodes that call ``__enter__`` for a ``with`` statement (3.11-3.13; 3.10's SETUP_WITH).
+_WITH_OPS = frozenset(dis.opmap[name] for name in ("BEFORE_WITH", "SETUP_WITH") if name in dis.opmap)
+
+
+def _with_statement_frame(frame: FrameType) -> FrameType | None:
+    """``frame`` when it is calling ``__enter__`` from a ``with`` statement (not ``ExitStack``, not
+    a direct call): the block whose end must stop the Profiler."""
+    code = frame.f_code.co_code
+    lasti = frame.f_lasti
+    return frame if 0 <= lasti < len(code) and code[lasti] in _WITH_OPS else None

@@ -7,11 +7,12 @@ exported by torchprof and read back yields the same profile.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._vocab import MODULE_PREFIX
+from ._vocab import MODULE_PREFIX, STEP_TIME_COLUMNS
 
 
 def is_user_frame(name: str) -> bool:
@@ -23,6 +24,18 @@ def is_user_frame(name: str) -> bool:
         or "/torchprof/" in name
         or "/lib/python3" in name
     )
+
+
+_UNWRITABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with what cannot reach torch's profiler or a JSON file as it is (a NUL, which ends a
+    C string; a lone surrogate, which is not UTF-8) written as a visible escape (``\\x00``,
+    ``\\ud800``). A module named so would otherwise break the user's forward or show a cut name."""
+    if not _UNWRITABLE.search(text):
+        return text
+    return _UNWRITABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
 
 
 def module_range_name(path: str, type_name: str) -> str:
@@ -256,3 +269,24 @@ class Recording:
     """Compiled graphs by :func:`graph_key`: which layer each of their kernels computes."""
     tensors: list[KnownTensor] = field(default_factory=list)
     """Parameters, gradients and optimizer state the capture saw (for ``memory_breakdown``)."""
+    step_times: dict[str, list[Any]] = field(default_factory=dict)
+    """Every step the run marked, recorded or not, column-wise by
+    :data:`~torchprof._vocab.STEP_TIME_COLUMNS` (``rank`` only in a merged job); empty when no
+    step was marked."""
+
+
+def checked_step_times(value: Any) -> dict[str, list[Any]]:
+    """Saved or exported ``Recording.step_times``: an object of equally long lists, integer
+    steps and ranks, times in µs, true/false flags; ValueError naming what is wrong."""
+    if not isinstance(value, dict) or not set(value) <= set(STEP_TIME_COLUMNS):
+        raise ValueError(f"step times must be an object of the columns {list(STEP_TIME_COLUMNS)}")
+    if not value:
+        return {}
+    lengths = {len(v) if isinstance(v, list) else -1 for v in value.values()}
+    if len(lengths) != 1 or -1 in lengths or not {"step", "wall_us", "recorded"} <= set(value):
+        raise ValueError("step times need step, wall_us and recorded lists of one length")
+    kinds = {"rank": (int,), "step": (int,), "wall_us": (int, float), "recorded": (bool,)}
+    for name, values in value.items():
+        if not all(type(v) in kinds[name] for v in values):
+            raise ValueError(f"step times: {name!r} holds a value that is not {kinds[name][0].__name__}")
+    return {name: list(values) for name, values in value.items()}

@@ -1,7 +1,7 @@
 """torchprof's vocabulary, written down once: node and event kinds, the event names it reads, the
 column registry and the view-state keys.
 
-Every other module (the tree, every view, the README's column table) and, through the payload, the
+Every other module (the tree, every view, docs/columns.md) and, through the payload, the
 front end read these definitions; nothing spells a column list, a kind code or a state key again.
 This module imports nothing of torchprof.
 """
@@ -46,6 +46,9 @@ class EventKind(IntEnum):
     MEMORY = 5  #: an allocation (+bytes) or free (-bytes) instant event
     IGNORED = 6  #: flows, metadata, profiler overhead
     PYFRAME = 7  #: a Python call (``with_stack``): not a node, but names the source line of what it runs
+    #: a range the device profiler measured, not device work: CUPTI's range profiler replays each
+    #: kernel to read hardware counters, and its ranges last that replay (a row, in no time total)
+    DEVICE_RANGE = 8
 
 
 #: The tree row kind each event kind becomes (runtime calls are shown as ops).
@@ -55,6 +58,7 @@ NODE_KIND_OF_EVENT: dict[int, NodeKind] = {
     EventKind.MODULE: NodeKind.MODULE,
     EventKind.RUNTIME: NodeKind.OP,
     EventKind.DEVICE: NodeKind.KERNEL,
+    EventKind.DEVICE_RANGE: NodeKind.REGION,
 }
 #: CPU ranges: events that nest by time on their thread and own the events inside them.
 HOST_RANGE_KINDS = frozenset({EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME})
@@ -91,7 +95,7 @@ CATEGORY_KIND: dict[str, EventKind] = {
     "Memcpy": EventKind.DEVICE,
     "Memset": EventKind.DEVICE,
     "mtia_ccp_events": EventKind.DEVICE,  # MTIA's on-device kernels and collectives
-    "cuda_profiler_range": EventKind.DEVICE,  # kernels timed by CUPTI's range profiler (since removed)
+    "cuda_profiler_range": EventKind.DEVICE_RANGE,  # kernels replayed by CUPTI's range profiler (since removed)
     # not work of their own: device-side copies of host ranges, waits, counters, host-side
     # collective markers that wrap ops already read
     "gpu_user_annotation": EventKind.IGNORED,
@@ -150,6 +154,8 @@ class TraceArg:
     DEVICE_ID = "Device Id"  #: memory events: the device index (-1 for host memory)
     INPUT_DIMS = "Input Dims"
     CONCRETE_INPUTS = "Concrete Inputs"
+    #: ops of a TorchScript model profiled ``with_modules``: ``TOP(Net)::forward.fc1(Linear)::forward.``
+    MODULE_HIERARCHY = "Module Hierarchy"
 
 
 #: Where memory events come from (chrome trace "Device Type"; c10::DeviceType values).
@@ -159,12 +165,25 @@ CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
 # -- event names ---------------------------------------------------------------------------------------
 #: Prefix of the ranges torchprof's module hooks open: ``nn.Module: <path> [<Type>]``.
 MODULE_PREFIX = "nn.Module: "
+#: How Lightning's ``PyTorchProfiler`` names a module call (``record_module_names``, on by default):
+#: ``[pl][module]torch.nn.modules.linear.Linear: encoder.0``, the class by its import path and the
+#: module by its name in the LightningModule.
+LIGHTNING_MODULE_PREFIX = "[pl][module]"
 #: Name prefix of the autograd engine's per-node backward range.
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+#: The autograd node that accumulates a parameter's gradient (after ``BACKWARD_PREFIX`` in its
+#: range's name); DDP launches a bucket's all-reduce from its hook.
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+#: Prefix of the ranges FSDP2 records (``FSDP::all_gather (3)``, ``FSDP::post_backward_reduce (0)``).
+FSDP_PREFIX = "FSDP::"
 #: Name prefix of aten operators.
 ATEN_PREFIX = "aten::"
 #: torch.profiler's iteration ranges (``ProfilerStep#12``).
 STEP_PREFIX = "ProfilerStep#"
+#: Columns of ``prof.step_times``, the wall time of every step a run marked (``prof.step()``, a
+#: trainer's optimizer steps), recorded or not: a merged job's ``rank`` first, then the step's
+#: number, its wall time in µs and whether the profile recorded it.
+STEP_TIME_COLUMNS = ("rank", "step", "wall_us", "recorded")
 #: The profiler's allocation/free instant event.
 MEMORY_EVENT = "[memory]"
 #: The profiler's out-of-memory instant event (not a node).
@@ -211,6 +230,12 @@ BEFORE_PROFILING = "(allocated before profiling)"
 #: The row of device work inside the window whose launch names no op: a runtime call outside
 #: every range, or a correlation id that matches nothing recorded.
 DEVICE_WITHOUT_OP = "(device, no launching op)"
+#: The row under the root that lists the ranges CUPTI's range profiler measured, one row per
+#: kernel name with its count: each range lasts the profiler's replay of a kernel, not the
+#: kernel's own run, so no time total holds them (the device's time is then unknown).
+DEVICE_RANGES = "(CUPTI range profiler)"
+#: The profiled window's span event (kineto's ``PyTorch Profiler (0)``; per-backend spans follow it).
+PROFILER_SPAN_PREFIX = "PyTorch Profiler"
 
 
 #: First characters that make a spreadsheet read a CSV cell as a formula (OWASP's list for CSV
@@ -238,7 +263,7 @@ class Column:
     """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``fraction`` (a
     share written as a percentage), ``text``, ``bool``."""
     about: str
-    """One sentence for tooltips and the README."""
+    """One sentence for tooltips and docs/columns.md."""
     dtype: str = "float"
     """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
     rollup: str = "none"
@@ -327,6 +352,8 @@ COLUMNS: tuple[Column, ...] = (
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
     _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total: work inside a module's forward (recomputation by activation checkpointing is backward).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
     _time("other_cpu_us", "CPU other", "The part of CPU total that is neither forward nor backward: the optimizer, a loss computed outside modules, data loading, collectives outside modules. `fwd + bwd + other == total` on every row.", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
+    _time("comm_cpu_us", "CPU comm", "The communication part of CPU total: host ranges of collectives (the c10d op that launches one, a CPU backend's worker range such as `gloo:all_reduce` while the data is in flight) and everything inside them. DDP's all-reduce is split over the layers its bucket carries, by the bytes of their gradients; FSDP's collectives sit on their layer.", family="cpu", percent_of="cpu_us"),
+    _time("comm_exposed_cpu_us", "CPU comm exposed", "The part of CPU comm during which no op of the model (forward inside a layer, or backward) ran on any thread: communication the training waited for; the rest ran beside compute.", family="cpu", percent_of="cpu_us"),
     _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets, on any accelerator) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us", subtree="cuda_us"),
     _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it: CUDA, ROCm, XPU, MTIA or any other accelerator torch.profiler records (the `cuda_` names follow torch's). Summed over streams, so it can exceed the wall time (`prof.summary` has the busy time); NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
     _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us", subtree="bwd_cpu_us"),
@@ -369,17 +396,18 @@ RANK_COLUMNS: tuple[str, ...] = tuple(c.name for c in _rank_columns())
 #: data for them (not all missing, not all zero).
 VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "cpu_us_spread", "cpu_us_max_rank",
-    "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
+    "comm_cpu_us", "comm_exposed_cpu_us", "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
     "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
     "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "mfu", "params", "calls",
 )  # fmt: skip
 #: The view columns a terminal table drops first, in this order, when it must fit a width (the
 #: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
 NARROW_DROP_ORDER: tuple[str, ...] = (
-    "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "mfu", "flops",
+    "comm_exposed_cpu_us", "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "mfu",
+    "flops",
     "fwd_cuda_us", "fwd_cpu_us", "calls", "cuda_us_max_rank", "cpu_us_max_rank", "comm_exposed_cuda_us",
     "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "cuda_mem", "cpu_mem", "act_cuda_mem", "act_cpu_mem",
-    "comm_cuda_us", "cpu_us_spread", "self_cuda_us",
+    "comm_cuda_us", "comm_cpu_us", "cpu_us_spread", "self_cuda_us",
 )  # fmt: skip
 
 #: Columns by name.

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._records import CompiledGraph, CompiledKernel, CompiledNode, graph_key
+from .interrupts import lifecycle
+from .swaps import ConfigPatch
 
 _VERSION = "torchprof-layer-map-1"
 _lock = threading.Lock()
@@ -177,13 +179,15 @@ def _switch_on() -> None:
 
     user = config.post_grad_custom_post_pass
     passes = [] if user is None else list(user) if isinstance(user, (list, tuple)) else [user]
-    _patch = config.patch({
+    # Our own patch, not config.patch(): it can be undone from another thread, leaves the user's
+    # own changes to these keys made meanwhile, and adds no context variable per profile.
+    _patch = ConfigPatch(config, {
         "trace.provenance_tracking_level": 1,
         "trace.provenance_tracking_to_timeline": True,
         "cpp.enable_kernel_profile": True,
         "post_grad_custom_post_pass": [*passes, _pass_class()()] if passes else _pass_class()(),
     })  # fmt: skip
-    _patch.__enter__()
+    _patch.apply()  # (kept first: a capture's end reverts a patch whose applying was interrupted)
 
 
 #: Hook owners (a ModuleTracker) to hide from Dynamo while it compiles.
@@ -258,49 +262,86 @@ def _forget_if_reset(handler: Any) -> None:
 
 
 @contextlib.contextmanager
+@lifecycle
 def hooks_hidden_while_compiling(tracker: Any) -> Iterator[None]:
     """While this block runs, ``tracker``'s module hooks are out of torch's global tables whenever
     Dynamo compiles, so a graph compiled during profiling is the graph compiled without it (no
     guard on our hooks, no recompilation once they are gone). Uses what is imported already."""
-    with _lock:
-        _hiders.append(tracker)
-        if "torch._dynamo.callback" in sys.modules:
-            _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
     try:
-        yield
+        try:
+            with _lock:
+                _hiders.append(tracker)
+                if "torch._dynamo.callback" in sys.modules:
+                    _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
+            yield
+        finally:
+            _stop_hiding(tracker)
     finally:
-        with _lock:
+        _stop_hiding(tracker)  # again, when an interrupt cut the first short (a no-op otherwise)
+
+
+@lifecycle
+def _stop_hiding(tracker: Any) -> None:
+    with _lock:
+        while tracker in _hiders:
             _hiders.remove(tracker)
 
 
 @contextlib.contextmanager
+@lifecycle
 def capture_compiled() -> Iterator[None]:
     """While this block runs, every graph ``torch.compile`` compiles records which layer each of
     its kernels computes, so profiles of it (now or later in this process) show per-layer time
     inside compiled regions. Use it around the call that compiles (the first one) when that
     happens outside a :class:`~torchprof.Profiler`; a Profiler captures by itself."""
-    global _depth, _patch
+    # Entered and left by token, each at most once, so an interrupt anywhere (see
+    # .interrupts) leaves neither a capture counted that never ends nor one ended twice.
+    token = object()
+    try:
+        try:
+            _begin_capture(token)
+            yield
+        finally:
+            _end_capture(token)
+    finally:
+        _end_capture(token)  # again, when an interrupt cut the first short (a no-op otherwise)
+
+
+_capturing: set[int] = set()  # the captures running (ids of their tokens)
+
+
+@lifecycle
+def _begin_capture(token: object) -> None:
+    global _depth
     with _lock:
-        _depth += 1
+        _capturing.add(id(token))
+        _depth = len(_capturing)
         if "torch._dynamo.callback" in sys.modules:
             _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
         if _depth == 1:
             if "torch._inductor.config" in sys.modules:
-                _switch_on()
+                if _patch is None:
+                    _switch_on()
             elif _watcher not in sys.meta_path:
                 sys.meta_path.insert(0, _watcher)
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0:
-                if _watcher in sys.meta_path:
-                    sys.meta_path.remove(_watcher)
-                if _patch is not None:
-                    patch, _patch = _patch, None
-                    patch.__exit__(None, None, None)
-                _collect()
+
+
+@lifecycle
+def _end_capture(token: object) -> None:
+    global _depth, _patch
+    with _lock:
+        if not _capturing or id(token) not in _capturing:  # (not _capturing: also at interpreter exit)
+            _depth = len(_capturing or ())  # (an end cut short just before this line)
+            return
+        if len(_capturing) == 1:
+            if _watcher in sys.meta_path:
+                sys.meta_path.remove(_watcher)
+            if _patch is not None:
+                _patch.revert()
+                _patch = None
+            _collect()
+        _capturing.discard(id(token))
+        _depth = len(_capturing)
 
 
 def _collect() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO
 
-from .interrupts import run_all
+from .interrupts import hold, lifecycle, release
 
 _NOISE = re.compile(
     r"^(?:USDT:|ERROR:|WARNING:|INFO:|STAGE:)?\S*\s*\S*\s*\d+:\d+\s+\S+\.(?:cpp|h):\d+\]"
@@ -35,50 +35,71 @@ def is_noise(line: str) -> bool:
 
 
 @contextmanager
+@lifecycle
 def quiet_native_stderr() -> Iterator[None]:
     """Run the body with fd 2 captured; re-emit whatever is not kineto noise on ``sys.stderr``.
 
-    fd 2 is put back whatever happens, a Ctrl-C included (even one during the putting back:
-    it is retried, and the interrupt raised once fd 2 is restored): a process whose fd 2 stayed on
-    a deleted temporary file would lose every later error message.
+    fd 2 is put back whatever happens, a Ctrl-C included: while fd 2 is being swapped either way
+    a Ctrl-C waits (see :mod:`.interrupts`), and a restore interrupted by code is completed by a
+    second one. A process whose fd 2 stayed on a deleted temporary file would lose every later
+    error message.
     """
+    swap = _Fd2Swap()
     try:
-        fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
-    except (AttributeError, OSError, ValueError):
-        fd = 2
-    try:
-        saved = os.dup(fd)
-    except OSError:  # no usable fd 2 (some embedded interpreters): nothing to silence
-        yield
-        return
-    try:
+        try:
+            swap.start()
+            yield
+        finally:
+            swap.finish()
+    finally:
+        swap.finish()  # completes a finish that was interrupted; nothing left to do otherwise
+
+
+class _Fd2Swap:
+    """fd 2 pointed at a temporary file, and back. :meth:`finish` resumes where an interrupted
+    one stopped, and does nothing once everything is back."""
+
+    def __init__(self) -> None:
+        self.fd = 2
+        self.saved: int | None = None  # a duplicate of the real fd 2
+        self.sink: IO[bytes] | None = None
+        self.redirected = False
+
+    @lifecycle
+    def start(self) -> None:
+        hold(self)
+        try:
+            self.fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+        except (AttributeError, OSError, ValueError):
+            self.fd = 2
         for stream in (sys.stderr, sys.__stderr__):
             try:
                 if stream is not None:
                     stream.flush()
             except (OSError, ValueError):
                 pass
-        with tempfile.TemporaryFile() as sink:
-            try:
-                os.dup2(sink.fileno(), fd)
-                yield
-            finally:
-                # Restoring is harmless if the redirection never happened (``saved`` is fd 2 itself).
-                run_all([lambda: _restore(saved, fd), lambda: _replay(sink)])
-    finally:
-        os.close(saved)
-
-
-def _restore(saved: int, fd: int) -> None:
-    interrupted: KeyboardInterrupt | None = None
-    for _ in range(3):
         try:
-            os.dup2(saved, fd)
-            break
-        except KeyboardInterrupt as exc:  # a Ctrl-C while restoring: restore first, then raise it
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
+            self.saved = os.dup(self.fd)
+        except OSError:  # no usable fd 2 (some embedded interpreters): nothing to silence
+            return
+        self.sink = tempfile.TemporaryFile()  # noqa: SIM115 - closed by finish(), which outlives this call
+        # Marked first: a restore when the switch did not happen copies fd 2 onto itself.
+        self.redirected = True
+        os.dup2(self.sink.fileno(), self.fd)
+
+    @lifecycle
+    def finish(self) -> None:
+        if self.redirected and self.saved is not None:
+            os.dup2(self.saved, self.fd)
+        self.redirected = False
+        saved, self.saved = self.saved, None
+        if saved is not None:
+            os.close(saved)  # (an interrupt just before this leaks one descriptor, never closes a wrong one)
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            with sink:
+                _replay(sink)
+        release(self)
 
 
 def _replay(sink: IO[bytes]) -> None:
@@ -149,15 +170,18 @@ class StderrFilter:
         fd, saved = self._fd, self._saved
         if fd < 0:
             return
-        self._fd = -1
-        for stream in (sys.stderr, sys.__stderr__):
-            with suppress(OSError, ValueError, AttributeError):
-                if stream is not None:
-                    stream.flush()
-        with suppress(OSError):
-            os.write(fd, self._marker)
-            self._synced.wait(_SYNC_TIMEOUT_S)
-        _restore(saved, fd)
+        try:
+            for stream in (sys.stderr, sys.__stderr__):
+                with suppress(OSError, ValueError, AttributeError):
+                    if stream is not None:
+                        stream.flush()
+            with suppress(OSError):
+                os.write(fd, self._marker)
+                self._synced.wait(_SYNC_TIMEOUT_S)
+        finally:  # fd 2 goes back whatever happens (a Ctrl-C during the wait included)
+            with suppress(OSError):
+                os.dup2(saved, fd)  # the pump closes ``saved`` once every writer of the pipe is gone
+            self._fd = -1
 
     def _pump(self, read: int, out: int, marker: bytes) -> None:
         pending = b""

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import io
-import random
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
+from .hooks import PASS_THROUGH
+from .swaps import config_patched, entered
+from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
@@ -104,8 +104,14 @@ class CallRecorder:
         self.roots: dict[str, RootCalls] = {}
         self._handles: list[Any] = []
 
-    def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Signature | None:
-        """Note one call of a root module; returns its signature (None: not replayed)."""
+    def root_call(self, module: Any, path: str, args: Any, compiled: bool) -> Any:
+        """Note one call of a root module; returns its signature (None: not replayed), or
+        :data:`PASS_THROUGH` for a call whose ``forward`` was replaced for that call alone (Lightning
+        runs ``training_step`` through a wrapper's forward this way): a copy replayed later would
+        not run it, so the module calls it makes are replayed instead."""
+        patched = getattr(module, "__dict__", {}).get("forward")
+        if patched is not None and getattr(patched, "__self__", None) is not module:
+            return PASS_THROUGH
         inner = getattr(module, "module", None)
         if type(module).__name__ in _WRAPPERS and isinstance(inner, self._module):
             # DDP and DataParallel run the wrapped module on the same arguments: replaying the
@@ -341,7 +347,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         try:
             session.start()
             started = True
-            with contextlib.ExitStack() as modes:
+            with entered() as modes:  # each left however the replay ends (swaps.py)
                 modes.enter_context(tensors.active())
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
@@ -349,7 +355,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 if "torch._dynamo" in sys.modules:
                     # A function compiled inside the forward runs eagerly: compiling it for fake
                     # inputs would take seconds, and its graphs are counted from their own maps.
-                    modes.enter_context(sys.modules["torch._dynamo"].config.patch(disable=True))
+                    modes.enter_context(config_patched(sys.modules["torch._dynamo"].config, disable=True))
                 out = copied(*args, **kwargs)
                 if sig.grad_outputs:
                     outs = _backward_roots([t for n, t in enumerate(_pytree.tree_leaves(out)) if n in sig.grad_outputs
@@ -416,22 +422,3 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
             if isinstance(value, dict):
                 value.clear()
     return copied
-
-
-@contextlib.contextmanager
-def _user_state_kept() -> Any:
-    import torch
-
-    state = random.getstate()
-    torch_state = torch.random.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        random.setstate(state)
-        torch.random.set_rng_state(torch_state)
-        if numpy is not None and numpy_state is not None:
-            numpy.random.set_state(numpy_state)

@@ -583,7 +583,7 @@ def breakdown(snap: PeakSnapshot, known: list[KnownTensor], layer_of_node: Calla
     return [(c, layer, b, inside) for (c, layer, inside), b in sums.items()]
 
 
-def memory_report(ledger: MemoryLedger, known: list[KnownTensor], order: list[int], paths: dict[int, str],
+def memory_report(ledger: MemoryLedger, known: list[KnownTensor], order: list[int], path_of: Callable[[int], str],
                   module_column: list[str | None]) -> dict[str, Any]:  # fmt: skip
     """The finished tree's ``memory``: per device name, the peak (``peak`` bytes, ``time_us``
     since the run's first event, the ``row`` of the deepest node running then, the ``layer_row``
@@ -602,14 +602,14 @@ def memory_report(ledger: MemoryLedger, known: list[KnownTensor], order: list[in
 
     def layer_of_module(module: str) -> str:
         row = module_row.get(module)
-        return paths[order[row]] if row is not None else module
+        return path_of(order[row]) if row is not None else module
 
     rank = {c: i for i, c in enumerate(MEMORY_CATEGORIES)}
     devices: dict[str, Any] = {}
     for key in sorted(ledger.peaks):
         snap = ledger.peaks[key]
         owner = nodes.owner[snap.node]
-        parts = breakdown(snap, known, paths.__getitem__, layer_of_module)
+        parts = breakdown(snap, known, path_of, layer_of_module)
         devices[device_name(key)] = {
             "peak": float(snap.bytes + ledger.baseline.get(key, 0)),
             "allocator_peak": float(snap.bytes),

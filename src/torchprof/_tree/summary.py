@@ -27,7 +27,9 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     kinds by ``_vocab.DEVICE_WORK_PATTERNS``), so on one device ``gpu_busy_us - gpu_compute_us``
     is Holistic Trace Analysis's non-compute time; ``gpu_comm_overlap_us`` is the time
     communication ran beside compute on the same device (HTA's comm/comp overlap is it divided by
-    ``gpu_comm_us``). All NaN without device events.
+    ``gpu_comm_us``). All NaN without device events. ``overrun_us`` is the time ranges ran past the
+    end of the range they ran in (async collectives), which every total leaves out
+    (:attr:`Tree.overruns`), and ``overrun_top`` names the row that holds most of it.
     """
     c = tree.columns
     nan = float("nan")
@@ -56,10 +58,14 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "flops_per_s": flops / (wall / 1e6) if wall and not is_missing(wall) and not is_missing(flops) else nan,
         "peak_cpu_mem": tree.peak_cpu_mem,
         "peak_cuda_mem": tree.peak_cuda_mem,
+        "overrun_us": sum(r[2] for r in tree.overruns),
         "steps": len(tree.steps),
         "events": tree.event_count,
         "nodes": len(tree),
     }
+    if tree.overruns:
+        row, ranges, _ = tree.overruns[0]
+        out["overrun_top"] = {"name": c["name"][row], "ranges": ranges, "rows": len(tree.overruns)}
     out.update(mfu_summary(tree, out["flops_per_s"]))
     out.update(headline_facts(tree))
     if len(tree):
@@ -110,7 +116,7 @@ def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
     around it (a module, or a region such as ``Optimizer.step#AdamW.step``; None outside every
     layer), ``phase`` forward, backward, optimizer or other, ``bytes`` the peak, ``time_us``
     since the run's first event."""
-    paths = tree.columns["path"]
+    paths = tree.paths
     out: dict[str, dict[str, Any]] = {}
     for device, peak in tree.memory.get("devices", {}).items():
         layer = peak.get("layer_row")

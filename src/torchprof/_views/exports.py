@@ -14,6 +14,7 @@ from .._traces.rewrite import BASE_TIME_KEY, write_with_block
 from .._tree.counts import counts_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
+from .format import printable
 
 
 def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
@@ -38,6 +39,10 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "compiled": {key: graph.to_json() for key, graph in recording.compiled.items()},
         # The rank, for a trace torch wrote without it (the process group began after profiling).
         **({"distributedInfo": meta["distributedInfo"]} if isinstance(meta.get("distributedInfo"), dict) else {}),
+        # How DDP bucketed the gradients: the all-reduces split over their layers again on reload.
+        **({"ddp_buckets": meta["ddp_buckets"]} if meta.get("ddp_buckets") else {}),
+        # Every step's wall time, recorded or not (a long run's outliers), for a merged job too.
+        **({"step_times": recording.step_times} if recording.step_times else {}),
         "recorded": {
             "shapes": bool(shapes),
             "memory": tree.has_memory,
@@ -133,7 +138,9 @@ def _stack_lines(names: list[str], depths: list[int], values: list[float]) -> It
     frames: list[str] = []
     for name, depth, v in zip(names, depths, values):
         del frames[depth:]
-        frames.append(name.replace(";", ":").replace("\n", " "))
+        # ";" separates frames; a control character (ESC, a newline, a bidi override) would act on
+        # the terminal that shows the file, or break its line: written as visible escapes.
+        frames.append(printable(name.replace(";", ":")))
         if is_missing(v):
             continue
         count = round(v)

@@ -11,19 +11,24 @@ from .._vocab import is_missing
 
 # C0 controls, DEL and C1 controls: ESC and CSI start terminal escape sequences (colours, cursor
 # moves, window titles, hyperlinks), BEL rings, CR and backspace overwrite what was printed.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Bidirectional controls (U+061C, U+200E/F, U+202A-E, U+2066-9) reorder the text after them, so
+# a name could show as another ("Trojan Source"); U+2028/U+2029 break lines; lone surrogates
+# cannot be written out at all.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(match: re.Match[str]) -> str:
     ch = match.group()
-    return _NAMED_ESCAPES.get(ch) or f"\\x{ord(ch):02x}"
+    code = ord(ch)
+    return _NAMED_ESCAPES.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: every control character (C0, DEL, C1) written as a
-    visible escape (``\\x1b``, ``\\n``), so names from an untrusted trace cannot colour, move,
-    retitle or clear the terminal, nor fake lines of the table."""
+    """``text`` safe to print on a terminal: every control character (C0, DEL, C1), bidirectional
+    control, line or paragraph separator and lone surrogate written as a visible escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), so names from an untrusted trace cannot colour, move,
+    retitle or clear the terminal, reorder what follows them, nor fake lines of the table."""
     return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
@@ -154,6 +159,12 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
         where = at.get("layer") or at.get("path")
         items.append((f"{device} peak in", f"{where} ({at.get('phase')})",
                       f"The layer running when {device} memory peaked ({nbytes(at.get('bytes', nan))}); deepest node: {at.get('path')}"))  # fmt: skip
+    overrun, top = get("overrun_us"), s.get("overrun_top")
+    if overrun > 0 and top:
+        more = f" and {top['rows'] - 1} other row{'s' if top['rows'] > 2 else ''}" if top["rows"] > 1 else ""
+        items.append(("outlived parent", f"{time_us(overrun)} ({top['name']}{more})",
+                      "Ranges that ran past the end of the range they ran in (async collectives): each counts up to its "
+                      "parent's end, and this time past it is in no total"))  # fmt: skip
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
     for text in s.get("warnings") or ():

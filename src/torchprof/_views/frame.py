@@ -1,14 +1,14 @@
-"""pandas views of a tree: ``prof.df``, ``prof.by_type()``, ``prof.steps``."""
+"""pandas views of a tree: ``prof.df``, ``prof.by_type()``, ``prof.steps``, ``prof.step_times``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._tree.aggregate import by_type as aggregate_by_type
 from .._tree.steps import step_splits
 from .._tree.tree import Tree
-from .._vocab import COLUMNS, CSV_FORMULA_START, STEP_EXTRA, STEP_PARTS
+from .._vocab import COLUMNS, CSV_FORMULA_START, STEP_EXTRA, STEP_PARTS, STEP_TIME_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,3 +92,13 @@ def steps(tree: Tree) -> pd.DataFrame:
         df[column] = pd.Series(values, index=df.index, dtype=bool if column == "slow" else float)
     return df
 
+
+
+def step_times(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """The wall time of every step a run marked (``Recording.step_times``), one row per step
+    (per rank and step in a merged job)."""
+    import pandas as pd
+
+    names = [c for c in STEP_TIME_COLUMNS if c in columns or c != "rank"]
+    frame = pd.DataFrame({c: columns.get(c, []) for c in names}, columns=names)
+    return frame.astype({"step": "int64", "wall_us": "float64", "recorded": bool})

@@ -157,9 +157,10 @@ def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_
         '<table style="border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px;margin:0">',
         "<thead><tr>" + "".join(head) + "</tr></thead><tbody>",
     ]
+    paths = tree.paths
     for k, r in enumerate(rows[:max_rows]):
         guide = html.escape(guides[k].replace(" ", _NBSP))
-        path = html.escape(str(cols["path"][r]), quote=True)
+        path = html.escape(str(paths[r]), quote=True)
         tds = [f'<td {left} title="{path}"><samp style="opacity:.55">{guide}</samp>{html.escape(names[k])}</td>']
         if has_types:
             module_type = cols["type"][r] if cols["kind"][r] == NodeKind.MODULE.label and isinstance(cols["type"][r], str) else ""

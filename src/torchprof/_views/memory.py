@@ -129,7 +129,7 @@ def breakdown_frame(tree: Tree, by: str = "category", device: str | None = None)
         df.index.name = "layer"
     else:
         raise ValueError(f"by must be 'category' or 'layer', not {by!r}")
-    paths = tree.columns["path"]
+    paths = tree.paths
     layer = peak.get("layer_row")
     df.attrs.update(device=name, peak=peak["peak"], phase=peak["phase"], path=paths[peak["row"]],
                     layer=paths[layer] if layer is not None else None)  # fmt: skip

@@ -141,18 +141,18 @@ def table_payload(tree: Tree, columns: Sequence[Column] = COLUMNS) -> dict[str, 
     cols = tree.columns
     n = len(tree)
     parent = tree.parent_index
-    paths, names, kinds, backward = cols["path"], cols["name"], cols["kind"], cols["is_backward"]
+    names, kinds, backward = cols["name"], cols["kind"], cols["is_backward"]
+    # A compact path column gives each tail without building the paths (linear at any depth).
+    paths = tree.paths
     flags = bytearray(n)
     tails: list[str] = []
     name_exceptions: list[list[Any]] = []
     for i in range(n):
         f = KIND_CODE[kinds[i]] | (FLAG_BACKWARD if backward[i] else 0)
         p = parent[i]
-        path = paths[i]
-        if p >= 0 and path.startswith(paths[p]):
-            tail = path[len(paths[p]) :]
-        else:
-            tail = path
+        tail = paths.tail(i, p) if p >= 0 else None
+        if tail is None:
+            tail = paths[i]
             f |= FLAG_ABSOLUTE_PATH
         if len(tail) > 1 and tail[0] in "./" and tail[1:] == names[i]:
             f |= FLAG_NAME_IN_TAIL

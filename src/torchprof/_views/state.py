@@ -22,7 +22,7 @@ def default_expanded(tree: Tree, show_ops: bool = False, root: int = 0) -> list[
     widget.js."""
     cols = tree.columns
     n = len(tree)
-    kinds, depth, paths = cols["kind"], cols["depth"], cols["path"]
+    kinds, depth, paths = cols["kind"], cols["depth"], tree.paths
     has_child = [False] * n
     has_layer_child = [False] * n
     for i in range(1, n):
@@ -71,7 +71,8 @@ def expanded_to_depth(tree: Tree, depth: int) -> list[str]:
     for p in tree.parent_index[1:]:
         has_children[p] = True
     cols = tree.columns
-    return [cols["path"][i] for i in range(len(tree)) if has_children[i] and cols["depth"][i] < depth]
+    paths = tree.paths
+    return [paths[i] for i in range(len(tree)) if has_children[i] and cols["depth"][i] < depth]
 
 
 def check_state(tree: Tree, state: dict[str, Any], folded: StepsTree | None = None) -> dict[str, Any]:
