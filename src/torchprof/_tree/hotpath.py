@@ -91,6 +91,14 @@ def is_candidate(kind: str, name: str, row: int, root: int) -> bool:
     return kind == _REGION and not name.startswith(STEP_PREFIX) and not name.startswith("(")
 
 
+def layer_key(tree: Tree, row: int) -> str:
+    """One layer's key, the same in every step: a module's path (the same in every step and
+    context: the ``module`` column), else the row's path without its ``ProfilerStep#N/``. Reads
+    one path (O(its depth)), never the whole column."""
+    module = tree.columns["module"][row]
+    return module if isinstance(module, str) and module else fold_steps(tree.paths[row])
+
+
 def fold_steps(path: str) -> str:
     """A row's path with its ``ProfilerStep#N/`` prefix taken off, so the same layer in every step
     is one key (``ProfilerStep#3/ResNet.layer1`` -> ``ResNet.layer1``)."""
@@ -120,7 +128,7 @@ def ranked_layers(tree: Tree, root: int, end: int, own: list[Any]) -> list[Ranke
     time (``own``, a column) summed over the steps it ran in (rows of one path apart from their
     step). O(rows + layers log layers)."""
     cols = tree.columns
-    kinds, names, paths = cols["kind"], cols["name"], cols["path"]
+    kinds, names = cols["kind"], cols["name"]
     sums: dict[str, float] = {}
     best_row: dict[str, int] = {}
     counts: dict[str, int] = {}
@@ -128,7 +136,7 @@ def ranked_layers(tree: Tree, root: int, end: int, own: list[Any]) -> list[Ranke
         if not is_candidate(kinds[i], names[i], i, root):
             continue
         v = _value(own[i])
-        key = fold_steps(paths[i])
+        key = layer_key(tree, i)
         sums[key] = sums.get(key, 0.0) + v
         counts[key] = counts.get(key, 0) + 1
         if key not in best_row or v > _value(own[best_row[key]]):
@@ -224,12 +232,12 @@ def _costliest_type(tree: Tree, metric: str, base: float) -> tuple[str | None, f
         return None, float("nan"), 0
     name = max(sums, key=lambda t: sums[t])
     # Modules, not rows: one module runs in every step (a row per step) and maybe several times.
-    modules = {fold_steps(p) for p, k, t in zip(cols["path"], cols["kind"], cols["type"]) if k == _MODULE and t == name}
+    modules = {m for m, k, t in zip(cols["module"], cols["kind"], cols["type"]) if k == _MODULE and t == name}
     return name, sums[name] / base, len(modules)
 
 
 def opened(tree: Tree, path: HotPath) -> list[str]:
     """Paths of the rows a view opens to show the hot path: every row on it between its root
     (always open) and its last row."""
-    paths = tree.columns["path"]
+    paths = tree.paths
     return [paths[r] for r in path.rows[1:-1]]

@@ -6,7 +6,7 @@ from typing import Any
 
 from .._records import Recording
 from .._vocab import is_missing
-from .hotpath import fold_steps, hot_path
+from .hotpath import hot_path, layer_key
 from .modules import root_modules
 from .steps import split_row, spread, step_splits
 from .tree import Tree
@@ -157,9 +157,10 @@ def headline_facts(tree: Tree) -> dict[str, Any]:
         return {}
     path = hot_path(tree)
     cols = tree.columns
-    out: dict[str, Any] = {"hot_metric": path.metric, "hot_path": [cols["path"][r] for r in path.rows]}
+    paths = tree.paths
+    out: dict[str, Any] = {"hot_metric": path.metric, "hot_path": [paths[r] for r in path.rows]}
     if path.layer >= 0:
-        out["bottleneck"] = {"path": cols["path"][path.layer], "layer": fold_steps(cols["path"][path.layer]),
+        out["bottleneck"] = {"path": paths[path.layer], "layer": layer_key(tree, path.layer),
                              "name": cols["name"][path.layer],
                              "type": cols["type"][path.layer] if cols["kind"][path.layer] == "module" else None,
                              "us": path.layer_share * cols[path.metric][0], "share": path.layer_share}  # fmt: skip

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._tree.devices import device_memory
-from .._tree.hotpath import fold_steps
+from .._tree.hotpath import layer_key
 from .._tree.steps import is_data_loading, split_row
 from .._tree.tree import Tree
 from .._vocab import (
@@ -189,7 +189,7 @@ def _label(tree: Tree, row: int) -> str:
     """A row as a finding names it: its path (without a ``ProfilerStep#N/``), with its module type."""
     cols = tree.columns
     t = cols["type"][row]
-    path = fold_steps(str(cols["path"][row]))
+    path = layer_key(tree, row)
     return f"{path} ({t})" if cols["kind"][row] == _MODULE and isinstance(t, str) else path
 
 
@@ -198,7 +198,7 @@ def _distinct(tree: Tree, rows: list[int]) -> list[int]:
     seen: set[str] = set()
     out = []
     for r in rows:
-        key = fold_steps(str(tree.columns["path"][r]))
+        key = layer_key(tree, r)
         if key not in seen:
             seen.add(key)
             out.append(r)
@@ -222,7 +222,7 @@ def data_loading(c: Context) -> Finding | None:
               "Load in parallel with the step: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True); "
               "with num_workers=0 the dataset's __getitem__ and collate run inside every step; precompute or cache costly "
               "transforms")  # fmt: skip
-    return Finding("data_loading", data, c.cpu_share(data), [cols["path"][i] for i in rows[:MAX_PATHS]],
+    return Finding("data_loading", data, c.cpu_share(data), [c.tree.paths[i] for i in rows[:MAX_PATHS]],
                    f"Data loading takes {_pct(c.cpu_share(data))} of the run ({fmt.time_us(data)} in {calls} call"
                    f"{'s' if calls != 1 else ''} of {first})", advice)  # fmt: skip
 
@@ -240,7 +240,7 @@ def host_sync(c: Context) -> Finding | None:
         layer = c.layer_of[i]
         if layer < 0:
             continue
-        entry = per_layer.setdefault(fold_steps(str(cols["path"][layer])), [0.0, {}, layer])
+        entry = per_layer.setdefault(layer_key(tree, layer), [0.0, {}, layer])
         entry[0] += _num(cols["cpu_us"][i])
         entry[1][names[i]] = entry[1].get(names[i], 0) + int(cols["calls"][i])
     waited = sum(v[0] for v in per_layer.values())
@@ -252,7 +252,7 @@ def host_sync(c: Context) -> Finding | None:
         what = ", ".join(f"{n} x{k}" for n, k in sorted(calls.items(), key=lambda kv: -kv[1]))
         parts.append(f"{_label(tree, layer)}: {what}, {fmt.time_us(us)}")
     more = f" and {len(ranked) - 3} more" if len(ranked) > 3 else ""
-    return Finding("host_sync", waited, c.wall_share(waited), [cols["path"][v[2]] for v in ranked[:MAX_PATHS]],
+    return Finding("host_sync", waited, c.wall_share(waited), [c.tree.paths[v[2]] for v in ranked[:MAX_PATHS]],
                    f"The host waits for the device inside {len(ranked)} layer{'s' if len(ranked) != 1 else ''} "
                    f"({fmt.time_us(waited)}, {_pct(c.wall_share(waited))} of the run): {'; '.join(parts)}{more}",
                    "Keep values on the device inside forward and backward: no .item(), .cpu(), .tolist() or printing of "
@@ -306,7 +306,7 @@ def gpu_idle(c: Context) -> Finding | None:
     else:
         advice = ("Feed the GPU ahead of time: DataLoader(num_workers=..., pin_memory=True) and "
                   ".to(device, non_blocking=True); prefetch the next batch on a side stream")  # fmt: skip
-    return Finding("gpu_idle", idle, c.wall_share(idle), [cols["path"][i] for i in leaves], message, advice)
+    return Finding("gpu_idle", idle, c.wall_share(idle), [c.tree.paths[i] for i in leaves], message, advice)
 
 
 def _inside(tree: Tree, row: int, ancestor: int) -> bool:
@@ -342,7 +342,7 @@ def exposed_communication(c: Context) -> Finding | None:
         comm = _num(cols["comm_cuda_us"][0])
         rows = sorted((i for i in range(1, len(tree)) if c.layer_of[i] == i), key=lambda i: -_num(cols["comm_exposed_cuda_us"][i]))
         top = _distinct(tree, [i for i in rows if _num(cols["comm_exposed_cuda_us"][i]) > 0])[:MAX_PATHS]
-        return Finding("exposed_communication", exposed, exposed / window, [cols["path"][i] for i in top],
+        return Finding("exposed_communication", exposed, exposed / window, [c.tree.paths[i] for i in top],
                        f"Communication runs with no compute beside it for {fmt.time_us(exposed)} ({_pct(exposed / window)} of "
                        f"the device window; {_pct(1 - exposed / comm) if comm else '0%'} of {fmt.time_us(comm)} communication "
                        "overlaps compute)",
@@ -355,7 +355,7 @@ def exposed_communication(c: Context) -> Finding | None:
     names = cols["name"]
     rows = _outermost(tree, lambda i: names[i].startswith(("gloo:", "nccl:", "mpi:", "ucc:", "xccl:", "c10d::", "record_param_comms")))
     rows.sort(key=lambda i: -_num(cols["cpu_us"][i]))
-    return Finding("exposed_communication", host, c.cpu_share(host), [cols["path"][i] for i in _distinct(tree, rows)[:MAX_PATHS]],
+    return Finding("exposed_communication", host, c.cpu_share(host), [c.tree.paths[i] for i in _distinct(tree, rows)[:MAX_PATHS]],
                    f"The host waits in collectives outside every layer for {fmt.time_us(host)} ({_pct(c.cpu_share(host))} of the "
                    "run)",
                    "Overlap communication with compute (DDP buckets, FSDP prefetch), send fewer and larger messages, and "
@@ -395,7 +395,7 @@ def optimizer_not_foreach(c: Context) -> Finding | None:
         return None
     _, cls, ops = max(found, key=lambda f: _num(cols["cpu_us"][f[0]]))
     fused = " or fused=True (one kernel for the whole update)" if cls in FUSED_OPTIMIZERS else ""
-    return Finding("optimizer_not_foreach", stake, c.cpu_share(stake), [cols["path"][r] for r in _distinct(tree, [f[0] for f in found])][:MAX_PATHS],
+    return Finding("optimizer_not_foreach", stake, c.cpu_share(stake), [c.tree.paths[r] for r in _distinct(tree, [f[0] for f in found])][:MAX_PATHS],
                    f"{cls}.step runs one op per parameter tensor ({calls} op calls, no _foreach_ or _fused_ kernel): about "
                    f"{fmt.time_us(stake)} of per-op cost, {_pct(c.cpu_share(stake))} of the run; its steps took {fmt.time_us(spent)}",
                    f"Construct it with foreach=True (one kernel per operation for all parameters){fused}: "
@@ -440,8 +440,8 @@ def torch_compile(c: Context) -> Finding | None:
         reason = max(breaks.items(), key=lambda kv: kv[1])[0]
         parts.append(f"Dynamo counted {sum(breaks.values())} graph break{'s' if sum(breaks.values()) != 1 else ''} ({reason})")
     stake = compile_us if compile_us else sum(_num(cols["cpu_us"][m]) for m in broken)
-    paths = [cols["path"][m] for m in sorted(broken, key=lambda m: -_num(cols["cpu_us"][m]))]
-    paths += [cols["path"][c.layer_of[i]] for i in compile_rows if c.layer_of[i] >= 0]
+    paths = [c.tree.paths[m] for m in sorted(broken, key=lambda m: -_num(cols["cpu_us"][m]))]
+    paths += [c.tree.paths[c.layer_of[i]] for i in compile_rows if c.layer_of[i] >= 0]
     return Finding("torch_compile", stake, c.cpu_share(stake), list(dict.fromkeys(paths))[:MAX_PATHS],
                    "torch.compile: " + "; ".join(parts),
                    "Compile and warm up before profiling; stop recompiles by marking changing sizes dynamic "
@@ -485,7 +485,7 @@ def activations(c: Context) -> Finding | None:
     blocks.sort(key=lambda i: -_num(kept[i]))
     top = [i for i in blocks if _num(kept[i]) > 0][:3]
     where = ", ".join(f"{_label(tree, i)} keeps {fmt.nbytes(_num(kept[i]))}" for i in top)
-    return Finding("activations", NAN, held / total, [cols["path"][i] for i in top],
+    return Finding("activations", NAN, held / total, [c.tree.paths[i] for i in top],
                    f"Activations are {_pct(held / total)} of the {device} peak ({fmt.nbytes(held)} of {fmt.nbytes(total)}, "
                    f"{_pct(total / c.memory_limit)} of the device's memory)" + (f"; {where}" if where else ""),
                    "Checkpoint the blocks that keep the most (torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)): "
@@ -515,7 +515,7 @@ def low_mfu(c: Context) -> Finding | None:
     for i in range(1, len(tree)):
         if kinds[i] != _MODULE or has_child_module[i] or _num(cols["macs"][i]) <= 0:
             continue
-        entry = layers.setdefault(fold_steps(str(cols["path"][i])), [0.0, 0.0, i])
+        entry = layers.setdefault(layer_key(tree, i), [0.0, 0.0, i])
         entry[0] += _num(cols[time][i])
         entry[1] += _num(cols["flops"][i])
     slow = []
@@ -532,7 +532,7 @@ def low_mfu(c: Context) -> Finding | None:
         return f", MFU {_pct(r * 1e6 / peak)}" if isinstance(peak, (int, float)) and peak > 0 else ""
     parts = [f"{_label(tree, i)} at {fmt.rate(r * 1e6)}{mfu_of(r)}, {_pct(t / total_t)} of the time" for i, _, r, t in slow[:3]]
     share = stake / total_t
-    return Finding("low_mfu", stake, share, [cols["path"][x[0]] for x in slow[:MAX_PATHS]],
+    return Finding("low_mfu", stake, share, [c.tree.paths[x[0]] for x in slow[:MAX_PATHS]],
                    f"{len(slow)} layer{'s' if len(slow) != 1 else ''} with matmuls or convolutions run far below the model's "
                    f"{fmt.rate(rate * 1e6)}: " + "; ".join(parts),
                    "Check their shapes and dtypes: dimensions that are multiples of 8 (16 for fp8) or 64, bf16 or TF32 instead "
@@ -550,7 +550,7 @@ def memory_limit(c: Context) -> Finding | None:
     if total < MEMORY_LIMIT_SHARE * c.memory_limit:
         return None
     layer = peak.get("layer_row")
-    where = tree.columns["path"][layer if layer is not None else peak["row"]]
+    where = tree.paths[layer if layer is not None else peak["row"]]
     return Finding("memory_limit", NAN, total / c.memory_limit, [where],
                    f"The {device} memory peak is {fmt.nbytes(total)}, {_pct(total / c.memory_limit)} of the device's "
                    f"{fmt.nbytes(c.memory_limit)}, in {where} ({peak.get('phase')})",
@@ -571,7 +571,7 @@ def python_overhead(c: Context) -> Finding | None:
     base = max(c.cpu_total, c.wall)
     if base <= 0 or idle / base < OVERHEAD_SHARE:
         return None
-    return Finding("python_overhead", idle, idle / base, [cols["path"][i] for i in [0, *steps][:MAX_PATHS]],
+    return Finding("python_overhead", idle, idle / base, [c.tree.paths[i] for i in [0, *steps][:MAX_PATHS]],
                    f"{_pct(idle / base)} of the run ({fmt.time_us(idle)}) is in no op and no layer: Python between the "
                    "ops (the loop's bookkeeping, logging, data handling in Python) or the host waiting",
                    "Find the lines with stack=True (or py-spy, pyinstrument); move per-step bookkeeping out of the loop, "

@@ -87,6 +87,25 @@ def _insight_lines(findings: list[Finding], limit: int, message_chars: int | Non
     return lines
 
 
+def _run_line(s: dict[str, Any]) -> str:
+    """The run in one line, the same items whatever the timings (only what was recorded decides:
+    device time, memory): wall, CPU and its split, device time and busy share, FLOPs, FLOP/s,
+    peak memory."""
+    nan = float("nan")
+    cpu = s.get("cpu_us", nan)
+    parts = [f"wall {fmt.time_us(s.get('wall_us', nan))}",
+             f"CPU {fmt.time_us(cpu)} (forward {_pct(s.get('forward_cpu_us', 0) / cpu if cpu else 0)}, backward "
+             f"{_pct(s.get('backward_cpu_us', 0) / cpu if cpu else 0)}, other {_pct(s.get('other_cpu_us', 0) / cpu if cpu else 0)})"]  # fmt: skip
+    if not is_missing(s.get("cuda_us", nan)):
+        busy, window = s.get("gpu_busy_us", nan), s.get("gpu_window_us", nan)
+        parts.append(f"device {fmt.time_us(s['cuda_us'])} (busy {fmt.percent(busy, window) or '-'} of its window)")
+    parts += [f"FLOPs {fmt.count(s.get('flops', nan))}", f"achieved {fmt.rate(s.get('flops_per_s', nan))}"]
+    for key, name in (("peak_cpu_mem", "peak host memory"), ("peak_cuda_mem", "peak device memory")):
+        if not is_missing(s.get(key, nan)):
+            parts.append(f"{name} {fmt.nbytes(s[key])}")
+    return fmt.printable(" · ".join(parts))
+
+
 def _mfu_line(summary: dict[str, Any]) -> str:
     peak: dict[str, Any] = summary["peak_flops"] if isinstance(summary.get("peak_flops"), dict) else {}
     mfu = summary.get("mfu", float("nan"))
@@ -106,9 +125,8 @@ def _memory_lines(tree: Tree, summary: dict[str, Any]) -> list[str]:
         return ["**Memory:** not recorded (profile with memory=True)."]
     name = next((d for d in devices if d != "cpu"), next(iter(devices)))
     peak = devices[name]
-    cols = tree.columns
     layer = peak.get("layer_row")
-    where = cols["path"][layer if layer is not None else peak["row"]]
+    where = tree.paths[layer if layer is not None else peak["row"]]
     head = (f"**Memory:** {name} peak {fmt.nbytes(peak['peak'])} in `{_cell(_clip(str(where)))}` ({peak.get('phase')})")
     parts = peak.get("breakdown")
     if not parts:
@@ -154,7 +172,7 @@ def to_markdown(tree: Tree, summary: dict[str, Any], findings: list[Finding], la
 def _render(tree: Tree, summary: dict[str, Any], findings: list[Finding], label: str, layers: int, insights: int,
             message_chars: int | None) -> str:  # fmt: skip
     lines = [f"### torchprof: {_cell(label)}", "", f"**{fmt.printable(str(summary.get('headline', '')))}**", "",
-             fmt.summary_line({k: v for k, v in summary.items() if k not in ("warnings", "peak_at")}), ""]  # fmt: skip
+             _run_line(summary), ""]  # fmt: skip
     ranked = top_layers(tree, layers)
     if ranked:
         per_step = ", over every step; total, FLOPs and MFU of its costliest step" if any(r.rows > 1 for r in ranked) else ""

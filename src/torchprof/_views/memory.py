@@ -190,14 +190,33 @@ def makeup(tree: Tree, peak: dict[str, Any]) -> dict[str, Any] | None:
         categories[category] += nbytes
         per = layers.setdefault(layer if layer is not None else BEFORE_PROFILING, [0] * len(MEMORY_CATEGORIES))
         per[MEMORY_CATEGORIES.index(category)] += nbytes
-    row_of = {p: i for i, p in enumerate(tree.columns["path"])}
     top = sorted(layers.items(), key=lambda kv: -sum(kv[1]))[:MAKEUP_LAYERS]
+    row_of = _rows_of(tree, [path for path, _ in top])
     return {
         "categories": [categories[c] for c in MEMORY_CATEGORIES],
         "layers": [[path, row_of.get(path, -1), sum(per), per] for path, per in top],
         "allocator": peak.get("allocator_peak", peak["peak"]),
         "before": peak.get("before_block", 0.0),
     }
+
+
+def _rows_of(tree: Tree, wanted: list[str]) -> dict[str, int]:
+    """The first row of each of a few paths, building only the paths of rows whose own label
+    ends one of them (the whole path column is never made: deep trees keep it compact)."""
+    paths = tree.paths
+    labels = paths.label if hasattr(paths, "label") else None
+    left = set(wanted)
+    out: dict[str, int] = {}
+    for i in range(len(tree)):
+        if not left:
+            break
+        if labels is not None and not any(w.endswith(labels[i]) for w in left):
+            continue
+        p = paths[i]
+        if p in left:
+            out[p] = i
+            left.discard(p)
+    return out
 
 
 def phase_bands(times: list[float], phase: list[int]) -> list[list[Any]]:
