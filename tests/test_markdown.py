@@ -20,13 +20,13 @@ def run_once():
 
     import torchprof
 
-    class Mix(torch.nn.Module):  # four 256x256x256 matmuls: hundreds of times Net.small's work
+    class Mix(torch.nn.Module):  # eight 256x256x256 matmuls: hundreds of times Net.small's work
         def __init__(self):
             super().__init__()
             self.w = torch.nn.Parameter(torch.randn(256, 256) / 16)
 
         def forward(self, x):
-            for _ in range(4):
+            for _ in range(8):
                 x = torch.tanh(x @ self.w)
             return x
 

@@ -17,7 +17,8 @@ The hot path, from a root row (the whole run, or one step), in two parts:
 
 So the path always ends at a concrete layer, every row above it is opened by the views, and it
 never follows a child holding less than :data:`MIN_SHARE` of the root (nothing that small is a
-bottleneck). Time is device time where the profile has any (``cuda_us``), else CPU time.
+bottleneck), and it is at most :data:`MAX_ROWS` rows long. Time is device time where the
+profile has any (``cuda_us``), else CPU time.
 Cost: O(rows of the root's subtree).
 """
 
@@ -35,6 +36,9 @@ DOMINANT_SHARE = 0.5
 SELF_SHARE = 0.5
 #: The path never steps into a row holding less than this share of the root.
 MIN_SHARE = 0.01
+#: The most rows the path opens: a chain of layers thousands deep is opened this far (its rows'
+#: paths are what the views keep open, and each is as long as its depth).
+MAX_ROWS = 64
 
 _MODULE = NodeKind.MODULE.label
 _REGION = NodeKind.REGION.label
@@ -123,33 +127,66 @@ class Ranked:
     """How many rows (steps) it has."""
 
 
-def ranked_layers(tree: Tree, root: int, end: int, own: list[Any]) -> list[Ranked]:
+def fold_ids(tree: Tree) -> list[int]:
+    """A small integer per row naming its layer in every step: rows whose paths are the same once
+    their ``ProfilerStep#N/`` is taken off get the same number, and modules the same number
+    wherever they run (their ``module`` path). One pass over the compact paths (each row's scope
+    row and label), O(rows), no path string built."""
+    cols = tree.columns
+    paths = tree.paths
+    scope = getattr(paths, "scope", None)
+    label = getattr(paths, "label", None)
+    modules, kinds = cols["module"], cols["kind"]
+    n = len(tree)
+    if scope is None or label is None:  # a tree of plain path strings: key them directly
+        table: dict[Any, int] = {}
+        return [table.setdefault(layer_key(tree, i), len(table)) for i in range(n)]
+    ids = [0] * n
+    seen: dict[Any, int] = {}
+    for i in range(n):
+        m = modules[i]
+        if kinds[i] == _MODULE and isinstance(m, str) and m:
+            key: Any = ("module", m)  # the module path is a stored column: no new string
+        elif scope[i] < 0:
+            lab = label[i]
+            key = (-1, STEP_PREFIX if lab.startswith(STEP_PREFIX) else lab)  # every step is one place
+        else:
+            key = (ids[scope[i]], label[i])
+        ids[i] = seen.setdefault(key, len(seen))
+    return ids
+
+
+def ranked_layers(tree: Tree, root: int, end: int, own: list[Any], named: int | None = None,
+                  ids: list[int] | None = None) -> list[Ranked]:  # fmt: skip
     """The layers among the rows after ``root`` up to ``end``, costliest first: each layer's own
-    time (``own``, a column) summed over the steps it ran in (rows of one path apart from their
-    step). O(rows + layers log layers)."""
+    time (``own``, a column) summed over the steps it ran in (:func:`fold_ids`). Only the first
+    ``named`` (all: None) get their ``key`` (the path without a step), which costs a path each.
+    O(rows + layers log layers)."""
     cols = tree.columns
     kinds, names = cols["kind"], cols["name"]
-    sums: dict[str, float] = {}
-    best_row: dict[str, int] = {}
-    counts: dict[str, int] = {}
+    ids = ids if ids is not None else fold_ids(tree)
+    sums: dict[int, float] = {}
+    best_row: dict[int, int] = {}
+    counts: dict[int, int] = {}
     for i in range(root + 1, end):
         if not is_candidate(kinds[i], names[i], i, root):
             continue
         v = _value(own[i])
-        key = layer_key(tree, i)
+        key = ids[i]
         sums[key] = sums.get(key, 0.0) + v
         counts[key] = counts.get(key, 0) + 1
         if key not in best_row or v > _value(own[best_row[key]]):
             best_row[key] = i
     keys = sorted(sums, key=lambda k: (-sums[k], best_row[k]))
-    return [Ranked(k, best_row[k], sums[k], counts[k]) for k in keys]
+    return [Ranked(layer_key(tree, best_row[k]) if named is None or n < named else "", best_row[k], sums[k], counts[k])
+            for n, k in enumerate(keys)]  # fmt: skip
 
 
-def costliest(tree: Tree, root: int, end: int, own: list[Any]) -> tuple[int, float]:
+def costliest(tree: Tree, root: int, end: int, own: list[Any], ids: list[int] | None = None) -> tuple[int, float]:
     """The costliest layer among the rows after ``root`` up to ``end`` (:func:`ranked_layers`):
     its row with the most own time and its own time over every step; ``(-1, 0.0)`` when no layer
     took time."""
-    ranked = ranked_layers(tree, root, end, own)
+    ranked = ranked_layers(tree, root, end, own, named=0, ids=ids)
     if not ranked or ranked[0].own_us <= 0:
         return -1, 0.0
     return ranked[0].row, ranked[0].own_us
@@ -176,12 +213,13 @@ def hot_path(tree: Tree, root: int = 0) -> HotPath:
         if kinds[i] in LAYER_KINDS:
             kids.setdefault(parent[i], []).append(i)
     base = _value(total[root])
-    layer, layer_own = costliest(tree, root, end_of(root), own)
+    ids = fold_ids(tree)
+    layer, layer_own = costliest(tree, root, end_of(root), own, ids)
 
     rows = [root]
     node = root
     branch = -1
-    while True:
+    while len(rows) < MAX_ROWS:
         children = kids.get(node, [])
         if not children or base <= 0:
             break
@@ -195,7 +233,7 @@ def hot_path(tree: Tree, root: int = 0) -> HotPath:
             node = heaviest
             continue
         branch = node
-        target, _ = costliest(tree, node, end_of(node), own)
+        target, _ = costliest(tree, node, end_of(node), own, ids)
         if target >= 0 and _value(own[target]) >= MIN_SHARE * base:
             chain = []
             r = target
@@ -203,6 +241,7 @@ def hot_path(tree: Tree, root: int = 0) -> HotPath:
                 chain.append(r)
                 r = parent[r]
             rows.extend(reversed(chain))
+            del rows[MAX_ROWS:]
         break
     type_name, type_share, type_modules = _costliest_type(tree, metric, base) if root == 0 else (None, float("nan"), 0)
     return HotPath(

@@ -37,7 +37,8 @@ time for device time, of the memory peak for memory):
 - ``memory_limit``: the memory peak is at least :data:`MEMORY_LIMIT_SHARE` of the device's
   memory (the host's for a CPU run).
 - ``python_overhead``: time in no op and no layer (between the block's top-level ranges, and
-  the steps' own time) is at least :data:`OVERHEAD_SHARE` of the run.
+  the steps' own time) is at least :data:`OVERHEAD_SHARE` of the run and at least
+  :data:`OVERHEAD_MIN_US`.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ LOW_MFU_RATIO = 0.15
 LOW_MFU_FLOP_SHARE = 0.02
 MEMORY_LIMIT_SHARE = 0.85
 OVERHEAD_SHARE = 0.20
+#: ... and at least this long: a block of a few milliseconds spends that between any ranges.
+OVERHEAD_MIN_US = 5_000.0
 #: Findings list at most this many rows (layers, regions) each.
 MAX_PATHS = 5
 
@@ -569,7 +572,7 @@ def python_overhead(c: Context) -> Finding | None:
     if not steps and not is_missing(wall):
         idle += max(0.0, wall - c.cpu_total)  # between the block's top-level ranges
     base = max(c.cpu_total, c.wall)
-    if base <= 0 or idle / base < OVERHEAD_SHARE:
+    if base <= 0 or idle / base < OVERHEAD_SHARE or idle < OVERHEAD_MIN_US:
         return None
     return Finding("python_overhead", idle, idle / base, [c.tree.paths[i] for i in [0, *steps][:MAX_PATHS]],
                    f"{_pct(idle / base)} of the run ({fmt.time_us(idle)}) is in no op and no layer: Python between the "

@@ -49,7 +49,7 @@ def top_layers(tree: Tree, count: int) -> list[Ranked]:
     if not len(tree):
         return []
     own = tree.columns[self_column(hot_path(tree).metric)]
-    return [r for r in ranked_layers(tree, 0, len(tree), own) if r.own_us > 0][:count]
+    return [r for r in ranked_layers(tree, 0, len(tree), own, named=count) if r.own_us > 0][:count]
 
 
 def _layers_table(tree: Tree, ranked: list[Ranked], summary: dict[str, Any]) -> list[str]:
