@@ -1,5 +1,5 @@
 """The package's shape: imports flow one way, only the capture touches torch's profiler, the tree
-stays pure, and the vocabulary is written down once (the README's column table included)."""
+stays pure, and the vocabulary is written down once (docs/columns.md's table included)."""
 
 from __future__ import annotations
 
@@ -151,33 +151,35 @@ def test_the_tree_and_the_records_import_no_torch_pandas_or_ipython():
             assert bad == [], f"{name} imports {bad}"
 
 
+COLUMNS_DOC = REPO / "docs" / "columns.md"
+COLUMN_TABLE_HEADER = "| column | label | meaning |\n| --- | --- | --- |\n"
+
+
 def column_table() -> str:
-    """The README's column table, one row per registry column."""
+    """docs/columns.md's table, one row per registry column, in the registry's order."""
     from torchprof._vocab import COLUMNS
 
-    rows = ["| column | label | meaning |", "| --- | --- | --- |"]
-    rows += [f"| `{c.name}` | {c.label} | {c.about} |" for c in COLUMNS]
-    return "\n".join(rows) + "\n"
+    return COLUMN_TABLE_HEADER + "".join(f"| `{c.name}` | {c.label} | {c.about} |\n" for c in COLUMNS)
 
 
-def test_every_registry_column_is_computed_and_documented_in_the_readme():
-    """Regenerate the README's table with ``TORCHPROF_REGENERATE=1 pytest tests/test_architecture.py``."""
+def test_every_registry_column_is_computed_and_documented_in_docs_columns_md():
+    """docs/columns.md's table is the registry's, row for row. After changing a column, regenerate
+    it with ``TORCHPROF_REGENERATE=1 python -m pytest tests/test_architecture.py``."""
     import os
 
     from torchprof._tree.finish import COMPUTE
     from torchprof._vocab import COLUMNS
 
     assert set(COMPUTE) == {c.name for c in COLUMNS}
-    path = REPO / "README.md"
-    readme = path.read_text(encoding="utf-8")
+    doc = COLUMNS_DOC.read_text(encoding="utf-8")
+    assert doc.count(COLUMN_TABLE_HEADER) == 1, "docs/columns.md has lost its column table"
+    head, rest = doc.split(COLUMN_TABLE_HEADER)
+    lines = rest.split("\n")
+    rows = next((k for k, line in enumerate(lines) if not line.startswith("|")), len(lines))
+    table, tail = COLUMN_TABLE_HEADER + "".join(line + "\n" for line in lines[:rows]), "\n".join(lines[rows:])
     if os.environ.get("TORCHPROF_REGENERATE"):
-        head, rest = readme.split("## What the columns mean\n", 1)
-        intro, after = rest.split("| column |", 1)
-        tail = after.split("\n\n", 1)[1]
-        readme = f"{head}## What the columns mean\n{intro}{column_table()}\n{tail}"
-        path.write_text(readme, encoding="utf-8")
-    table = readme.split("## What the columns mean", 1)[1].split("\n## ", 1)[0]
-    documented = set(re.findall(r"^\| `([a-z_]+)` \|", table, re.M))
-    assert documented == {c.name for c in COLUMNS}
-    for column in COLUMNS:
-        assert f"| `{column.name}` | {column.label} | {column.about} |" in table, f"README row of {column.name} is stale"
+        table = column_table()
+        COLUMNS_DOC.write_text(head + table + tail, encoding="utf-8")
+    documented = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
+    assert sorted(documented) == sorted(c.name for c in COLUMNS), "regenerate docs/columns.md (see this test's docstring)"
+    assert table == column_table(), "docs/columns.md's table is stale: regenerate it (see this test's docstring)"

@@ -102,7 +102,8 @@ def test_module_mode_runs_a_package_module_as_main(tmp_path):
     done = run_here("--depth", "1", "-m", "pkg.train", "--lr", "0.1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("argv ['--lr', '0.1']\ntorchprof: pkg.train\n")
-    assert "Net" in done.stdout and "fc1" not in done.stdout  # --depth 1 stops at the model
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert any("Net" in row for row in rows) and not any("fc1" in row for row in rows)  # --depth 1 stops at the model
 
 
 def test_files_are_written_and_the_csv_is_the_dataframe(tmp_path):
@@ -235,7 +236,8 @@ def test_demo_options_before_and_after_the_model_name_both_apply(tmp_path, capsy
     assert _cli.main(["--depth", "1", "demo", "squeezenet1_0", "--batch", "2", "--size", "64", "--csv", str(csv)]) == 0
     out = capsys.readouterr().out
     assert "├──SqueezeNet" in out or "└──SqueezeNet" in out
-    assert "features" not in out.split("torchprof: wrote")[0]  # depth 1: the model's children are hidden
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert not any("features" in row for row in rows)  # depth 1: the model's children are hidden
     df = pd.read_csv(csv, index_col=0)
     assert "SqueezeNet.features.0" in df.index
 
@@ -277,9 +279,13 @@ def test_demo_list_prints_every_model_name(capsys):
 
 
 def test_demo_as_the_readme_runs_it():
-    """The README's 'run the main job' command, exactly: a real layer tree from a fresh process."""
+    """The README's demo command, its words read from the README (tests/test_readme.py checks the
+    install before them): a real layer tree from a fresh process."""
+    from test_readme import readme_demo_args
+
     pytest.importorskip("torchvision")
-    done = run("demo", "resnet18", timeout=300)
+    assert readme_demo_args() == ["demo", "resnet18"]  # what the assertions below expect
+    done = run(*readme_demo_args(), timeout=300)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 8x3x224x224")

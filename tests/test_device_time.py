@@ -235,8 +235,9 @@ def test_per_layer_device_time_adds_up_to_holistic_trace_analysis_figures_on_the
     # (NCCL kernels of one rank never overlap each other, so the sum over kernels is the union)
     assert (root.compute_cuda_us, root.comm_cuda_us, root.memcpy_cuda_us) == (HTA_SUMS["compute"], HTA_SUMS["comm"], HTA_SUMS["memcpy"])
     assert (root.idle_cuda_us, root.comm_overlap_cuda_us) == (HTA_LAST["idle"], HTA_LAST["overlap"])
-    assert (df[list(SPLIT)].sum(axis=1) == df.cuda_us).all()
-    assert (df.comm_overlap_cuda_us + df.comm_exposed_cuda_us == df.comm_cuda_us).all()
+    # Exact in ns; in µs floats to their last bit (a DDP all-reduce split over layers has ns parts).
+    assert ((df[list(SPLIT)].sum(axis=1) - df.cuda_us).abs() < 1e-9).all()
+    assert ((df.comm_overlap_cuda_us + df.comm_exposed_cuda_us - df.comm_cuda_us).abs() < 1e-9).all()
     kids = df.groupby("parent")
     for name in DEVICE_TIME:
         inner = df[df.kind != "kernel"]
@@ -245,13 +246,14 @@ def test_per_layer_device_time_adds_up_to_holistic_trace_analysis_figures_on_the
     emb = df.loc["ProfilerStep#1014/## forward ##/## forward:all2all_global_emb ##"]
     assert emb.comm_cuda_us == emb.cuda_us > 0
     assert emb.comm_overlap_cuda_us + emb.comm_exposed_cuda_us == emb.comm_cuda_us
-    # DDP's gradient all-reduces run from AccumulateGrad hooks on the autograd thread: they sit in
-    # the "(backward, no module)" row of the step they ran in, so the steps before the last hold
-    # all of HTA's communication (its default counts the device work launched before the last step).
+    # DDP's gradient all-reduces run from AccumulateGrad hooks on the autograd thread; they go to
+    # the layers whose gradients their bucket carries, in the step they ran in, so the steps
+    # before the last hold all of HTA's communication (its default counts the device work
+    # launched before the last step).
     steps = df[(df.depth == 1) & df.name.str.startswith("ProfilerStep#")]
-    assert steps[steps.name != "ProfilerStep#1014"].comm_cuda_us.sum() == HTA_DEFAULT["comm"]
+    assert steps[steps.name != "ProfilerStep#1014"].comm_cuda_us.sum() == pytest.approx(HTA_DEFAULT["comm"], abs=1e-6)
     all_reduce = df[(df.kind == "kernel") & df.name.str.startswith("ncclKernel_AllReduce")]
-    assert set(all_reduce.parent.str.split("/").str[1]) == {"(backward, no module)"}
+    assert set(all_reduce.parent.str.split("/").str[1]) == {"## forward ##"}
     assert set(all_reduce.parent.str.split("/").str[0]) <= set(steps.name)
 
 

@@ -255,3 +255,50 @@ def test_a_job_whose_ranks_recorded_memory_keeps_the_highest_ranks_timeline_and_
     df = job.df
     assert df.loc["Sequential.0", "peak_cpu_mem"] == max(p.df.loc["Sequential.0", "peak_cpu_mem"] for p, _ in traces)
     assert all(float(v).is_integer() for v in df.exec_order)  # not a mean of two orders
+
+
+# -- how ``torchrun -m torchprof`` gets the ranks' trees to rank 0 (the real jobs: test_distributed.py)
+def test_trees_travel_through_a_c10d_store_and_a_rank_that_sends_none_is_left_out(job, monkeypatch):
+    import threading
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    from torchprof._files import TraceError
+    from torchprof._torchrun import decode_tree, encode_tree, exchange
+
+    for name in ("TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"):
+        monkeypatch.delenv(name, raising=False)
+    profs = [torchprof.load_trace(job / f"rank{r}.json") for r in (0, 1)]
+    payloads = [encode_tree(p) for p in profs]
+    server = TCPStore("127.0.0.1", 0, world_size=1, is_master=True, timeout=timedelta(seconds=30), wait_for_workers=False)
+    client = TCPStore("127.0.0.1", server.port, world_size=1, is_master=False, timeout=timedelta(seconds=30))
+    sender = threading.Thread(target=exchange, args=(client, payloads[1], 1, 3, 30.0))
+    sender.start()
+    got = exchange(server, payloads[0], 0, 3, timeout=1.0)  # rank 2 never sends: left out after 1 s
+    sender.join()
+    assert sorted(got) == [0, 1]
+    tree = decode_tree(got[1], "rank 1")
+    pd.testing.assert_frame_equal(tree.df, profs[1].df)  # the tree rank 0 gets is the rank's own
+    key = "torchprof/job/0/0/tree/1"
+    assert tree.ranks == [1] and not server.check([key])  # read, then deleted
+    client.set(key, b"x")  # another connection: get() waits for it where check() could race it
+    assert server.get(key) == b"x"  # (the key the check looked for)
+    with pytest.raises(TraceError, match="rank 2 has no tree: ValueError: broken"):
+        decode_tree(b"E" + b"ValueError: broken", "rank 2")
+
+
+def test_gathering_through_the_scripts_gloo_group_closes_it_only_when_asked(job, monkeypatch):
+    import torch.distributed as dist
+
+    from torchprof._torchrun import gather_trees
+
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+    try:
+        assert gather_trees(b"T tree", 0, 1, close_group=False) == ({0: b"T tree"}, "the job's process group")
+        assert dist.is_initialized()  # a caller whose process goes on (a trainer's callback) keeps its group
+        assert gather_trees(b"T tree", 0, 1, close_group=True)[0] == {0: b"T tree"} and not dist.is_initialized()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

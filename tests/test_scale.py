@@ -94,8 +94,8 @@ def test_a_3000_deep_chain_profiles_with_the_right_deepest_path_and_no_recursion
     assert deep.summary["params"] == 3000
     assert by_type.loc["Link", "modules"] == 3000 and by_type.loc["Link", "params"] == 3000
     # every module row is in the table; rows past MAX_GUIDES levels show only the innermost guides
-    assert table.count("inner") == 2999
-    deepest_line = next(line for line in reversed(table.splitlines()) if "inner" in line)
+    assert sum(line.count("inner") for line in table.splitlines() if line.startswith("| ")) == 2999
+    deepest_line = next(line for line in reversed(table.splitlines()) if "inner" in line and line.startswith("| "))
     assert deepest_line.startswith("| " + table_view.ELIDED)
     assert len(deepest_line.split("inner")[0]) == len("| ") + 2 * table_view.MAX_GUIDES + len("└──")
     # folded stacks: the deepest module's line names every level once
@@ -124,6 +124,113 @@ def test_a_trace_nested_3000_deep_loads_and_renders_within_the_recursion_limit(t
         prof.to_html()
     assert df["depth"].max() == depth
     assert df.index[-1] == "/".join(["r"] * depth)
+
+
+def nested_ranges(path, depth: int, chains: int, name: str = "range_{}_{}") -> str:
+    """``chains`` chains of ``depth`` user ranges on one thread, each range inside the previous,
+    named by chain and level."""
+    events, t = [], 0
+    for c in range(chains):
+        for i in range(depth):
+            events.append({"ph": "X", "cat": "user_annotation", "name": name.format(c, i), "ts": t + i,
+                           "dur": 2 * (depth - i) - 1, "pid": 1, "tid": 1})  # fmt: skip
+        t += 2 * depth
+    path.write_text(json.dumps({"traceEvents": events}))
+    return str(path)
+
+
+def peak_bytes(fn) -> int:
+    """The most memory Python allocated while ``fn`` ran (tracemalloc: counts, not timings)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_and_saved_size_grow_with_the_ranges_not_with_their_depth(tmp_path):
+    # 3,000 ranges as one chain 3,000 deep and as 300 chains 10 deep, all named apart (3,000
+    # rows): the same rows cost the same, where full paths per row cost the square of the depth
+    # (27 MB of strings here).
+    deep = nested_ranges(tmp_path / "deep.json", 3000, 1)
+    shallow = nested_ranges(tmp_path / "shallow.json", 10, 300)
+
+    def load_and_show(path: str, saved: str):
+        def run():
+            prof = torchprof.load_trace(path)
+            prof.summary, prof.table(min_pct=0), prof.save(saved)
+            torchprof.load(saved).table(min_pct=0)
+        return run
+
+    with recursion_limit(tight_limit()):
+        deep_peak = peak_bytes(load_and_show(deep, str(tmp_path / "deep.tp.json")))
+        shallow_peak = peak_bytes(load_and_show(shallow, str(tmp_path / "shallow.tp.json")))
+    assert deep_peak < 1.5 * shallow_peak, (deep_peak, shallow_peak)
+    deep_size, shallow_size = (tmp_path / "deep.tp.json").stat().st_size, (tmp_path / "shallow.tp.json").stat().st_size
+    assert deep_size < 1.3 * shallow_size, (deep_size, shallow_size)
+    # and the paths read as before, built when asked for
+    reopened = torchprof.load(str(tmp_path / "deep.tp.json"))
+    expected = "/".join(f"range_0_{i}" for i in range(3000))
+    assert reopened.tree.columns["path"][-1] == expected
+    assert reopened.df.index[-1] == expected and reopened.df["parent"].iloc[-1] == expected.rsplit("/", 1)[0]
+    assert reopened.df.equals(torchprof.load_trace(deep).df)
+
+
+def module_chains(depth: int, chains: int) -> tuple[list[dict], dict]:
+    """``chains`` chains of ``depth`` nested modules (``M0``, ``M0.inner``, ...), an op in each."""
+    from torchprof._records import ModuleInfo
+
+    events, modules, t = [], {}, 0
+    for c in range(chains):
+        path = f"M{c}"
+        for i in range(depth):
+            path = f"{path}.inner" if i else path
+            events.append(ev("module", path, t + i, t + 2 * depth - i, type_="Link"))
+            modules[path] = ModuleInfo("Link", depth - i, 4 * (depth - i))
+        events.append(ev("op", "aten::mul", t + depth, t + depth + 0.5))
+        t += 2 * depth + 1
+    return events, modules
+
+
+def test_a_saved_deep_model_grows_with_its_modules_not_with_their_depth():
+    # Module paths repeat their parents' (``M0.inner.inner...``): saved as full strings, a 1,500
+    # deep chain wrote 27 MB where 150 chains of 10 wrote 0.5 MB.
+    from torchprof._files import dumps
+    from torchprof._records import Recording
+    from torchprof._tree.storage import from_json, to_json
+    from torchprof._views.frame import to_dataframe
+
+    sizes = []
+    for depth, chains in ((1500, 1), (10, 150)):
+        events, modules = module_chains(depth, chains)
+        tree = build(events, modules=modules)
+        saved = to_json(tree, Recording(modules=modules))
+        sizes.append(len(dumps(saved)))
+        reopened, recording = from_json(json.loads(dumps(saved)), "saved")
+        assert recording.modules == modules
+        assert to_dataframe(reopened).equals(to_dataframe(tree))
+    assert sizes[0] < 1.3 * sizes[1], sizes
+
+
+def test_a_profile_saved_with_full_paths_still_opens(tmp_path):
+    from torchprof._tree.storage import to_json
+
+    prof = torchprof.load_trace(nested_ranges(tmp_path / "t.json", 3, 2, name="r{1}"))
+    old = to_json(prof.tree, prof.recording)
+    old["version"] = 1  # as torchprof wrote it before paths were stored as scopes and labels
+    for column in ("path", "parent", "module"):
+        old["columns"][column] = list(prof.tree.columns[column])
+    old["capture"]["modules"] = {p: m.to_json() for p, m in prof.recording.modules.items()}
+    for key in ("path_scope", "path_label", "module_base", "module_tail"):
+        del old[key]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    reopened = torchprof.load(str(tmp_path / "old.json")).df
+    assert list(reopened.index) == ["t", "r0", "r0/r1", "r0/r1/r2", "r0 #2", "r0 #2/r1", "r0 #2/r1/r2"] or \
+        list(reopened.index) == list(prof.df.index)
+    assert reopened.equals(prof.df)
 
 
 # -- a module with 10,000 children ------------------------------------------------------------------

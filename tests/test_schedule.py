@@ -50,7 +50,8 @@ def test_each_recorded_step_is_a_profiler_step_region_with_its_own_figures(train
     assert "ProfilerStep#0" not in df.index and "ProfilerStep#5" not in df.index  # wait and warm-up: not kept
     assert df.loc["ProfilerStep#2", "calls_per_step"] == pytest.approx(1 / 4)  # one of the four recorded steps
     steps = prof.steps
-    assert list(steps.columns) == ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us"]
+    assert list(steps.columns) == ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us", "data_us", "forward_us", "backward_us",
+                                   "optimizer_us", "comm_us", "other_us", "idle_us", "slow"]  # fmt: skip
     assert (steps.wall_us > 0).all() and (steps.cpu_us > 0).all() and (steps.bwd_cpu_us > 0).all()
     assert steps.cuda_us.isna().all()  # no GPU recorded
     for row in steps.itertuples():
@@ -257,3 +258,54 @@ def test_summary_counts_parameter_bytes_of_a_model_seen_in_several_steps(train_s
     summary = prof.summary
     assert summary["params"] == sum(p.numel() for p in mlp.parameters())
     assert summary["param_bytes"] == 4 * summary["params"]
+
+
+# -- a torch.profiler session inside the block ----------------------------------------------------------------------
+@pytest.mark.slow
+def test_a_cycle_another_profiler_emptied_is_left_out_not_saved(tmp_path):
+    """A library that opens its own torch.profiler session in one step empties that step's cycle
+    (torch runs one session at a time). Saving an empty cycle's trace crashes kineto (SIGSEGV: a
+    notebook's kernel dies), so the run goes in a process of its own: the cycle is left out, the
+    user's on_trace_ready (which exports it, as tensorboard_trace_handler does) is not called for
+    it, a warning says why, and the other cycles are kept and exported."""
+    code = textwrap.dedent(
+        """
+        import json, os, sys, warnings
+        import torch, torchprof
+        out = sys.argv[1]
+        net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+        x = torch.randn(4, 8)
+        handled = []
+
+        def handler(p):
+            handled.append(p.step_num)
+            p.export_chrome_trace(os.path.join(out, f"{p.step_num}.json"))
+
+        schedule = torch.profiler.schedule(wait=0, warmup=0, active=1, repeat=3)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torchprof.Profiler(schedule=schedule, on_trace_ready=handler) as prof:
+                for step in range(3):
+                    if step == 1:
+                        with torch.profiler.profile():  # as some libraries do
+                            net(x)
+                    else:
+                        net(x)
+                    prof.step()
+        with open(prof.export_chrome_trace(os.path.join(out, "all.json"))) as f:
+            exported = torchprof.load_trace(f.name).df
+        print(json.dumps({
+            "steps": [int(s) for s in prof.steps["step"]],
+            "handled": handled,
+            "warned": [str(w.message) for w in caught if issubclass(w.category, torchprof.ProfilerWarning)],
+            "exported": sorted(p for p in exported.index if p.endswith("/Sequential")),
+        }))
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-2000:]}"  # -11 was kineto's SIGSEGV
+    result = json.loads(run.stdout)
+    assert result["steps"] == [0, 2]
+    assert result["handled"] == [1, 3]  # the empty cycle's handler call was skipped
+    assert len(result["warned"]) == 1 and "a profiling cycle recorded nothing" in result["warned"][0]
+    assert result["exported"] == ["ProfilerStep#0/Sequential", "ProfilerStep#2/Sequential"]  # both kept cycles, in one trace

@@ -208,3 +208,91 @@ def test_the_starting_thread_is_not_reported_missing_when_its_first_call_falls_i
                 prof.step()
         assert prof.df.loc["ProfilerStep#2/Sequential", "calls"] == 1
     assert profiler_warnings(caught) == [] and "warnings" not in prof.summary
+
+
+# -- start on one thread, stop on another ---------------------------------------------------------------------
+def test_stop_on_another_thread_stops_the_profile_and_keeps_it(mlp):
+    """torch records every thread by default (profile_all_threads), so its profiler is stopped and
+    read from any thread. Before, the stop raised "prior should not be empty when exiting
+    ConfigPatch" (torch's config patch is context-local) where Inductor was loaded."""
+    import torch._inductor.config
+
+    prof = torchprof.Profiler()
+    prof.start()
+    mlp(X).sum().backward()
+    on_thread(prof.stop)
+    assert session._active is None and not torch.autograd.profiler._is_profiler_enabled
+    assert not torch._C._autograd._profiler_enabled()
+    assert list(prof.df.loc[["Sequential", "Sequential.0", "Sequential.2"], "calls"]) == [1, 1, 1]
+    with torchprof.Profiler() as again:
+        mlp(X)
+    assert again.df.loc["Sequential.0", "calls"] == 1
+
+
+def test_stop_on_another_thread_with_memory_is_a_clear_error_that_changes_nothing(mlp):
+    """With memory=True torch's profiler lives in the starting thread: another thread can neither
+    stop nor read it (before, it left it running there and the profile empty)."""
+    prof = torchprof.Profiler(memory=True)
+    prof.start()
+    mlp(X).sum().backward()
+    error = on_thread(lambda: _raises(prof.stop))
+    assert isinstance(error, torchprof.ProfilerError)
+    assert "stop() must run on the thread that started the Profiler ('MainThread')" in str(error)
+    assert session._active is not None  # still running, as it was
+    prof.stop()  # on the right thread: everything recorded is there
+    assert prof.df.loc["Sequential.0", "calls"] == 1 and prof.df.loc["Sequential.0", "act_cpu_mem"] > 0
+    with torchprof.Profiler() as again:
+        mlp(X)
+    assert again.df.loc["Sequential.0", "calls"] == 1
+
+
+def _raises(fn):
+    """Run ``fn``; return the exception it raised (for on_thread, which returns values)."""
+    try:
+        fn()
+    except BaseException as exc:
+        return exc
+    return None
+
+
+def test_the_users_own_inductor_config_changes_in_the_block_survive_its_end(mlp):
+    """The keys torchprof patches for compiled graphs (under capture_compiled(); a Profiler alone
+    patches none: graphs compile in its block as without it) are put back only where they still
+    hold its values: a change the user made in the block stays (before, every key was reverted)."""
+    import torch._inductor.config as config
+
+    before = config.trace.provenance_tracking_level
+    user_pass = config.post_grad_custom_post_pass
+    try:
+        with torchprof.Profiler():
+            assert config.trace.provenance_tracking_level == before
+            assert config.post_grad_custom_post_pass is user_pass
+            with torchprof.capture_compiled():
+                assert config.trace.provenance_tracking_level == 1  # torchprof's, while it captures
+                assert config.post_grad_custom_post_pass is not user_pass
+                config.trace.provenance_tracking_level = 2  # the user's own, set in the block
+                mlp(X)
+            assert config.trace.provenance_tracking_level == 2
+            assert config.post_grad_custom_post_pass is user_pass  # torchprof's own change is undone
+    finally:
+        config.trace.provenance_tracking_level = before
+
+
+def test_a_profile_leaves_no_context_variable_behind(mlp):
+    """torch's config.patch() makes a context variable per use, left in the context for good:
+    three per profile (the run's Inductor patch, the replay's Inductor and Dynamo patches)."""
+    import contextvars
+
+    import torch._dynamo
+    import torch._inductor.config  # noqa: F401
+
+    def profile_and_read() -> None:
+        with torchprof.Profiler() as prof:
+            mlp(X).sum().backward()
+        assert prof.df.loc["Sequential.0", "flops"] > 0  # the replay ran
+
+    profile_and_read()
+    before = len(contextvars.copy_context())
+    for _ in range(3):
+        profile_and_read()
+    assert len(contextvars.copy_context()) == before

@@ -273,3 +273,135 @@ def test_random_damage_to_a_real_trace_only_ever_raises_trace_error(tmp_path, ho
             outcomes["TraceError"] += 1
     # both outcomes happen: the damage is neither always fatal nor always harmless
     assert outcomes["loaded"] > 5 and outcomes["TraceError"] > 5, outcomes
+
+
+# -- saved profiles (prof.save) ------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def saved_profile(tmp_path_factory):
+    """A real profile (memory on, two scheduled steps) as prof.save() writes it: the JSON value."""
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    with torchprof.Profiler(memory=True, schedule=torch.profiler.schedule(wait=0, warmup=1, active=2)) as prof:
+        for _ in range(3):
+            net(torch.randn(2, 4)).sum().backward()
+            prof.step()
+    path = tmp_path_factory.mktemp("saved") / "good.json"
+    prof.save(str(path))
+    return json.loads(path.read_text())
+
+
+def _set(data, where, value):
+    """``data`` with the value at ``where`` (a path of keys and indices) replaced."""
+    *head, last = where
+    target = data
+    for key in head:
+        target = target[key]
+    target[last] = value
+    return data
+
+
+# (what is damaged, the value, words the message must hold: the field with its row, and what was expected)
+DAMAGED_PROFILES = [
+    (("parent_index", 3), 999, "parent_index[3] is 999: expected a row before row 3"),
+    (("parent_index", 3), -1, "parent_index[3] is -1"),
+    (("parent_index", 0), 0, "parent_index[0] is 0: expected -1"),
+    (("parent_index",), [], "parent_index is []"),
+    (("parent_index", 2), "1", "parent_index[2] is '1': expected a whole number"),
+    (("columns", "kind", 2), "gizmo", "columns.kind[2] is 'gizmo': expected one of module, region, op, kernel"),
+    (("columns", "name", 2), 7, "columns.name[2] is 7: expected text"),
+    (("columns", "name", 2), None, "columns.name[2] is None: expected text"),
+    (("path_scope", 2), 5, "'path_scope' of row 2 must be -1 or an earlier row, not 5"),  # format 2: paths as scope + label
+    (("module_base", 2), 7, "'module_base' of row 2 must be -2, -1 or an earlier module row, not 7"),
+    (("columns", "calls", 2), 1e30, "columns.calls[2] is 1e+30: expected a whole number from 0"),
+    (("columns", "calls", 2), -3, "columns.calls[2] is -3"),
+    (("columns", "calls", 2), 2**63, "columns.calls[2] is 9223372036854775808"),
+    (("columns", "calls", 2), True, "columns.calls[2] is True"),
+    (("columns", "cpu_us", 1), "fast", "columns.cpu_us[1] is 'fast': expected a finite number or null"),
+    (("columns", "cpu_us", 1), [1], "columns.cpu_us[1] is [1]"),
+    (("columns", "depth", 2), 7, "columns.depth[2] is 7: expected its parent's depth + 1"),
+    (("columns", "is_backward", 2), 1, "columns.is_backward[2] is 1: expected true or false"),
+    (("columns", "type", 2), 5, "columns.type[2] is 5: expected text or null"),
+    (("columns", "calls"), "many", "columns.calls is 'many': expected a list of"),
+    (("has_memory",), "yes", "has_memory is 'yes': expected true or false"),
+    (("event_count",), -1, "event_count is -1"),
+    (("unsupported_ops", "aten::sum"), "2", "unsupported_ops['aten::sum'] is '2'"),
+    (("steps", 0, "wall_us"), "slow", "steps[0].wall_us is 'slow'"),
+    (("memory", "timeline", "cpu", "phase", 0), 9, "memory.timeline['cpu'].phase[0] is 9: expected a phase code"),
+    (("memory", "timeline", "cpu", "row", 1), 10**6, "memory.timeline['cpu'].row[1] is 1000000: expected a row of the tree"),
+    (("memory", "devices", "cpu", "row"), -2, "memory.devices['cpu'].row is -2"),
+    (("memory", "devices", "cpu", "phase"), "lunch", "memory.devices['cpu'].phase is 'lunch'"),
+    (("memory", "devices", "cpu", "breakdown", 0, 0), "snacks", "memory.devices['cpu'].breakdown[0][0] is 'snacks'"),
+    (("capture", "label"), 3, "capture.label is 3: expected text"),
+    (("capture", "modules", "info", 0, 1), -1, "capture.modules.info[0][1] is -1"),
+    (("capture", "modules", "info", 0), "Linear", "capture.modules.info[0] is 'Linear'"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "words"), DAMAGED_PROFILES)
+def test_a_damaged_saved_profile_is_a_trace_error_naming_the_field_and_row(tmp_path, saved_profile, where, value, words):
+    """Before, such files loaded and failed later in a view (IndexError, KeyError, TypeError) or,
+    for calls of 1e30, showed -9.2e18 calls."""
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(_set(json.loads(json.dumps(saved_profile)), where, value)))
+    with pytest.raises(TraceError) as caught:
+        torchprof.load(path)
+    assert f"{path} is damaged: " in str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_a_nan_literal_in_a_saved_profile_is_named_as_such(tmp_path, saved_profile):
+    """Not "expected a torch.profiler chrome trace": it is a saved profile, badly written."""
+    path = tmp_path / "nan.json"
+    path.write_text(json.dumps(saved_profile).replace('"cpu_us": [', '"cpu_us": [NaN, ', 1))
+    with pytest.raises(TraceError, match=r"not valid JSON .*expected a profile written by prof\.save\(\)"):
+        torchprof.load(path)
+    data = json.loads(json.dumps(saved_profile))
+    data["columns"]["cpu_us"][1] = float("nan")  # read by a parser that takes NaN (no orjson): named too
+    from torchprof._tree.storage import from_json
+
+    with pytest.raises(TraceError, match=r"columns\.cpu_us\[1\] is nan: expected a finite number"):
+        from_json(data, "x.json")
+
+
+def test_the_command_line_says_what_is_damaged_in_one_line(tmp_path, saved_profile, capsys):
+    from torchprof import _cli
+
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(_set(json.loads(json.dumps(saved_profile)), ("columns", "kind", 2), "gizmo")))
+    assert _cli.main([str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"torchprof: error: {path} is damaged: columns.kind[2] is 'gizmo': expected one of module, region, op, kernel\n"
+
+
+def test_random_damage_to_a_saved_profile_only_ever_raises_trace_error(tmp_path, saved_profile):
+    """Fixed seed, 200 copies with one value anywhere in the file set to a weird one: each loads
+    and every view of it works, or it is a TraceError."""
+    rng = random.Random(11)
+    leaves: list[tuple] = []
+    stack: list[tuple] = [((), saved_profile)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(((*where, k), v) for k, v in value.items())
+        elif isinstance(value, list) and value:
+            stack.extend(((*where, i), v) for i, v in enumerate(value[:4]))  # a few rows of each list
+        elif where:
+            leaves.append(where)
+    weird = [None, -1, 0, 1e30, -1e30, 2**70, "x", "", True, [], {}, [1, 2], 0.5, "module", "profile", 10**6]
+    outcomes = {"loaded": 0, "TraceError": 0}
+    path = tmp_path / "damaged.json"
+    for _ in range(200):
+        data = _set(json.loads(json.dumps(saved_profile)), rng.choice(leaves), rng.choice(weird))
+        path.write_text(json.dumps(data))
+        try:
+            prof = torchprof.load(path)
+        except TraceError:
+            outcomes["TraceError"] += 1
+            continue
+        prof.df, prof.summary, prof.table(min_pct=0), prof.steps
+        prof.memory_timeline(), prof.memory_breakdown(by="layer"), prof.memory_breakdown()
+        outcomes["loaded"] += 1
+    assert outcomes["loaded"] > 5 and outcomes["TraceError"] > 5, outcomes

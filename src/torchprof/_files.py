@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterable
@@ -65,7 +67,7 @@ def read_head(path: str | os.PathLike[str], size: int = 256) -> bytes:
         raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
 
 
-def parse_json(raw: bytes, where: str, *, exact: bool = False) -> Any:
+def parse_json(raw: bytes, where: str, *, exact: bool = False, expected: str = "a torch.profiler chrome trace") -> Any:
     """The JSON value in ``raw``; :class:`TraceError` naming ``where`` when it is not JSON.
 
     By default numbers with a fraction or an exponent become floats (orjson when installed, which
@@ -82,15 +84,15 @@ def parse_json(raw: bytes, where: str, *, exact: bool = False) -> Any:
             return json.loads(raw)
         return orjson.loads(raw)
     except RecursionError as exc:
-        raise TraceError(f"{where} is nested too deeply to be a chrome trace") from exc
+        raise TraceError(f"{where} is nested too deeply to be {expected}") from exc
     except ValueError as exc:  # json and orjson decode errors, invalid UTF-8, over-long integers
-        raise TraceError(f"{where} is not valid JSON ({exc}); expected a torch.profiler chrome trace") from exc
+        raise TraceError(f"{where} is not valid JSON ({exc}); expected {expected}") from exc
 
 
-def read_json(path: str | os.PathLike[str]) -> Any:
+def read_json(path: str | os.PathLike[str], expected: str = "a torch.profiler chrome trace") -> Any:
     """The JSON value in a ``.json`` or gzipped ``.json.gz`` file; :class:`TraceError` when it is
-    unreadable, truncated or not JSON."""
-    return parse_json(read_bytes(path), os.fspath(path))
+    unreadable, truncated or not JSON (saying it ``expected`` a chrome trace, or what it is given)."""
+    return parse_json(read_bytes(path), os.fspath(path), expected=expected)
 
 
 def plain_numbers(value: Any) -> Any:
@@ -141,6 +143,13 @@ def _json_number(value: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back: there is no other way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | os.PathLike[str], payload: bytes) -> str:
     """Write ``payload`` to ``path`` (gzipped for ``.gz``) through a temporary file in the same
     folder and a rename, so a failure never leaves half a file behind. Returns the path."""
@@ -156,6 +165,10 @@ def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
         raise FileNotFoundError(f"cannot write {path}: directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".torchprof-", suffix=".tmp")
     try:
+        # mkstemp makes the file 0600; the file written gets the mode open() would give it, as the
+        # HTML and CSV files do: an existing file's own, else what the umask leaves of 0666.
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as raw:
             out: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if path.endswith(".gz") else raw
             try:

@@ -9,6 +9,7 @@ widget shows the layer tree. The profile is bound to ``_torchprof`` (and to ``-o
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
 import sys
 from typing import TYPE_CHECKING, Any
@@ -261,8 +262,13 @@ def module_labels(user_ns: dict[str, Any]) -> dict[Any, str]:
     labels: dict[Any, str] = {}
     module = torch.nn.Module
     for name, value in list(user_ns.items()):
-        if not name.startswith("_") and isinstance(value, module) and value not in labels:
-            labels[value] = name
+        if name.startswith("_"):
+            continue
+        try:
+            if isinstance(value, module) and value not in labels:
+                labels[value] = name
+        except Exception:  # noqa: BLE001 - an object whose __class__ or __hash__ raises: not a module to name
+            continue
     return labels
 
 
@@ -309,6 +315,8 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
 def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> None:
     """The cell raised: show what was profiled until then; never mask the cell's exception."""
     __tracebackhide__ = True
+    with contextlib.suppress(Exception):
+        prof.stop()  # a no-op, unless an interrupt cut the cell's own stop short: then it is finished here
     if prof.wall_us is None:  # it never ran (the profiler could not start)
         return
     try:

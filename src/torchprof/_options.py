@@ -75,7 +75,7 @@ def expanded_like_table(prof: Result, *, min_pct: float, sort_by: str | None, sh
 
     tree = prof.tree
     rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by, show_ops=show_ops, max_depth=max_depth)
-    parent, paths = tree.parent_index, tree.columns["path"]
+    parent, paths = tree.parent_index, tree.paths
     with_shown_child = {parent[r] for r in rows[1:]}
     return [paths[r] for r in rows if r in with_shown_child]
 

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import dis
+import sys
 from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._capture.distributed import distributed_info
-from ._capture.interrupts import lifecycle
+from ._capture.facts import RunFacts
+from ._capture.interrupts import lifecycle, raise_pending
+from ._capture.quiet import StderrFilter
 from ._capture.schedule import StepSchedule
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
+from ._tree.comm import comm_note
+from ._tree.devices import choose_peak
 from ._tree.replayed import commit_replays, module_paths, plan_replays, replay_note
 from ._vocab import RECOMPUTE, STEP_TIME_COLUMNS, NodeKind
 
@@ -58,6 +66,9 @@ class Profiler:
             ``ProfilerStep#N`` rows, ``steps`` and the schedule's argument.
         labels: names for root modules (e.g. their variable names), used instead of class names:
             a mapping ``{module: name}``, or a callable asked the first time a root module runs.
+        peak_flops: what MFU is measured against: FLOP/s (a number), or a data type (``"bf16"``,
+            ``"fp32"``, ``"tf32"``, ``"fp16"``, ``"fp8"``) of the device, which is otherwise
+            recognised from ``torch.cuda.get_device_properties`` at the dtype the model computed in.
     """
 
     def __init__(
@@ -75,6 +86,7 @@ class Profiler:
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
         steps: Iterable[int] | None = None,
         first_step: int = 0,
+        peak_flops: float | str | None = None,
     ) -> None:
         import torch
 
@@ -100,38 +112,75 @@ class Profiler:
             flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels, first_step=first_step,
         )  # fmt: skip
         self.name = name
+        choose_peak({}, peak_flops, False)  # a bad value is an error now, not after the run
+        self.peak_flops = peak_flops
         self.interrupted: BaseException | None = None
         """The exception that ended the profiled block early, if one did."""
         self._session: CaptureSession | None = None
         self._builder: TreeBuilder | None = None
         self._result: Result | None = None
+        self._facts: RunFacts | None = None
+        self._stderr = StderrFilter()
 
     # -- the run ----------------------------------------------------------------------------------
-    # Starting and stopping are lifecycle steps: a Ctrl-C that arrives during one (even on the
-    # first line of ``__exit__``) is held until the step is complete, then raised.
-    @lifecycle
-    def __enter__(self) -> Profiler:
-        self.start()
-        return self
-
+    # Stopping is a lifecycle step: a Ctrl-C that arrives during it (even on the first line of
+    # ``__exit__``) waits until it is complete, then lands. An interrupt raised by code is met by
+    # running the stop again from wherever it was cut short (every step of it resumes, and is a
+    # no-op once done). Starting is undone when anything interrupts it (see :meth:`start`).
     @lifecycle
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
-        if exc is not None:
-            self.interrupted = exc
-        self.stop()
+        try:
+            if exc is not None:
+                self.interrupted = exc
+            self.stop()
+        finally:
+            self.stop()  # completes a stop that was interrupted; returns at once after one that finished
         return False
 
-    @lifecycle
     def start(self) -> Profiler:
-        """Install the hooks and start torch's profiler (the ``with`` block does this for you)."""
+        """Install the hooks and start torch's profiler (the ``with`` block does this for you).
+
+        Raises, leaving nothing behind, when another profiler runs or the start is interrupted.
+        """
+        # Also ``__enter__``. Not a lifecycle step itself: it returns to the user's code with the
+        # session running, so a Ctrl-C held during the start is raised here, and one landing
+        # after that check lands in this frame, inside the try that undoes the start.
         if self._session is not None:
             raise ProfilerError("this Profiler has already been used; create a new one")
-        opts = self.options
+        entered_from = _with_statement_frame(sys._getframe(1))
+        try:
+            try:
+                self._start(entered_from)
+                raise_pending()
+                return self
+            except BaseException:
+                self._undo_start()
+                raise
+        except BaseException:
+            self._undo_start()  # again: the first undo was interrupted (it resumes), or it is a no-op
+            raise
+
+    __enter__ = start
+
+    @lifecycle
+    def _start(self, entered_from: FrameType | None) -> None:
         self._builder = self._new_builder()
-        session = CaptureSession(opts, self._fold)
-        session.start()  # raises (and leaves nothing behind) when another profiler runs or it is interrupted
-        self._session = session
-        return self
+        self._facts = RunFacts()
+        if self.options.memory:
+            # c10 logs a line to fd 2 for each block from before the run freed inside it (every
+            # 1000th): the user's own output keeps flowing, that line is dropped.
+            self._stderr.start()
+        session = self._session = CaptureSession(self.options, self._fold)
+        session.entered_from = entered_from
+        session.owner_stop = self.stop
+        session.start()
+
+    @lifecycle
+    def _undo_start(self) -> None:
+        self._stderr.stop()
+        session = self._session
+        if session is not None:
+            session.abandon()
 
     def _new_builder(self) -> TreeBuilder:
         opts = self.options
@@ -142,6 +191,8 @@ class Profiler:
         assert self._builder is not None
         self._builder.modules.update(modules)
         self._builder.compiled.graphs.update(CaptureSession.compiled_graphs(events.name))
+        if self._session is not None:  # DDP's buckets as they are now, for this cycle's all-reduces
+            self._builder.comm.ddp = self._session.ddp_buckets()
         self._builder.add(events)
 
     @lifecycle
@@ -150,17 +201,28 @@ class Profiler:
 
         Even when the stop is interrupted (Ctrl-C) or fails, the hooks are gone, torch's
         profiler is off and the result holds what was recorded; the interrupt is raised after.
+        From another thread than the start's it works where torch records every thread (the
+        default); with ``memory=True`` it is a ProfilerError that changes nothing.
         """
+        if self._session is not None:
+            self._session.check_thread("stop")
+        try:
+            self._stop()
+        finally:
+            self._stop()  # completes a stop that was interrupted; a no-op after one that finished
+
+    @lifecycle
+    def _stop(self) -> None:
         session = self._session
-        if session is None or self._result is not None:
+        if session is None:
             return
         try:
             session.stop()
         finally:
-            try:
+            self._stderr.stop()  # a no-op after the first time
+            if self._result is None and session.used:
                 self._result = self._make_result(session)
-            finally:
-                session.release_interrupts()
+            session.release_interrupts()
 
     def step(self) -> None:
         """Mark the end of one iteration, as ``torch.profiler.profile.step()``.
@@ -172,7 +234,9 @@ class Profiler:
         """
         if self._session is None or not self._session.running:
             raise ProfilerError("step() needs a running Profiler: call it inside the with block, once per iteration")
+        self._session.check_thread("step")
         self._session.step()
+        raise_pending()  # a Ctrl-C held while the cycle was folded in (one after it lands here)
 
     @property
     def step_num(self) -> int:
@@ -211,10 +275,18 @@ class Profiler:
             meta["distributedInfo"] = rank
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
+        if self._facts is not None:
+            # Facts for MFU and the insights: never worth losing the profile over.
+            with contextlib.suppress(Exception):
+                meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda))
+        peak = choose_peak(meta, self.peak_flops, opts.cuda)
         assert self._builder is not None
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
                               compiled=self._builder.compiled.graphs, step_times=_step_columns(session.step_times()))  # fmt: skip
         block_wall_us = session.wall_us
+        buckets = session.ddp_buckets()  # read now: the tree is built later, maybe after the job ended
+        if buckets:
+            meta["ddp_buckets"] = buckets
 
         def build() -> Any:
             if opts.schedule is None:
@@ -226,6 +298,7 @@ class Profiler:
                 graphs = session.compiled_graphs(events.name if events is not None else ())
                 builder.modules.update(session.module_infos(bool(graphs)))
                 builder.compiled.graphs.update(graphs)
+                builder.comm.ddp = buckets
                 if events is not None:
                     builder.add(events)
             else:
@@ -235,6 +308,7 @@ class Profiler:
             recording.modules = builder.modules
             recording.compiled = builder.compiled.graphs
             recording.tensors = builder.tensors = session.known_tensors()
+            builder.peak_flops = peak
             if opts.schedule is not None and block_wall_us is not None:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
@@ -242,9 +316,11 @@ class Profiler:
                 recording.wall_us = sum(s["wall_us"] for s in builder.steps)
             problems = _replayed_flops(builder, session)
             tree = builder.finish()
-            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree))
+            notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
+                                           interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
             notes += _unmapped_notes(builder, session.unmapped_compiled())
+            notes += [note for note in (comm_note(builder.comm),) if note]
             if notes:
                 meta["warnings"] = notes
             return tree
@@ -333,3 +409,15 @@ def _module_calls(tree: Any) -> int:
 def profile(model: torch.nn.Module | None = None, use_cuda: bool | None = None, **options: Any) -> Profiler:
     """The 2020 torchprof entry point: ``with torchprof.profile(model, use_cuda=True) as prof``."""
     return Profiler(model, cuda=use_cuda, **options)
+
+
+#: The opcodes that call ``__enter__`` for a ``with`` statement (3.11-3.13; 3.10's SETUP_WITH).
+_WITH_OPS = frozenset(dis.opmap[name] for name in ("BEFORE_WITH", "SETUP_WITH") if name in dis.opmap)
+
+
+def _with_statement_frame(frame: FrameType) -> FrameType | None:
+    """``frame`` when it is calling ``__enter__`` from a ``with`` statement (not ``ExitStack``, not
+    a direct call): the block whose end must stop the Profiler."""
+    code = frame.f_code.co_code
+    lasti = frame.f_lasti
+    return frame if 0 <= lasti < len(code) and code[lasti] in _WITH_OPS else None

@@ -7,6 +7,7 @@ exported by torchprof and read back yields the same profile.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,18 @@ def is_user_frame(name: str) -> bool:
         or "/torchprof/" in name
         or "/lib/python3" in name
     )
+
+
+_UNWRITABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with what cannot reach torch's profiler or a JSON file as it is (a NUL, which ends a
+    C string; a lone surrogate, which is not UTF-8) written as a visible escape (``\\x00``,
+    ``\\ud800``). A module named so would otherwise break the user's forward or show a cut name."""
+    if not _UNWRITABLE.search(text):
+        return text
+    return _UNWRITABLE.sub(lambda m: "\\x00" if m.group() == "\x00" else f"\\u{ord(m.group()):04x}", text)
 
 
 def module_range_name(path: str, type_name: str) -> str:

@@ -1,7 +1,7 @@
 """torchprof's vocabulary, written down once: node and event kinds, the event names it reads, the
 column registry and the view-state keys.
 
-Every other module (the tree, every view, the README's column table) and, through the payload, the
+Every other module (the tree, every view, docs/columns.md) and, through the payload, the
 front end read these definitions; nothing spells a column list, a kind code or a state key again.
 This module imports nothing of torchprof.
 """
@@ -46,6 +46,9 @@ class EventKind(IntEnum):
     MEMORY = 5  #: an allocation (+bytes) or free (-bytes) instant event
     IGNORED = 6  #: flows, metadata, profiler overhead
     PYFRAME = 7  #: a Python call (``with_stack``): not a node, but names the source line of what it runs
+    #: a range the device profiler measured, not device work: CUPTI's range profiler replays each
+    #: kernel to read hardware counters, and its ranges last that replay (a row, in no time total)
+    DEVICE_RANGE = 8
 
 
 #: The tree row kind each event kind becomes (runtime calls are shown as ops).
@@ -55,6 +58,7 @@ NODE_KIND_OF_EVENT: dict[int, NodeKind] = {
     EventKind.MODULE: NodeKind.MODULE,
     EventKind.RUNTIME: NodeKind.OP,
     EventKind.DEVICE: NodeKind.KERNEL,
+    EventKind.DEVICE_RANGE: NodeKind.REGION,
 }
 #: CPU ranges: events that nest by time on their thread and own the events inside them.
 HOST_RANGE_KINDS = frozenset({EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME})
@@ -91,7 +95,7 @@ CATEGORY_KIND: dict[str, EventKind] = {
     "Memcpy": EventKind.DEVICE,
     "Memset": EventKind.DEVICE,
     "mtia_ccp_events": EventKind.DEVICE,  # MTIA's on-device kernels and collectives
-    "cuda_profiler_range": EventKind.DEVICE,  # kernels timed by CUPTI's range profiler (since removed)
+    "cuda_profiler_range": EventKind.DEVICE_RANGE,  # kernels replayed by CUPTI's range profiler (since removed)
     # not work of their own: device-side copies of host ranges, waits, counters, host-side
     # collective markers that wrap ops already read
     "gpu_user_annotation": EventKind.IGNORED,
@@ -150,6 +154,8 @@ class TraceArg:
     DEVICE_ID = "Device Id"  #: memory events: the device index (-1 for host memory)
     INPUT_DIMS = "Input Dims"
     CONCRETE_INPUTS = "Concrete Inputs"
+    #: ops of a TorchScript model profiled ``with_modules``: ``TOP(Net)::forward.fc1(Linear)::forward.``
+    MODULE_HIERARCHY = "Module Hierarchy"
 
 
 #: Where memory events come from (chrome trace "Device Type"; c10::DeviceType values).
@@ -159,8 +165,17 @@ CPU_DEVICE_TYPES = frozenset({0, 7, 8})  # CPU, MKLDNN, IDEEP
 # -- event names ---------------------------------------------------------------------------------------
 #: Prefix of the ranges torchprof's module hooks open: ``nn.Module: <path> [<Type>]``.
 MODULE_PREFIX = "nn.Module: "
+#: How Lightning's ``PyTorchProfiler`` names a module call (``record_module_names``, on by default):
+#: ``[pl][module]torch.nn.modules.linear.Linear: encoder.0``, the class by its import path and the
+#: module by its name in the LightningModule.
+LIGHTNING_MODULE_PREFIX = "[pl][module]"
 #: Name prefix of the autograd engine's per-node backward range.
 BACKWARD_PREFIX = "autograd::engine::evaluate_function: "
+#: The autograd node that accumulates a parameter's gradient (after ``BACKWARD_PREFIX`` in its
+#: range's name); DDP launches a bucket's all-reduce from its hook.
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+#: Prefix of the ranges FSDP2 records (``FSDP::all_gather (3)``, ``FSDP::post_backward_reduce (0)``).
+FSDP_PREFIX = "FSDP::"
 #: Name prefix of aten operators.
 ATEN_PREFIX = "aten::"
 #: torch.profiler's iteration ranges (``ProfilerStep#12``).
@@ -227,6 +242,12 @@ BEFORE_PROFILING = "(allocated before profiling)"
 #: The row of device work inside the window whose launch names no op: a runtime call outside
 #: every range, or a correlation id that matches nothing recorded.
 DEVICE_WITHOUT_OP = "(device, no launching op)"
+#: The row under the root that lists the ranges CUPTI's range profiler measured, one row per
+#: kernel name with its count: each range lasts the profiler's replay of a kernel, not the
+#: kernel's own run, so no time total holds them (the device's time is then unknown).
+DEVICE_RANGES = "(CUPTI range profiler)"
+#: The profiled window's span event (kineto's ``PyTorch Profiler (0)``; per-backend spans follow it).
+PROFILER_SPAN_PREFIX = "PyTorch Profiler"
 
 
 #: First characters that make a spreadsheet read a CSV cell as a formula (OWASP's list for CSV
@@ -251,9 +272,10 @@ class Column:
     label: str
     """The header in the terminal table, the static HTML, the widget and its CSV."""
     unit: str
-    """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``text``, ``bool``."""
+    """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``fraction`` (a
+    share written as a percentage), ``text``, ``bool``."""
     about: str
-    """One sentence for tooltips and the README."""
+    """One sentence for tooltips and docs/columns.md."""
     dtype: str = "float"
     """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
     rollup: str = "none"
@@ -342,6 +364,8 @@ COLUMNS: tuple[Column, ...] = (
     _time("cpu_us", "CPU total", "CPU time of the node and everything under it, forward and backward, in µs.", family="cpu", percent_of="cpu_us"),
     _time("fwd_cpu_us", "CPU fwd", "The forward part of CPU total: work inside a module's forward (recomputation by activation checkpointing is backward).", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
     _time("other_cpu_us", "CPU other", "The part of CPU total that is neither forward nor backward: the optimizer, a loss computed outside modules, data loading, collectives outside modules. `fwd + bwd + other == total` on every row.", family="cpu", percent_of="cpu_us", needs="bwd_cpu_us"),
+    _time("comm_cpu_us", "CPU comm", "The communication part of CPU total: host ranges of collectives (the c10d op that launches one, a CPU backend's worker range such as `gloo:all_reduce` while the data is in flight) and everything inside them. DDP's all-reduce is split over the layers its bucket carries, by the bytes of their gradients; FSDP's collectives sit on their layer.", family="cpu", percent_of="cpu_us"),
+    _time("comm_exposed_cpu_us", "CPU comm exposed", "The part of CPU comm during which no op of the model (forward inside a layer, or backward) ran on any thread: communication the training waited for; the rest ran beside compute.", family="cpu", percent_of="cpu_us"),
     _time("self_cuda_us", "Self CUDA", "Device time (kernels, memcpys, memsets, on any accelerator) of the node itself, without its child rows.", family="cuda", percent_of="cuda_us", rollup="self", layer_alt="layer_self_cuda_us", subtree="cuda_us"),
     _time("cuda_us", "CUDA total", "Device time of the node and everything under it, each kernel attributed to the op that launched it: CUDA, ROCm, XPU, MTIA or any other accelerator torch.profiler records (the `cuda_` names follow torch's). Summed over streams, so it can exceed the wall time (`prof.summary` has the busy time); NaN when the profile has no device.", family="cuda", percent_of="cuda_us"),
     _time("bwd_self_cpu_us", "Bwd self CPU", "The backward part of Self CPU.", family="bwd", percent_of="cpu_us", rollup="self", layer_alt="layer_bwd_self_cpu_us", subtree="bwd_cpu_us"),
@@ -367,6 +391,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
     Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the operators' shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
     Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
+    Column("mfu", "MFU", "fraction", "Model FLOPs utilisation: FLOPs divided by the row's device time (CPU time without a device) and by the device's peak dense FLOP/s for the run's data type (`prof.summary['peak_flops']`; `peak_flops=` sets it); NaN where the peak or the FLOPs are unknown.", sortable=True),
     Column("input_shapes", "Input shapes", "text", "Input shapes of the first call (with `shapes=True`).", dtype="str"),
     Column("source", "Source", "text", "With `stack=True`: the line of your code the first call ran from (`train.py(42): forward`).", dtype="str"),
     _time("layer_self_cpu_us", "Layer self CPU", "Self CPU with the layer's ops folded in: what the layer itself costs when ops are hidden.", family="cpu", percent_of="cpu_us", rollup="self"),
@@ -383,17 +408,18 @@ RANK_COLUMNS: tuple[str, ...] = tuple(c.name for c in _rank_columns())
 #: data for them (not all missing, not all zero).
 VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "cpu_us_spread", "cpu_us_max_rank",
-    "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
+    "comm_cpu_us", "comm_exposed_cpu_us", "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
     "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
-    "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "params", "calls",
+    "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "mfu", "params", "calls",
 )  # fmt: skip
 #: The view columns a terminal table drops first, in this order, when it must fit a width (the
 #: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
 NARROW_DROP_ORDER: tuple[str, ...] = (
-    "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "flops",
+    "comm_exposed_cpu_us", "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "mfu",
+    "flops",
     "fwd_cuda_us", "fwd_cpu_us", "calls", "cuda_us_max_rank", "cpu_us_max_rank", "comm_exposed_cuda_us",
     "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "cuda_mem", "cpu_mem", "act_cuda_mem", "act_cpu_mem",
-    "comm_cuda_us", "cpu_us_spread", "self_cuda_us",
+    "comm_cuda_us", "comm_cpu_us", "cpu_us_spread", "self_cuda_us",
 )  # fmt: skip
 
 #: Columns by name.
@@ -488,6 +514,12 @@ COMPARE_FLAME_METRICS: tuple[str, ...] = ("cpu_us_new", "cpu_us_base", "cuda_us_
 #: The widget views a comparison offers: the Top view ranks self times, which it has not, and it
 #: has no memory timeline.
 COMPARE_VIEWS: tuple[str, ...] = ("table", "flame")
+#: The columns a comparison's terminal table drops first, in this order, to fit a width (the sort
+#: column and the CPU total's change are never dropped).
+COMPARE_NARROW_DROP_ORDER: tuple[str, ...] = (
+    "calls_base", "calls_new", "flops_delta", "bwd_cuda_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cpu_us_base",
+    "cuda_us_new", "cpu_us_new",
+)  # fmt: skip
 #: The columns a comparison's tables show (where they hold data), in order.
 COMPARE_VIEW_COLUMNS: tuple[str, ...] = (
     "cpu_us_base", "cpu_us_new", "cpu_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cuda_us_new", "cuda_us_delta",
@@ -504,6 +536,18 @@ BY_RANK_COLUMNS: tuple[str, ...] = ("rank", "step", "wall_us", "cpu_us", "gpu_bu
 #: (``gloo:all_reduce``, ``nccl:all_to_all``; the worker thread's range is the time the data is in
 #: flight on a CPU backend), the c10d ops and kineto's ``record_param_comms``.
 COMM_RANGE_PREFIXES: tuple[str, ...] = ("gloo:", "nccl:", "mpi:", "ucc:", "xccl:", "c10d::", "record_param_comms")
+
+# -- answers: insights, steps, the hot path ---------------------------------------------------------
+#: ``prof.insights()``: one finding per row, ranked by the time at stake (``_views/insights.py``):
+#: the rule, the time the finding is about (µs; NaN for memory findings), its share of the run
+#: (or of the memory peak), the rows it points to, what was seen and what to try.
+INSIGHT_COLUMNS: tuple[str, ...] = ("rule", "at_stake_us", "share", "paths", "message", "advice")
+#: The parts a step's (or the run's) CPU time is split into, in the order a stacked bar draws
+#: them; they add up to its ``cpu_us`` (``_tree/steps.py``).
+STEP_PARTS: tuple[str, ...] = ("data_us", "forward_us", "backward_us", "optimizer_us", "comm_us", "other_us")
+#: What ``prof.steps`` has per step besides its time split: the device's idle time in it and
+#: whether it was slow.
+STEP_EXTRA: tuple[str, ...] = ("idle_us", "slow")
 
 #: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
 SORT_ALIASES: dict[str, str] = {

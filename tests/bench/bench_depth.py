@@ -19,6 +19,8 @@ op. Each case runs in a fresh process (peak memory is per process) and reports, 
   table   prof.table(min_pct=0): every row printed
   stacks  prof.export_stacks(): folded stacks
   mem KB  peak resident memory of the process during all of that, minus before it
+  saved KB  the size of ``prof.save()``'s file (it stores each path as its parent's and a
+          name: it grows with the modules, not with their depth)
 
 and the ratio of each to the first case. Target: every ratio within 2x. Folded stacks are the
 exception by their format: a line names every frame from the root down, so a line at depth d has
@@ -131,11 +133,12 @@ def one(shape: str, size: int, modules: int) -> dict:
         path = prof.export_stacks(os.path.join(tmp, "stacks.txt"))
         times["stacks"] = time.perf_counter() - t0
         stack_bytes = os.path.getsize(path)
+        saved_bytes = os.path.getsize(prof.save(os.path.join(tmp, "saved.json")))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     deepest = max(df["depth"])
     return {
         "shape": shape, "size": size, "modules": n, "rows": len(tree), "deepest": int(deepest),
-        "table_lines": table.count("\n") + 1, "stack_bytes": stack_bytes,
+        "table_lines": table.count("\n") + 1, "stack_bytes": stack_bytes, "saved_bytes": saved_bytes,
         "times": times, "mb": max(peak, base_peak) - min(base, base_peak),
     }  # fmt: skip
 
@@ -167,7 +170,7 @@ def main() -> None:
     cases = [("depth", int(d), args.modules) for d in args.depths.split(",") if d]
     cases += [("width", int(w), args.wide_modules) for w in args.widths.split(",") if w]
     print(f"{'case':>12} {'modules':>7} {'rows':>6} | " + " ".join(f"{p + ' µs':>9}" for p in PHASES)
-          + f" {'mem KB':>7} {'stack KB':>8} | ratios to the first case of its kind: " + " ".join(PHASES) + " mem")  # fmt: skip
+          + f" {'mem KB':>7} {'stack KB':>8} {'saved KB':>8} | ratios to the first case of its kind: " + " ".join(PHASES) + " mem")  # fmt: skip
     first: dict[str, dict] = {}
     env = dict(os.environ)
     for shape, size, modules in cases:
@@ -195,7 +198,8 @@ def main() -> None:
         ratios = " ".join(f"{per[p] / ref['per'][p]:.2f}" if ref["per"][p] else "-" for p in PHASES)
         mb_ratio = f"{mb / ref['mb']:.2f}" if ref["mb"] > 0 else "-"
         print(f"{label:>12} {n:>7} {r['rows']:>6} | " + " ".join(f"{per[p]:>9.1f}" for p in PHASES)
-              + f" {mb * 1024:>7.1f} {r['stack_bytes'] / n / 1024:>8.2f} | {ratios} {mb_ratio}", flush=True)  # fmt: skip
+              + f" {mb * 1024:>7.1f} {r['stack_bytes'] / n / 1024:>8.2f} {r['saved_bytes'] / n / 1024:>8.2f}"
+              + f" | {ratios} {mb_ratio}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ def main(out: str) -> None:
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = make_model()
-    ddp = nn.parallel.DistributedDataParallel(model)
+    # Two buckets (10 kB each at most): Linear 3's weight fills the first, Conv2d 0 is the second.
+    ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.01)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 4, (4,))
 

@@ -33,6 +33,8 @@ from typing import Any
 from .._records import CompiledGraph, CompiledKernel, CompiledNode, graph_key
 from .._vocab import COMPILED_GRAPH_PREFIX, COMPILED_REGION_PREFIX
 from . import kernels
+from .interrupts import lifecycle
+from .swaps import ConfigPatch
 
 _VERSION = "torchprof-layer-map-1"
 _lock = threading.Lock()
@@ -256,8 +258,10 @@ def _switch_on() -> None:
     global _patch
     import torch._inductor.config as config
 
-    _patch = config.patch(capture_config())
-    _patch.__enter__()
+    # Our own patch, not config.patch(): it can be undone from another thread, leaves the user's
+    # own changes to these keys made meanwhile, and adds no context variable per profile.
+    _patch = ConfigPatch(config, capture_config())
+    _patch.apply()  # (kept first: a capture's end reverts a patch whose applying was interrupted)
 
 
 def capture_config() -> dict[str, Any]:
@@ -318,24 +322,35 @@ def _forget_if_reset(handler: Any) -> None:
 
 
 @contextlib.contextmanager
+@lifecycle
 def hooks_hidden_while_compiling(tracker: Any) -> Iterator[None]:
     """While this block runs, ``tracker``'s module hooks are out of torch's global tables whenever
     Dynamo compiles, so a graph compiled during profiling is the graph compiled without it (no
     guard on our hooks, no recompilation once they are gone). Uses what is imported already."""
-    with _lock:
-        _hiders.append(tracker)
-        if "torch._dynamo.callback" in sys.modules:
-            _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
-        _update_watcher()
     try:
-        yield
+        try:
+            with _lock:
+                _hiders.append(tracker)
+                if "torch._dynamo.callback" in sys.modules:
+                    _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
+                _update_watcher()
+            yield
+        finally:
+            _stop_hiding(tracker)
     finally:
-        with _lock:
+        _stop_hiding(tracker)  # again, when an interrupt cut the first short (a no-op otherwise)
+
+
+@lifecycle
+def _stop_hiding(tracker: Any) -> None:
+    with _lock:
+        while tracker in _hiders:
             _hiders.remove(tracker)
             _update_watcher()
 
 
 @contextlib.contextmanager
+@lifecycle
 def capture_compiled() -> Iterator[None]:
     """While this block runs, every graph ``torch.compile`` compiles records which layer each of
     its kernels computes as Inductor lowers it, so profiles of it (now or later in this process)
@@ -343,26 +358,51 @@ def capture_compiled() -> Iterator[None]:
     graphs are lowered anew (the record is part of Inductor's cache key). Without it, a Profiler
     learns the maps of the graphs that ran - compiled before the block or inside it - when its
     profile is first read."""
-    global _depth, _patch
+    # Entered and left by token, each at most once, so an interrupt anywhere (see
+    # .interrupts) leaves neither a capture counted that never ends nor one ended twice.
+    token = object()
+    try:
+        try:
+            _begin_capture(token)
+            yield
+        finally:
+            _end_capture(token)
+    finally:
+        _end_capture(token)  # again, when an interrupt cut the first short (a no-op otherwise)
+
+
+_capturing: set[int] = set()  # the captures running (ids of their tokens)
+
+
+@lifecycle
+def _begin_capture(token: object) -> None:
+    global _depth
     with _lock:
-        _depth += 1
+        _capturing.add(id(token))
+        _depth = len(_capturing)
         if "torch._dynamo.callback" in sys.modules:
             _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
-        if _depth == 1 and "torch._inductor.config" in sys.modules:
+        if _depth == 1 and "torch._inductor.config" in sys.modules and _patch is None:
             _switch_on()
         _update_watcher()
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            _update_watcher()
-            if _depth == 0:
-                if _patch is not None:
-                    patch, _patch = _patch, None
-                    patch.__exit__(None, None, None)
-                _collect()
-                _unhook_output_code()
+
+
+@lifecycle
+def _end_capture(token: object) -> None:
+    global _depth, _patch
+    with _lock:
+        if not _capturing or id(token) not in _capturing:  # (not _capturing: also at interpreter exit)
+            _depth = len(_capturing or ())  # (an end cut short just before this line)
+            return
+        if len(_capturing) == 1:
+            if _patch is not None:
+                _patch.revert()
+                _patch = None
+            _collect()
+            _unhook_output_code()
+        _capturing.discard(id(token))
+        _depth = len(_capturing)
+        _update_watcher()
 
 
 def _collect() -> None:

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._records import ModuleInfo, module_range_name
+from .._records import ModuleInfo, module_range_name, safe_text
 from . import compiled_calls
 from .interrupts import run_all
 
@@ -95,6 +95,8 @@ class ModuleTracker:
         self._wrapper_of: dict[int, Any] = {}  # id(model) -> the torch.compile wrapper around it
         self._unwrapped: dict[int, Any] = {}  # id(torch.compile wrapper) -> the model it wraps
         self._keep: list[Any] = []
+        self.problems: list[str] = []
+        """What went wrong naming modules (a labels= callable that raised), for the profile's warnings."""
         self._paused = False  # out of torch's tables for a schedule's idle steps (show() keeps them out)
         from torch.fx import GraphModule
 
@@ -144,7 +146,10 @@ class ModuleTracker:
 
     def scrub(self) -> None:
         """Take torchprof's hooks out of torch's tables even where their ids were lost (an
-        interrupt between torch registering a hook and the id being kept)."""
+        interrupt between torch registering a hook and the id being kept). Not while another
+        tracker holds them (a stop resumed after another Profiler started)."""
+        if _GLOBAL_HOOKS.owner not in (None, self):
+            return
         _GLOBAL_HOOKS.scrub()
         if _GLOBAL_HOOKS.owner is self:
             _GLOBAL_HOOKS.owner = None
@@ -193,13 +198,16 @@ class ModuleTracker:
             # inside only when it was compiled under them: one range, not two.
             stack[-1][3] += 1
             return
-        stack.calls += 1
         parent = stack[-1][0] if stack else None
         key = (id(parent), id(module))
         named = self._names.get(key)
         if named is None:
             with self._naming:  # two threads meeting a new root at once must not label it twice
-                named = self._names.get(key) or self._name(module, stack, args)
+                try:
+                    named = self._names.get(key) or self._name(module, stack, args)
+                except Exception as exc:  # noqa: BLE001 - our hooks never raise into the user's forward
+                    self._unnamed(module, exc)
+                    return
         sig = None
         if self.calls is not None and (not stack or stack[-1][4] is PASS_THROUGH):
             compiled = id(module) in self._wrapper_of or module.__dict__.get("_compiled_call_impl") is not None
@@ -207,6 +215,7 @@ class ModuleTracker:
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
         stack.append([module, named[0], rf, 0, sig])
+        stack.calls += 1  # counted once its range is open: what the profile can hold
 
     def _new_stack(self) -> _Stack:
         stack = self._local.stack = _Stack(threading.current_thread().name, self._thread_recorded())
@@ -249,7 +258,7 @@ class ModuleTracker:
                 self._unwrapped[id(module)] = module._orig_mod
                 self._wrapper_of[id(module._orig_mod)] = module
                 self._keep.append(module)  # holding it keeps its id unique
-            elif isinstance(module, self._graph_module) and id(module) not in self._roots and self._label_of(module) is None:
+            elif isinstance(module, self._graph_module) and id(module) not in self._roots and self._label(module) is None:
                 known = True
                 self._transparent_ids.add(id(module))
                 self._keep.append(module)
@@ -274,7 +283,8 @@ class ModuleTracker:
             path = self._path_under_root(module)
         if path is None:
             path = self._add_root(module)
-        named = (path, module_range_name(path, type(module).__name__))
+        path = safe_text(path)
+        named = (path, module_range_name(path, safe_text(type(module).__name__)))
         self._names[(id(stack[-1][0]) if stack else id(None), id(module))] = named
         self._objects.setdefault(path, module)
         if path not in self._op_args:
@@ -311,9 +321,27 @@ class ModuleTracker:
         root, label, _ = roots[min(found, key=lambda rid: roots[rid][2])]
         return label if root is module else f"{label}.{self._graph.relative_name(root, module)}"
 
+    def _label(self, module: Any) -> str | None:
+        """The ``labels=`` name of a root module; None (its class name is used) when there is none,
+        it is not text, or the user's callable raised (said once, never raised into the forward)."""
+        try:
+            label = self._label_of(module)
+        except Exception as exc:  # noqa: BLE001 - the user's labels callable: its failure is theirs to see, not to crash
+            self._say(f"labels= raised {type(exc).__name__}: {exc} (for a {type(module).__name__}): its class name is used")
+            return None
+        return label if isinstance(label, str) and label else None
+
+    def _unnamed(self, module: Any, exc: Exception) -> None:
+        self._say(f"a {type(module).__name__} module could not be named ({type(exc).__name__}: {exc}): "
+                  "its calls are not in the profile")  # fmt: skip
+
+    def _say(self, text: str) -> None:
+        if text not in self.problems:
+            self.problems.append(text)
+
     def _add_root(self, module: Any) -> str:
         wrapper = self._wrapper_of.get(id(module))
-        label = self._label_of(module) or (self._label_of(wrapper) if wrapper is not None else None) or type(module).__name__
+        label = self._label(module) or (self._label(wrapper) if wrapper is not None else None) or type(module).__name__
         if getattr(module, "_is_replica", False):
             # nn.DataParallel runs a copy of the model per device on its own thread: show it as
             # a replica of its class (its parameters are the original's, never counted again).
@@ -338,7 +366,7 @@ class ModuleTracker:
         for path, module in new:
             params, nbytes = sizes[id(module)]
             root = self._roots.get(id(module))
-            self.modules[path] = ModuleInfo(type=type(module).__name__, params=params, param_bytes=nbytes,
+            self.modules[path] = ModuleInfo(type=safe_text(type(module).__name__), params=params, param_bytes=nbytes,
                                             op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path),
                                             root=root is not None and root[1] == path,
                                             replica=bool(getattr(module, "_is_replica", False)))  # fmt: skip
@@ -355,7 +383,7 @@ class ModuleTracker:
             for root, label, _ in list(self._roots.values()):
                 for name, module in named_modules(root):
                     if name:
-                        self._objects.setdefault(f"{label}.{name}", module)
+                        self._objects.setdefault(safe_text(f"{label}.{name}"), module)
         self._collect_infos()
         return self.modules
 

@@ -12,11 +12,12 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO
 
-from .interrupts import run_all
+from .interrupts import hold, lifecycle, release
 
 _NOISE = re.compile(
     r"^(?:USDT:|ERROR:|WARNING:|INFO:|STAGE:)?\S*\s*\S*\s*\d+:\d+\s+\S+\.(?:cpp|h):\d+\]"
@@ -34,50 +35,71 @@ def is_noise(line: str) -> bool:
 
 
 @contextmanager
+@lifecycle
 def quiet_native_stderr() -> Iterator[None]:
     """Run the body with fd 2 captured; re-emit whatever is not kineto noise on ``sys.stderr``.
 
-    fd 2 is put back whatever happens, a Ctrl-C included (even one during the putting back:
-    it is retried, and the interrupt raised once fd 2 is restored): a process whose fd 2 stayed on
-    a deleted temporary file would lose every later error message.
+    fd 2 is put back whatever happens, a Ctrl-C included: while fd 2 is being swapped either way
+    a Ctrl-C waits (see :mod:`.interrupts`), and a restore interrupted by code is completed by a
+    second one. A process whose fd 2 stayed on a deleted temporary file would lose every later
+    error message.
     """
+    swap = _Fd2Swap()
     try:
-        fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
-    except (AttributeError, OSError, ValueError):
-        fd = 2
-    try:
-        saved = os.dup(fd)
-    except OSError:  # no usable fd 2 (some embedded interpreters): nothing to silence
-        yield
-        return
-    try:
+        try:
+            swap.start()
+            yield
+        finally:
+            swap.finish()
+    finally:
+        swap.finish()  # completes a finish that was interrupted; nothing left to do otherwise
+
+
+class _Fd2Swap:
+    """fd 2 pointed at a temporary file, and back. :meth:`finish` resumes where an interrupted
+    one stopped, and does nothing once everything is back."""
+
+    def __init__(self) -> None:
+        self.fd = 2
+        self.saved: int | None = None  # a duplicate of the real fd 2
+        self.sink: IO[bytes] | None = None
+        self.redirected = False
+
+    @lifecycle
+    def start(self) -> None:
+        hold(self)
+        try:
+            self.fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+        except (AttributeError, OSError, ValueError):
+            self.fd = 2
         for stream in (sys.stderr, sys.__stderr__):
             try:
                 if stream is not None:
                     stream.flush()
             except (OSError, ValueError):
                 pass
-        with tempfile.TemporaryFile() as sink:
-            try:
-                os.dup2(sink.fileno(), fd)
-                yield
-            finally:
-                # Restoring is harmless if the redirection never happened (``saved`` is fd 2 itself).
-                run_all([lambda: _restore(saved, fd), lambda: _replay(sink)])
-    finally:
-        os.close(saved)
-
-
-def _restore(saved: int, fd: int) -> None:
-    interrupted: KeyboardInterrupt | None = None
-    for _ in range(3):
         try:
-            os.dup2(saved, fd)
-            break
-        except KeyboardInterrupt as exc:  # a Ctrl-C while restoring: restore first, then raise it
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
+            self.saved = os.dup(self.fd)
+        except OSError:  # no usable fd 2 (some embedded interpreters): nothing to silence
+            return
+        self.sink = tempfile.TemporaryFile()  # noqa: SIM115 - closed by finish(), which outlives this call
+        # Marked first: a restore when the switch did not happen copies fd 2 onto itself.
+        self.redirected = True
+        os.dup2(self.sink.fileno(), self.fd)
+
+    @lifecycle
+    def finish(self) -> None:
+        if self.redirected and self.saved is not None:
+            os.dup2(self.saved, self.fd)
+        self.redirected = False
+        saved, self.saved = self.saved, None
+        if saved is not None:
+            os.close(saved)  # (an interrupt just before this leaks one descriptor, never closes a wrong one)
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            with sink:
+                _replay(sink)
+        release(self)
 
 
 def _replay(sink: IO[bytes]) -> None:
@@ -87,3 +109,116 @@ def _replay(sink: IO[bytes]) -> None:
     if kept:
         with suppress(OSError, ValueError):
             sys.stderr.write("".join(kept))
+
+
+#: The line c10's CPU allocator logs (``LOG(WARNING)``, straight to fd 2) when a block allocated
+#: before profiling started is freed while a profiler records memory: it says nothing about the
+#: user's code, and torchprof counts those blocks itself (parameters, gradients, optimizer state).
+_UNKNOWN_SIZE = re.compile(rb"Memory block of unknown size was allocated before the profiling started")
+#: How long ``stop`` waits for the pump to pass on what was written before it (normally microseconds).
+_SYNC_TIMEOUT_S = 2.0
+
+
+class StderrFilter:
+    """While a profiled block runs with memory recorded: fd 2 goes through a pipe, and a thread
+    writes every line on to the real fd 2 at once, except c10's "unknown size" warning.
+
+    The user's own output keeps flowing as it is written (a line without its newline yet is passed
+    on as soon as it cannot be the start of that warning). At :meth:`stop` fd 2 is put back after
+    everything written before it has been passed on; processes started inside the block (DataLoader
+    workers) keep the pipe and the thread keeps passing their output on until they close it. Any
+    failure to set this up leaves fd 2 as it was.
+    """
+
+    def __init__(self) -> None:
+        self._fd = -1
+        self._saved = -1
+        self._synced = threading.Event()
+        self._marker = b""
+
+    def start(self) -> None:
+        try:
+            fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+        except (AttributeError, OSError, ValueError):
+            fd = 2
+        try:
+            saved = os.dup(fd)
+        except OSError:
+            return
+        try:
+            read, write = os.pipe()
+        except OSError:
+            os.close(saved)
+            return
+        for stream in (sys.stderr, sys.__stderr__):
+            with suppress(OSError, ValueError, AttributeError):
+                if stream is not None:
+                    stream.flush()
+        try:
+            os.dup2(write, fd)
+        except OSError:
+            for f in (read, write, saved):
+                os.close(f)
+            return
+        os.close(write)
+        self._fd, self._saved = fd, saved
+        self._marker = b"\x00torchprof-stderr-sync-" + os.urandom(8).hex().encode() + b"\n"
+        threading.Thread(target=self._pump, args=(read, saved, self._marker), name="torchprof-stderr", daemon=True).start()
+
+    def stop(self) -> None:
+        """Put fd 2 back, once what was written before has been passed on."""
+        fd, saved = self._fd, self._saved
+        if fd < 0:
+            return
+        try:
+            for stream in (sys.stderr, sys.__stderr__):
+                with suppress(OSError, ValueError, AttributeError):
+                    if stream is not None:
+                        stream.flush()
+            with suppress(OSError):
+                os.write(fd, self._marker)
+                self._synced.wait(_SYNC_TIMEOUT_S)
+        finally:  # fd 2 goes back whatever happens (a Ctrl-C during the wait included)
+            with suppress(OSError):
+                os.dup2(saved, fd)  # the pump closes ``saved`` once every writer of the pipe is gone
+            self._fd = -1
+
+    def _pump(self, read: int, out: int, marker: bytes) -> None:
+        pending = b""
+        try:
+            while True:
+                try:
+                    chunk = os.read(read, 65536)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                pending += chunk
+                synced = marker in pending  # one write, so whole (it may follow a partial line)
+                if synced:
+                    pending = pending.replace(marker, b"")
+                lines = pending.split(b"\n")
+                pending = lines.pop()
+                kept = [line + b"\n" for line in lines if not _UNKNOWN_SIZE.search(line)]
+                if pending and not b"[W".startswith(pending[:2]) and not marker.startswith(pending):
+                    kept.append(pending)  # a partial line (a progress bar) that is not the warning: on at once
+                    pending = b""
+                if kept:
+                    _write_all(out, b"".join(kept))
+                if synced:
+                    self._synced.set()
+            if pending and not _UNKNOWN_SIZE.search(pending):
+                _write_all(out, pending)
+        finally:
+            self._synced.set()
+            for f in (read, out):
+                with suppress(OSError):
+                    os.close(f)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with suppress(OSError):
+        while data:
+            data = data[os.write(fd, data) :]

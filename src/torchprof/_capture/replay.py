@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import io
-import random
 import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -29,6 +26,8 @@ from typing import Any
 
 from .._records import ReplayRun
 from .hooks import PASS_THROUGH
+from .swaps import config_patched, entered
+from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
@@ -349,7 +348,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         try:
             session.start()
             started = True
-            with contextlib.ExitStack() as modes:
+            with entered() as modes:  # each left however the replay ends (swaps.py)
                 modes.enter_context(tensors.active())
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
@@ -357,7 +356,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 if "torch._dynamo" in sys.modules:
                     # A function compiled inside the forward runs eagerly: compiling it for fake
                     # inputs would take seconds, and its graphs are counted from their own maps.
-                    modes.enter_context(sys.modules["torch._dynamo"].config.patch(disable=True))
+                    modes.enter_context(config_patched(sys.modules["torch._dynamo"].config, disable=True))
                 out = copied(*args, **kwargs)
                 if sig.grad_outputs:
                     outs = _backward_roots([t for n, t in enumerate(_pytree.tree_leaves(out)) if n in sig.grad_outputs
@@ -424,22 +423,3 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
             if isinstance(value, dict):
                 value.clear()
     return copied
-
-
-@contextlib.contextmanager
-def _user_state_kept() -> Any:
-    import torch
-
-    state = random.getstate()
-    torch_state = torch.random.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        random.setstate(state)
-        torch.random.set_rng_state(torch_state)
-        if numpy is not None and numpy_state is not None:
-            numpy.random.set_state(numpy_state)

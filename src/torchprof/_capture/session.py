@@ -4,22 +4,26 @@ unit, handing each completed cycle's events on as plain records."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import sys
 import tempfile
+import threading
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .._files import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
 from . import compiled, compiled_warm, kernels
+from .distributed import ddp_buckets
 from .hooks import ModuleTracker
-from .interrupts import SigintDeferral, lifecycle, run_all
+from .interrupts import hold, lifecycle, release, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
 from .quiet import quiet_native_stderr
 from .replay import CallRecorder, replay
@@ -76,8 +80,7 @@ def _thread_config(memory: bool) -> tuple[bool, Any]:
     are lost (all of them, the main thread's too): with ``memory`` only the starting thread (and
     the threads torch hands its state to: autograd, intra-op) is recorded, and module calls on
     other threads are reported as missed. The cost is one global callback check per op on every
-    thread; on the profiled thread it measured within noise (README, "Threads, Ctrl-C and what a
-    profile can miss").
+    thread; on the profiled thread it measured within noise (docs/benchmarks.md, "Other captures").
     """
     if memory:
         return False, None
@@ -109,8 +112,15 @@ class CaptureSession:
         self._tracker: ModuleTracker | None = None
         self._result: Any = None  # the unscheduled run's one cycle (torch's result)
         self._torch_on = False  # torch's profiler may be running: set before starting it, cleared once it is stopped
+        self._torch_stop_tried = False  # torch's own stop is tried once; the safety net does the rest
+        self._stopped = False  # the teardown is complete (a stop interrupted before that is resumed)
         self._every_thread = False
-        self._sigint = SigintDeferral()
+        self._thread = threading.get_ident()  # the thread that started it
+        self._thread_name = threading.current_thread().name
+        self.entered_from: FrameType | None = None
+        """The frame whose ``with`` statement started this session, if one did (see :meth:`left_behind`)."""
+        self.owner_stop: Callable[[], Any] | None = None
+        """Stops the session the way its owner (the Profiler) does, result included."""
         self._notes: list[str] = []
         self._t0 = 0.0
         self.wall_us: float | None = None
@@ -151,6 +161,10 @@ class CaptureSession:
     def modules(self) -> dict[str, ModuleInfo]:
         return self.module_infos(bool(compiled.graphs()))
 
+    def ddp_buckets(self) -> list[dict[str, Any]]:
+        """How the profiled DistributedDataParallel modules bucket their gradients (read now)."""
+        return ddp_buckets(self._tracker.roots()) if self._tracker is not None else []
+
     @staticmethod
     def compiled_graphs(names: Iterable[str] = ()) -> dict[str, CompiledGraph]:
         """Which layer each kernel of compiled graphs computes: those compiled under capture (in
@@ -171,7 +185,7 @@ class CaptureSession:
 
         self._none, self._active_actions = ProfilerAction.NONE, (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         if _active is not None:
-            raise ProfilerError("a torchprof Profiler is already running; finish it before starting another")
+            _active.give_way()
         if torch.autograd.profiler._is_profiler_enabled:
             raise ProfilerError("another torch.profiler session is already running in this process")
         if self._torch_profile is not None:
@@ -181,6 +195,7 @@ class CaptureSession:
         if opts.cuda:
             activities.append(ProfilerActivity.CUDA)
         self._every_thread, experimental = _thread_config(opts.memory)
+        self._thread, self._thread_name = threading.get_ident(), threading.current_thread().name
         # Without shapes=True, FLOPs come from replaying the root modules' calls afterwards
         # (``replay.py``): torch's record_shapes costs more than the rest of the capture together.
         self._calls = CallRecorder() if opts.flops and not opts.shapes else None
@@ -198,8 +213,9 @@ class CaptureSession:
         )
         if opts.first_step:
             _start_at_step(self._torch_profile, opts.first_step)
-        self._sigint.install()  # from here a Ctrl-C waits for the start to complete, then undoes it
+        self._t0 = self._step_mark = time.perf_counter()
         try:
+            hold(self)  # from here a Ctrl-C that lands in the start waits until it is complete
             _active = self
             # Our hooks stay out of what Dynamo compiles (a graph compiled in the block is the one
             # compiled without us, cache hits included), and fused C++ kernels are ranges. Which
@@ -216,12 +232,58 @@ class CaptureSession:
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
-            self._sigint.raise_pending()
+            self._t0 = self._step_mark = time.perf_counter()
         except BaseException:
-            self._sigint.pending = False  # the start is undone and this exception raised: that is the answer to it
-            run_all([lambda: self._teardown(stop_torch=False), self._sigint.uninstall])
+            self.undo_start()
             raise
-        self._t0 = self._step_mark = time.perf_counter()
+
+    @lifecycle
+    def undo_start(self) -> None:
+        """Undo a start that failed or was interrupted: no hook, torch's profiler off, SIGINT as it
+        was. Safe on a start done partly or not at all, and to repeat."""
+        run_all([lambda: self._teardown(stop_torch=False), lambda: release(self)])
+
+    @lifecycle
+    def abandon(self) -> None:
+        """Stop this session if it runs (what it recorded is dropped) and stop holding SIGINT for
+        it: nothing of it is left behind. A no-op for a session stopped or never started."""
+        if self._torch_profile is not None and not self._stopped:
+            self.undo_start()
+        release(self)
+
+    def give_way(self) -> None:
+        """Called on the running session when another wants to start: ProfilerError, unless this
+        one was left behind (:meth:`left_behind`); then it is stopped, its profile kept."""
+        if not self.left_behind():
+            raise ProfilerError("a torchprof Profiler is already running; finish it before starting another")
+        self._note(f"the Profiler started at {self.where_entered} was still running after its with block had ended "
+                   "(an interrupt landed as the block exited): it was stopped when the next Profiler started.")
+        run_all([self.owner_stop or self.stop, lambda: release(self)])
+
+    def left_behind(self) -> bool:
+        """Whether the ``with`` block that started this session is over although the session runs:
+        its frame is on no thread's stack any more (an interrupt landed as it exited, before any
+        line of torchprof's ran). Only for plain function frames entered by a ``with`` statement: a
+        generator's or coroutine's frame may be suspended inside its block, and a Profiler entered
+        otherwise (``ExitStack``, ``start()``) is stopped by its owner."""
+        frame = self.entered_from
+        if frame is None or not self.running:
+            return False
+        suspendable = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+        if frame.f_code.co_flags & suspendable:
+            return False
+        for top in list(sys._current_frames().values()):
+            f: FrameType | None = top
+            while f is not None:
+                if f is frame:
+                    return False
+                f = f.f_back
+        return True
+
+    @property
+    def where_entered(self) -> str:
+        frame = self.entered_from
+        return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
 
     @lifecycle
     def stop(self) -> None:
@@ -232,15 +294,27 @@ class CaptureSession:
         recorded is kept. A Ctrl-C that arrives meanwhile is held until
         :meth:`release_interrupts`.
         """
-        if self._torch_profile is None or _active is not self:
+        if self._torch_profile is None or self._stopped:
             return
-        self.wall_us = (time.perf_counter() - self._t0) * 1e6
+        if self.wall_us is None:
+            self.wall_us = (time.perf_counter() - self._t0) * 1e6
         self._teardown(stop_torch=True)
 
+    def check_thread(self, what: str) -> None:
+        """ProfilerError when ``what`` (stop, step) is asked on another thread than the start's
+        while torch's profiler keeps its state in that thread (``memory=True``, or a torch
+        without ``profile_all_threads``): from here it could neither stop nor read it."""
+        if self.running and not self._every_thread and threading.get_ident() != self._thread:
+            why = ("with memory=True torch's profiler keeps its state in the thread that started it"
+                   if self.options.memory else "this torch's profiler keeps its state in the thread that started it")
+            raise ProfilerError(f"{what}() must run on the thread that started the Profiler ({self._thread_name!r}): {why}, "
+                                "and no other thread can stop or read it. Nothing was changed: the profile is still running.")
+
+    @lifecycle
     def release_interrupts(self) -> None:
-        """Stop holding Ctrl-C; raise the one that arrived while the session stopped, if any."""
-        self._sigint.uninstall()
-        self._sigint.raise_pending()
+        """Stop holding Ctrl-C (idempotent): one that arrived while the session stopped is
+        delivered now, at the next point the interpreter checks."""
+        release(self)
 
     @lifecycle
     def _teardown(self, stop_torch: bool) -> None:
@@ -253,6 +327,7 @@ class CaptureSession:
             steps.append(lambda: self._end_tensor_watch(look=stop_torch))
         steps += [lambda: self._make_sure_off(keep=stop_torch), self._end_compile_capture, self._release]
         run_all(steps)
+        self._stopped = True  # only now: a teardown cut short is run again by the next stop()
 
     def _end_tensor_watch(self, look: bool) -> None:
         watch = self._tensors
@@ -262,14 +337,26 @@ class CaptureSession:
         if look and self._tracker is not None:
             watch.at_stop(self._tracker.roots())
 
+    def root_modules(self) -> list[tuple[Any, str]]:
+        """The root modules the hooks saw, with their labels."""
+        return self._tracker.roots() if self._tracker is not None else []
+
+    def autocast_dtypes(self) -> list[Any]:
+        """The dtypes of the autocast contexts root module calls ran in (known without shapes=True)."""
+        if self._calls is None:
+            return []
+        return [dtype for calls in self._calls.roots.values() for sig in calls.signatures.values() for _, dtype in sig.autocast]
+
     def known_tensors(self) -> list[KnownTensor]:
         """Parameters, gradients and optimizer state seen during the run (``memory=True`` only)."""
         return self._tensors.collect() if self._tensors is not None else []
 
+    @lifecycle
     def _end_compile_capture(self) -> None:
-        capture, self._compile_capture = self._compile_capture, None
+        capture = self._compile_capture
         if capture is not None:
-            capture.close()
+            capture.close()  # resumes with what an interrupted close left
+            self._compile_capture = None
 
     @lifecycle
     def _check_still_ours(self) -> None:
@@ -287,12 +374,15 @@ class CaptureSession:
 
     @lifecycle
     def _stop_torch(self) -> None:
+        if not self._torch_on or self._torch_stop_tried:
+            return  # stopped, or torch's stop was interrupted: the safety net finishes it
+        self._torch_stop_tried = True
         prof = self._torch_profile
         with quiet_native_stderr():
             prof.stop()
-        self._torch_on = False
         if self.options.schedule is None and prof.profiler is not None:
             self._result = _recorded(prof.profiler.kineto_results)
+        self._torch_on = False  # last: until then the safety net keeps the result
 
     @lifecycle
     def _make_sure_off(self, keep: bool) -> None:
@@ -307,8 +397,9 @@ class CaptureSession:
         if self._torch_on:
             steps.append(lambda: self._force_disable(keep))
         # torch's Python-side flag (what "another session is running" is judged by): down, as
-        # torch's own stop would have left it.
-        steps.append(lambda: setattr(torch.autograd.profiler, "_is_profiler_enabled", False))
+        # torch's own stop would have left it (unless another session runs now: a stop resumed late).
+        if _active is self or _active is None:
+            steps.append(lambda: setattr(torch.autograd.profiler, "_is_profiler_enabled", False))
         run_all(steps)
 
     def _force_disable(self, keep: bool) -> None:
@@ -341,6 +432,7 @@ class CaptureSession:
         global _active
         if _active is self:
             _active = None
+        self.entered_from = self.owner_stop = None
 
     @lifecycle
     def step(self) -> None:
@@ -364,7 +456,6 @@ class CaptureSession:
         finally:
             # The next step's clock starts now: folding a finished cycle in is not the loop's time.
             self._step_mark = time.perf_counter()
-        self._sigint.raise_pending()  # a Ctrl-C held while a cycle was folded in
 
     def _recording(self) -> bool:
         """torch's profiler records the step that runs now (a schedule's active phase)."""
@@ -408,15 +499,24 @@ class CaptureSession:
         so :meth:`trace_files` can give the whole run.
         """
         opts = self.options
-        result = cols = None
+        # An empty cycle (another torch.profiler session replaced ours for it) has no trace, and
+        # kineto crashes the process saving one: neither it nor the user's handler may touch it.
+        result = _recorded(torch_prof.profiler.kineto_results) if torch_prof.profiler is not None else None
+        if result is None:
+            if opts.schedule is None:
+                return  # the stop notes it (_check_still_ours)
+            self._note("a profiling cycle recorded nothing: a torch.profiler session was started inside the block, "
+                       "as some libraries do, and torch, which runs one session at a time, dropped torchprof's for it. "
+                       "The cycle is left out" + (" and on_trace_ready was not called for it" if opts.on_trace_ready else "")
+                       + ". Turn the library's profiler off while torchprof runs.")
+            return
+        cols = None
         if opts.schedule is not None:
-            result = torch_prof.profiler.kineto_results if torch_prof.profiler is not None else None
-            if result is not None:
-                cols = result_columns(result, device=opts.cuda, python_frames=opts.stack, shapes=opts.shapes)
-                self._on_cycle(cols, self.modules)
+            cols = result_columns(result, device=opts.cuda, python_frames=opts.stack, shapes=opts.shapes)
+            self._on_cycle(cols, self.modules)
         if opts.on_trace_ready is not None:
             opts.on_trace_ready(torch_prof)
-        if result is not None:
+        if opts.schedule is not None:
             self._keep_trace(result, names_kineto_mangles(cols) if cols is not None else None)
 
     def replays(self, paths: list[str], fake: bool = False) -> list[ReplayRun]:
@@ -430,8 +530,19 @@ class CaptureSession:
         wanted = sorted(set(paths))
         todo = [roots[p] for p in wanted if p in roots and p not in done]
         if todo:
-            for run in replay(todo, CaptureSession, CaptureOptions, fake=fake):
-                done.setdefault(run.path, []).append(run)
+            made: list[CaptureSession] = []
+
+            def new_session(options: CaptureOptions, on_cycle: CycleSink) -> CaptureSession:
+                made.append(CaptureSession(options, on_cycle))
+                return made[-1]
+
+            try:
+                for run in replay(todo, new_session, CaptureOptions, fake=fake):
+                    done.setdefault(run.path, []).append(run)
+            finally:
+                # A replay's session whose stop was cut short by an interrupt is stopped here.
+                for session in made:
+                    session.abandon()
         return [run for p in wanted for run in done.get(p, [])]
 
     def cycle_columns(self) -> EventColumns | None:
@@ -456,13 +567,18 @@ class CaptureSession:
             self._notes.append(text)
             warnings.warn(f"torchprof: {text}", ProfilerWarning, stacklevel=_stacklevel_outside_torchprof())
 
-    def coverage_notes(self, recorded: int | None) -> list[str]:
+    def coverage_notes(self, recorded: int | None, interrupted: bool = False) -> list[str]:
         """What the profile misses of what the hooks saw, also given as warnings: module calls on
-        threads torch did not record, a profile emptied by another ``torch.profiler`` session.
+        threads torch did not record, a profile emptied by another ``torch.profiler`` session,
+        modules the hooks could not name.
 
         ``recorded``: module calls the profile has (None when that cannot be compared with the
-        hooks' count: a schedule records only its active steps).
+        hooks' count: a schedule records only its active steps). ``interrupted``: the block ended
+        by an exception (a Ctrl-C in a hook may leave one call half recorded: not another
+        session's doing).
         """
+        for problem in self._tracker.problems if self._tracker is not None else []:
+            self._note(problem)
         threads = self._tracker.thread_calls() if self._tracker is not None else []
         missed = [(name, calls) for name, calls, recorded_here in threads if recorded_here is False]
         if missed:
@@ -475,7 +591,7 @@ class CaptureSession:
                    "the thread that started the Profiler, or upgrade torch")  # fmt: skip
             self._note(f"module calls not recorded: {where}: {why}.")
         seen = sum(calls for _, calls, _ in threads) - sum(calls for _, calls in missed)
-        if recorded is not None and recorded < seen and not self._notes:
+        if recorded is not None and recorded < seen and not self._notes and not interrupted:
             have = f"only {recorded}" if recorded else "none"
             self._note(
                 f"torchprof's hooks saw {seen} module calls but the profile has {have}: torch's profiler did not "

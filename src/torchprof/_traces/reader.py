@@ -15,17 +15,23 @@ event's index in ``traceEvents`` and the field.
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import os
 import re
+import zlib
+from array import array
 from collections.abc import Callable
 from decimal import ROUND_FLOOR, Context, Decimal
-from typing import Any
+from typing import Any, cast
 
-from .._files import TraceError, parse_json, plain_numbers, read_bytes
+from .._capture.distributed import checked_ddp_buckets
+from .._files import TraceError, _existing_file, parse_json, plain_numbers, read_bytes
 from .._records import (
     CompiledGraph,
     EventColumns,
+    KnownTensor,
     ModuleInfo,
     Recording,
     checked_step_times,
@@ -38,8 +44,10 @@ from .._vocab import (
     CPU_DEVICE_TYPES,
     DEVICE_LINKED_KINDS,
     INSTANT_CATEGORY,
+    LIGHTNING_MODULE_PREFIX,
     MEMORY_EVENT,
     MODULE_PREFIX,
+    PROFILER_SPAN_PREFIX,
     PYTHON_CATEGORY,
     SPAN_CATEGORY,
     TRACE_META_KEY,
@@ -53,8 +61,13 @@ OP, REGION, MODULE, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
 _LINKED = frozenset(int(k) for k in DEVICE_LINKED_KINDS)
 _TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
 #: Name prefixes of events whose kind depends on more than their category.
-_LOOK_CLOSER = (MODULE_PREFIX, COMPILED_REGION_PREFIX)
+_LOOK_CLOSER = (MODULE_PREFIX, COMPILED_REGION_PREFIX, LIGHTNING_MODULE_PREFIX)
 
+#: The integer columns of the events, packed (see _EventReader).
+_PACKED = ("start", "end", "seq", "fwd_tid", "ext_id", "link", "corr", "nbytes", "mem_total")
+#: Event args read after the events (lazily): the rest are read as each event is, then dropped.
+_KEPT_ARGS = frozenset({TraceArg.INPUT_DIMS, TraceArg.CONCRETE_INPUTS, TraceArg.MODULE_HIERARCHY})
+_NO_ARGS: dict[str, Any] = {}
 #: Times are int64 nanoseconds in kineto; anything beyond is not a time.
 MAX_NS = 2**63 - 1
 _MAX_US = MAX_NS // 1000
@@ -130,11 +143,11 @@ def span_ns(ts: Any, dur: Any, start: int | None = None) -> tuple[int, int]:
 
 
 def _id(args: dict[str, Any], key: str, default: int) -> int:
-    value = args.get(key)
-    if value is None:
-        return default
+    value = args.get(key, default)
     if type(value) is int and _ID_MIN <= value <= _ID_MAX:
         return value
+    if value is None:
+        return default
     t = type(value)
     whole = (t is float and math.isfinite(value) and value.is_integer()) or (
         t is Decimal and value.is_finite() and value == value.to_integral_value())  # fmt: skip
@@ -176,13 +189,40 @@ class _EventReader:
         self.args_of: list[dict[str, Any]] = []
         self.facts: dict[str, Any] = {}
         self.torch_modules: list[int] = []  # torch's own "nn.Module: Linear_0" events
+        self.lightning_modules: list[int] = []  # Lightning's "[pl][module]<type>: <name>" ranges
         self.memory: list[tuple[int, int, int]] = []  # (event, address, device index) of memory events
         self.has_our_modules = False
+        self._names: dict[str, str] = {}
+        self.seen = 0  # events of the file read so far, kept or not
+        self._threads: dict[Any, dict[Any, tuple[Any, Any]]] = {}
+        c = self.cols
+        # Numbers as machine integers (8 bytes each, not a 32-byte int object and a pointer): a
+        # column holding a number beyond int64 (an id up to 2**64) becomes a list (_widen).
+        for field in _PACKED:
+            setattr(c, field, cast(list[int], array("q")))
+        c.kind = cast(list[int], bytearray())
+        c.on_cuda = cast(list[bool], bytearray())
+        self._bind()
+
+    def _columns(self) -> tuple[list[Any], ...]:
         c = self.cols
         assert c.seq is not None
-        columns = (c.name, c.kind, c.tid, c.start, c.end, c.seq, c.fwd_tid, c.ext_id, c.link, c.corr, c.nbytes,
-                   c.on_cuda, c.mem_total, self.args_of)  # fmt: skip
-        self._appends: tuple[Callable[[Any], None], ...] = tuple(column.append for column in columns)
+        return (c.name, c.kind, c.tid, c.start, c.end, c.seq, c.fwd_tid, c.ext_id, c.link, c.corr, c.nbytes,
+                c.on_cuda, c.mem_total, self.args_of)  # fmt: skip
+
+    def _bind(self) -> None:
+        self._appends: tuple[Callable[[Any], None], ...] = tuple(column.append for column in self._columns())
+
+    def _widen(self) -> None:
+        """After an event whose number does not fit 64 bits: its part-appended fields dropped, and
+        every packed column a list (they hold any integer)."""
+        n = min(len(column) for column in self._columns())
+        for column in self._columns():
+            del column[n:]
+        c = self.cols
+        for field in _PACKED:
+            setattr(c, field, list(getattr(c, field)))
+        self._bind()
 
     def add(self, e: Any) -> None:
         if type(e) is not dict:
@@ -227,12 +267,40 @@ class _EventReader:
             raise ValueError(f"'args' must be an object, not {_type_name(args)}")
         self._append(e, kind, name, start, end, args)
 
+    def add_all(self, events: list[Any]) -> None:
+        """Add ``events``, the next ones of the file (errors name an event by its index there)."""
+        add, first = self.add, self.seen
+        for i, e in enumerate(events):
+            try:
+                add(e)
+            except ValueError as exc:
+                raise TraceError(f"event {first + i} of traceEvents: {exc}") from None
+            except OverflowError:  # a number array("q") cannot hold, checked valid by add
+                self._widen()
+                add(e)
+        self.seen += len(events)
+
+    def truncate(self, n: int, seen: int) -> None:
+        """Forget every event after the first ``n`` kept (``seen`` read): a chunk read again."""
+        self.seen = seen
+        for column in self._columns():
+            del column[n:]
+        self.torch_modules = [i for i in self.torch_modules if i < n]
+        self.lightning_modules = [i for i in self.lightning_modules if i < n]
+        self.memory = [m for m in self.memory if m[0] < n]
+
     def _kind(self, e: dict[str, Any], cat: str | None, kind: int) -> int:
         """What a complete ("X") event of category kind ``kind`` is, where its name or category
         needs a closer look; IGNORED for events not read (their other fields unchecked)."""
         if kind == IGNORED:
             if cat == SPAN_CATEGORY:
-                self.facts["span"] = self._span(e)
+                # The profiler's own span is the window; kineto writes it first and each
+                # backend's span (CUPTI's, MTIA's) after it, shorter.
+                name = e.get("name")
+                own = isinstance(name, str) and name.startswith(PROFILER_SPAN_PREFIX)
+                if "span" not in self.facts or (own and not self.facts.get("own_span")):
+                    self.facts["span"] = self._span(e)
+                    self.facts["own_span"] = own
             elif cat == PYTHON_CATEGORY:
                 kind = MODULE if self._name(e).startswith(MODULE_PREFIX) else PYFRAME
                 if kind == MODULE:
@@ -246,6 +314,9 @@ class _EventReader:
             return MODULE
         if kind == OP and name.startswith(COMPILED_REGION_PREFIX):
             return REGION  # a compiled frame, as the live capture sees it
+        if kind == REGION and name.startswith(LIGHTNING_MODULE_PREFIX) and lightning_module(name) is not None:
+            self.lightning_modules.append(len(self.cols.name))
+            return MODULE
         return kind
 
     @staticmethod
@@ -281,14 +352,34 @@ class _EventReader:
     def _append(self, e: dict[str, Any], kind: int, name: str, start: int, end: int, args: dict[str, Any]) -> None:
         (add_name, add_kind, add_tid, add_start, add_end, add_seq, add_fwd, add_ext, add_link, add_corr,
          add_nbytes, add_on_cuda, add_mem_total, add_args) = self._appends  # fmt: skip
-        add_name(name)
+        # One string per distinct name and one tuple per thread, not one per event (millions).
+        add_name(self._names.setdefault(name, name))
         add_kind(kind)
         pid, tid = e.get("pid", 0), e.get("tid", 0)
         if not (type(pid) is int or type(pid) is str) or not (type(tid) is int or type(tid) is str):
             pid, tid = _thread(e, "pid"), _thread(e, "tid")
-        add_tid((pid, tid))
+        of_pid = self._threads.get(pid)
+        if of_pid is None:
+            of_pid = self._threads[pid] = {}
+        thread = of_pid.get(tid)
+        if thread is None:
+            thread = of_pid[tid] = (pid, tid)
+        add_tid(thread)
         add_start(start)
         add_end(end)
+        if not args:  # most events of a big trace: every id unknown
+            add_seq(-1)
+            add_fwd(0)
+            add_ext(0)
+            add_link(0)
+            add_corr(0)
+            if kind == MEMORY:
+                self.memory.append((len(self.args_of), 0, -1))
+            add_nbytes(0)
+            add_on_cuda(False)
+            add_mem_total(0)
+            add_args(_NO_ARGS)
+            return
         add_seq(_id(args, TraceArg.SEQUENCE, -1))
         add_fwd(_id(args, TraceArg.FWD_THREAD, 0))
         ext = _id(args, TraceArg.EXTERNAL_ID, 0) or _id(args, TraceArg.EXTERNAL_ID_OLD, 0)
@@ -309,12 +400,64 @@ class _EventReader:
             add_nbytes(0)
             add_on_cuda(False)
             add_mem_total(0)
-        add_args(args)
+        # Only the args read later (shapes, a TorchScript op's modules) are kept.
+        add_args(args if _KEPT_ARGS & args.keys() else _NO_ARGS)
+
+    def _script_modules(self) -> None:
+        """Module ranges for a TorchScript model profiled ``with_modules``: its ops carry the module
+        hierarchy they ran in, not module events. Per thread, in time order, each run of ops in
+        one module becomes one call of it (and of each module around it), from its first op's
+        start to the last end of its ops. Calls of one module back to back read as one call.
+        O(ops log ops)."""
+        args_of, cols = self.args_of, self.cols
+        key = TraceArg.MODULE_HIERARCHY
+        found = [i for i, a in enumerate(args_of) if key in a and cols.kind[i] == OP]
+        if not found:
+            return
+        found.sort(key=lambda i: (cols.start[i], -cols.end[i]))
+        root_type = ""
+        chains: dict[int, list[tuple[str, str]]] = {}
+        for i in found:
+            h = args_of[i][key]
+            chains[i] = script_modules(h) if isinstance(h, str) else []
+            if not root_type and chains[i] and chains[i][0][0] != "ScriptModule":
+                root_type = chains[i][0][1]
+        opened: dict[Any, list[list[Any]]] = {}  # per thread: [path, type, start, end] outermost first
+        calls: list[tuple[Any, list[Any]]] = []
+        for i in found:
+            chain = chains[i]
+            if root_type and chain and chain[0][0] == "ScriptModule":  # the root, once it was named
+                chain = [(root_type + p[len("ScriptModule") :], t or root_type) for p, t in chain]
+            tid = cols.tid[i]
+            stack = opened.setdefault(tid, [])
+            keep = 0
+            while keep < len(stack) and keep < len(chain) and stack[keep][0] == chain[keep][0]:
+                keep += 1
+            calls.extend((tid, call) for call in stack[keep:])
+            del stack[keep:]
+            stack.extend([path, type_name, cols.start[i], cols.end[i]] for path, type_name in chain[keep:])
+            for call in stack:
+                if cols.end[i] > call[3]:
+                    call[3] = cols.end[i]
+        calls.extend((tid, call) for tid, stack in opened.items() for call in stack)
+        for (pid, tid), (path, type_name, start, end) in calls:
+            self._append({"pid": pid, "tid": tid}, MODULE, module_range_name(path, type_name), start, end, {})
 
     def finish(self) -> tuple[EventColumns, dict[str, Any]]:
         cols = self.cols
+        # One source of layers: torchprof's own ranges, else Lightning's (named as the model
+        # names them), else torch's (named by class and a number); the others mark the same
+        # calls again and are not read.
+        for i in self.lightning_modules:
+            if self.has_our_modules:
+                cols.kind[i] = REGION
+            else:
+                path, type_name = lightning_module(cols.name[i]) or ("", "")
+                cols.name[i] = module_range_name(path, type_name)
+        if not (self.has_our_modules or self.lightning_modules or self.torch_modules):
+            self._script_modules()
         if self.torch_modules:
-            if self.has_our_modules:  # torchprof's ranges name the same calls better
+            if self.has_our_modules or self.lightning_modules:  # torchprof's ranges name the same calls better
                 for i in self.torch_modules:
                     cols.kind[i] = IGNORED
             else:
@@ -357,13 +500,33 @@ def columns_from_events(events: list[Any]) -> tuple[EventColumns, dict[str, Any]
     """Events of a chrome trace, column-wise; also the facts found on the way (the trace span).
     :class:`TraceError` naming the event and field that is malformed."""
     reader = _EventReader()
-    add = reader.add
-    for i, e in enumerate(events):
-        try:
-            add(e)
-        except ValueError as exc:
-            raise TraceError(f"event {i} of traceEvents: {exc}") from None
+    reader.add_all(events)
     return reader.finish()
+
+
+_SCRIPT_SEGMENT = re.compile(r"(?:^|\.)([^.()]*)\(([^()]*)\)::")
+
+
+def script_modules(hierarchy: str) -> list[tuple[str, str]]:
+    """The modules a TorchScript op ran in, outermost first, as ``(path, type)``, from its ``Module
+    Hierarchy`` (``TOP(Net)::forward.fc1(Linear)::forward.`` -> Net, Net.fc1): the root is ``TOP``
+    (its type, once named, is its path; unnamed, ``ScriptModule``), each level ``name(Type)::method``."""
+    out: list[tuple[str, str]] = []
+    for name, type_name in _SCRIPT_SEGMENT.findall(hierarchy):
+        if not out:
+            out.append((type_name or "ScriptModule", type_name or "ScriptModule"))
+        elif name:
+            out.append((f"{out[-1][0]}.{name}", type_name))
+    return out
+
+
+def lightning_module(name: str) -> tuple[str, str] | None:
+    """``(path, type)`` of a Lightning module range (``[pl][module]torch.nn.modules.linear.Linear:
+    encoder.0`` -> ``("encoder.0", "Linear")``), None for any other name."""
+    qualified, sep, path = name[len(LIGHTNING_MODULE_PREFIX) :].partition(": ")
+    if not sep or not path or not qualified:
+        return None
+    return path, qualified.rpartition(".")[2]
 
 
 def _name_torch_modules(cols: EventColumns, idx: list[int]) -> None:
@@ -422,10 +585,170 @@ def _scalar(s: str) -> Any:
 
 
 # -- the file ---------------------------------------------------------------------------------------
+#: Bytes of a trace parsed at a time: the file streams through this much, never whole. Parsed,
+#: a chunk's events take about 20 times its size for a moment (dicts, strings, ints).
+CHUNK_BYTES = 256 << 10
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_SPACE = b" \t\r\n"
+
+
 def read_trace(path: str | os.PathLike[str]) -> Recording:
-    """A trace file as a :class:`Recording` (one cycle of events plus torchprof's metadata)."""
+    """A trace file as a :class:`Recording` (one cycle of events plus torchprof's metadata).
+
+    The file streams through in chunks of about :data:`CHUNK_BYTES` (:func:`_read_streaming`),
+    so memory holds the events as columns, never the file or its events as objects; a file laid
+    out otherwise is read whole (:func:`_read_whole`)."""
     where = os.fspath(path)
-    raw = read_bytes(path)
+    try:
+        recording = _read_streaming(where)
+    except NeedsDigits:
+        recording = None
+    return recording if recording is not None else _read_whole(where)
+
+
+def _open(where: str) -> Any:
+    path = _existing_file(where, "trace file")
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - returned open, closed by the caller's with
+        if f.read(2) == b"\x1f\x8b":
+            f.seek(0)
+            return gzip.open(f)
+        f.seek(0)
+        return f
+    except OSError as exc:
+        raise TraceError(f"cannot read {path}: {exc}") from exc
+
+
+def _read_streaming(where: str) -> Recording | None:
+    try:
+        return _streamed(where)
+    except TraceError as exc:
+        raise TraceError(f"{where}: {exc}") from None
+
+
+def _streamed(where: str) -> Recording | None:
+    """The trace read chunk by chunk: the bytes up to ``"traceEvents": [`` (the head), then runs of
+    whole events, each cut after a ``}`` followed by ``,`` and parsed as a JSON array of its own
+    (a cut inside a string or a nested value cannot parse: the cut before it is tried), then
+    what follows the array (the tail), checked with the head as one JSON object. None when the
+    file is laid out otherwise (no ``traceEvents`` array near its start, or a chunk that does
+    not parse alone): :func:`_read_whole` then reads it, and names any error. Exactness per
+    chunk: one that holds a time a double cannot pin is parsed again keeping every digit."""
+    with _open(where) as stream:
+        try:
+            block = stream.read(CHUNK_BYTES)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise TraceError(f"cannot read {where}: {exc} (is it a truncated .json.gz?)") from exc
+        found = _EVENTS_KEY.search(block)
+        if found is None:
+            return None
+        head, buf = block[: found.end()], block[found.end() :]
+        exact = _epoch_decimals(block)
+        reader = _EventReader()
+        done = eof = False
+        tail = b""
+        while not done:
+            if not eof and len(buf) < CHUNK_BYTES:
+                try:
+                    more = stream.read(CHUNK_BYTES)
+                except (OSError, EOFError, zlib.error) as exc:
+                    raise TraceError(f"cannot read {where}: {exc} (is it a truncated .json.gz?)") from exc
+                eof = not more
+                buf += more
+                continue
+            cut = _cut(buf, eof, exact)
+            if cut is None:
+                return None
+            events, chunk, resume, done = cut
+            if done:
+                tail = buf[resume:]
+            buf = buf[resume:]
+            exact = _add_chunk(reader, events, chunk, exact)
+            del events, chunk
+        top = _parse_top(head, tail)
+        if top is None:
+            return None
+        cols, facts = reader.finish()
+        return _checked_columns(cols, facts, top, where, exact)
+
+
+def _cut(buf: bytes, eof: bool, exact: bool) -> tuple[list[Any], bytes, int, bool] | None:
+    """The last run of whole events in ``buf`` parsed: ``(events, their bytes, resume, done)``,
+    ``resume`` where the next chunk starts (after the ``,``), ``done`` when the array closed
+    there. Tries the cuts from the end backward (a ``},`` inside a name is rare). None when no
+    cut parses."""
+    end = len(buf)
+    for _ in range(64):
+        brace = buf.rfind(b"}", 0, end)
+        if brace < 0:
+            break
+        j = brace + 1
+        while j < len(buf) and buf[j] in _SPACE:
+            j += 1
+        follow = buf[j : j + 1]
+        if (follow == b"," and not eof) or (eof and follow == b"]"):
+            chunk = buf[: brace + 1]
+            try:
+                events = _parse_events(chunk, exact)
+            except (ValueError, RecursionError):
+                end = brace
+                continue
+            return events, chunk, j + 1, follow == b"]"
+        end = brace
+    if eof:
+        stripped = buf.lstrip(_SPACE)
+        if stripped.startswith(b"]"):  # no events at all
+            return [], b"", len(buf) - len(stripped) + 1, True
+    return None
+
+
+def _parse_events(chunk: bytes, exact: bool) -> list[Any]:
+    """A run of events as a list; with ``exact``, fractional numbers as their literal's digits."""
+    if exact:
+        return json.loads(b"[" + chunk + b"]", parse_float=Decimal)
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(b"[" + chunk + b"]")
+    try:
+        return orjson.loads(b"[" + chunk + b"]")
+    except orjson.JSONDecodeError:
+        # NaN, Infinity or numbers beyond a double: the standard parser reads them, so the
+        # event and field get named; a cut in the wrong place still fails here.
+        return json.loads(b"[" + chunk + b"]", parse_float=Decimal)
+
+
+def _add_chunk(reader: _EventReader, events: list[Any], chunk: bytes, exact: bool) -> bool:
+    """Read one chunk's events into ``reader``; a time a double cannot pin reads the chunk again
+    from its bytes keeping every digit (and every later chunk so). Returns whether later chunks
+    are read so."""
+    n0, seen = len(reader.cols.name), reader.seen
+    try:
+        reader.add_all(events)
+        return exact
+    except NeedsDigits:
+        if exact:
+            raise
+    reader.truncate(n0, seen)
+    reader.add_all(_parse_events(chunk, True))
+    return True
+
+
+def _parse_top(head: bytes, tail: bytes) -> dict[str, Any] | None:
+    """The trace's top-level object without its events (head, an empty array, tail); None when
+    the two do not make one object whose ``traceEvents`` is that array."""
+    try:
+        top = json.loads(head + b"]" + tail)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(top, dict) or top.get("traceEvents") != []:
+        return None
+    return top
+
+
+def _read_whole(where: str) -> Recording:
+    """The whole file parsed at once (a layout :func:`_read_streaming` does not read)."""
+    raw = read_bytes(where)
     exact = _epoch_decimals(raw)  # then orjson's doubles would only be thrown away
     try:
         data = parse_json(raw, where, exact=exact)
@@ -470,6 +793,11 @@ def _recording(data: Any, where: str, exact: bool) -> Recording:
         found = "a 'traceEvents' that is not a list" if isinstance(data, dict) and "traceEvents" in data else f"{_type_name(data)} at the top"
         raise TraceError(f"has no 'traceEvents' list ({found}): not a torch.profiler chrome trace")
     cols, facts = columns_from_events(events)
+    return _checked_columns(cols, facts, top, where, exact)
+
+
+def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, Any], where: str, exact: bool) -> Recording:
+    """The recording of a trace's events (read into ``cols``) and its top-level object."""
     if len(cols) == 0:
         raise TraceError("holds no profiler events (no operators, ranges or kernels)")
     block = _meta_block(top.get(TRACE_META_KEY))
@@ -489,9 +817,19 @@ def _recording(data: Any, where: str, exact: bool) -> Recording:
             meta[key] = plain_numbers(top[key]) if exact else top[key]
     if "distributedInfo" not in meta and "distributedInfo" in block:
         meta["distributedInfo"] = block["distributedInfo"]
+    if "ddp_buckets" in block:
+        meta["ddp_buckets"] = block["ddp_buckets"]
+    for key in ("compute_dtype", "flops_counts"):  # torchprof's own exports: the dtype (MFU), replayed FLOPs
+        if key in block:
+            meta[key] = block[key]
     label = block.get("label") or _stem(where)
     cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
                     compiled=block.get("compiled", {}), step_times=block.get("step_times", {}))
+    if block.get("tensors"):
+        # Seen on the live run's clock (ns since the epoch); the events count from the file's base time.
+        base = top.get("baseTimeNanoseconds")
+        shift = int(base) if isinstance(base, (int, Decimal)) else 0
+        cap.tensors = [KnownTensor(c, d, a, b, None if t is None else t - shift, m) for c, d, a, b, t, m in block["tensors"]]
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap
@@ -544,6 +882,29 @@ def _meta_block(block: Any) -> dict[str, Any]:
         if not isinstance(info, dict) or type(info.get("rank")) is not int:
             raise TraceError(f"'{key}.distributedInfo' must be an object with an integer rank, not {_clip(info)}")
         out["distributedInfo"] = plain_numbers(info)
+    buckets = block.get("ddp_buckets")
+    if buckets is not None:
+        try:
+            out["ddp_buckets"] = checked_ddp_buckets(plain_numbers(buckets))
+        except ValueError as exc:
+            raise TraceError(f"'{key}.ddp_buckets' {exc}") from None
+    dtype = block.get("compute_dtype")
+    if isinstance(dtype, str):
+        out["compute_dtype"] = dtype
+    tensors = block.get("tensors")
+    if tensors is not None:
+        ok = isinstance(tensors, list) and all(
+            isinstance(t, list) and len(t) == 6 and isinstance(t[0], str) and all(type(v) is int for v in t[1:4])
+            and (t[4] is None or type(t[4]) is int) and (t[5] is None or isinstance(t[5], str)) for t in tensors)  # fmt: skip
+        if not ok:
+            raise TraceError(f"'{key}.tensors' must be a list of [category, device, address, bytes, seen_ns, module], "
+                             f"not {_clip(tensors)}")  # fmt: skip
+        out["tensors"] = tensors
+    counts = block.get("flops_counts")
+    if counts is not None:
+        if not (isinstance(counts, dict) and all(isinstance(counts.get(k), list) for k in ("paths", "macs", "flops"))):
+            raise TraceError(f"'{key}.flops_counts' must be an object of 'paths', 'macs' and 'flops' lists, not {_clip(counts)}")
+        out["flops_counts"] = plain_numbers(counts)
     recorded = block.get("recorded")
     if recorded is not None:
         if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):

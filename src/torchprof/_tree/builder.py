@@ -7,7 +7,7 @@ exactly right, and it is fed identically by a live capture and by a trace file.
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._records import CompiledGraph, CompiledKernel, EventColumns, KnownTensor, ModuleInfo, parse_module_range
 from .._vocab import (
@@ -15,6 +15,7 @@ from .._vocab import (
     COMPILATION,
     COMPILED_BACKWARD,
     COMPILED_REGION_PREFIX,
+    DEVICE_RANGES,
     DEVICE_WITHOUT_OP,
     HOST_RANGE_KINDS,
     LAUNCHED_BEFORE,
@@ -26,6 +27,7 @@ from .._vocab import (
 from . import flops as _flops
 from .activity import cycle_activity
 from .backward import ForwardIndex
+from .comm import CommState, attribute_comm
 from .compiled import COMPILATION_ROLE, FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
 from .finish import finish_tree
@@ -34,6 +36,7 @@ from .nesting import nest
 from .nodes import (
     KEY_COMPILATION,
     KEY_COMPILED_BACKWARD,
+    KEY_DEVICE_RANGES,
     KEY_DEVICE_WITHOUT_OP,
     KEY_LAUNCHED_BEFORE,
     KEY_RECOMPUTE,
@@ -45,8 +48,12 @@ from .nodes import (
 )
 from .tree import Tree
 
-OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
-    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY))  # fmt: skip
+if TYPE_CHECKING:
+    from .devices import Peak
+
+OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, DEVICE_RANGE = map(int, (
+    EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY,
+    EventKind.DEVICE_RANGE))  # fmt: skip
 _HOST = frozenset(int(k) for k in HOST_RANGE_KINDS)
 _UNLAUNCHED_KEYS = {LAUNCHED_BEFORE: KEY_LAUNCHED_BEFORE, DEVICE_WITHOUT_OP: KEY_DEVICE_WITHOUT_OP}
 
@@ -97,6 +104,15 @@ class TreeBuilder:
         self.device_split: dict[int, list[int]] = {}
         self.device_union_ns = [0] * (WORKS + 1)
         self.comm_ns = 0  # time collective communication was in flight, summed over cycles
+        # Device work outside the profiled window, which no figure counts: [activities wholly
+        # outside, activities partly outside, ns outside].
+        self.outside_window = [0, 0, 0]
+        self.device_ranges = 0  # CUPTI range-profiler ranges read (see _add_device_ranges)
+        # Ranges that outlived their parent, per node: [ranges, ns past the parent's end] (that
+        # time is in no total: see nesting.nest).
+        self.overrun: dict[int, list[int]] = {}
+        # DDP's buckets (set by the source before its cycles are added) and host comm's exposed time.
+        self.comm = CommState()
         # Per distinct event name: (node key, module path or None, module type, starts backward,
         # compiled role, has a FLOP formula).
         self._name_info: dict[str, tuple[str, str | None, str | None, bool, int, bool]] = {}
@@ -114,6 +130,7 @@ class TreeBuilder:
         self.cpu_union_ns = 0
         self.unmapped_graph_nodes: set[int] = set()
         self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
+        self.peak_flops: Peak | None = None  # what the mfu column is measured against (set by whoever builds)
 
     # -- per-name facts, computed once ------------------------------------------------------
     def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool, int, bool]:
@@ -156,19 +173,23 @@ class TreeBuilder:
             return
         kinds = ev.kind
         if ev.parent is not None:
-            parent_ev = ev.parent
-            order: Any = range(n) if DEVICE not in kinds else [i for i, k in enumerate(kinds) if k != DEVICE]
+            parent_ev, ends = ev.parent, ev.end
+            off_host = DEVICE in kinds or DEVICE_RANGE in kinds
+            order: Any = range(n) if not off_host else [i for i, k in enumerate(kinds) if k != DEVICE and k != DEVICE_RANGE]
         else:
-            order, parent_ev = nest(ev)
+            order, parent_ev, ends = nest(ev)
         first_step = len(self.steps)
-        node_of, runtime_by_corr, flop_ops, mem_events = self._place(ev, order, parent_ev)
+        node_of, runtime_by_corr, flop_ops, mem_events = self._place(ev, order, parent_ev, ends)
         self._count_flops(ev, flop_ops, node_of)
         self._add_memory(ev, mem_events, node_of)
         self._add_memory_over_time(ev, mem_events, node_of)
         self._add_device(ev, node_of, runtime_by_corr)
+        if DEVICE_RANGE in kinds:
+            self._add_device_ranges(ev)
         self.comm_ns += cycle_activity(ev, self.steps[first_step:], node_of, self.nodes.label)
+        attribute_comm(self, ev, parent_ev, node_of)  # communication onto the layers it serves
 
-    def _place(self, ev: EventColumns, order: Any, parent_ev: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
+    def _place(self, ev: EventColumns, order: Any, parent_ev: list[int], clipped: list[int]) -> tuple[list[int], dict[int, int], list[int], list[int]]:
         """Stage 2: put every range in its node; returns the node of each event, the runtime
         call of each device correlation id, the ops to count FLOPs of, and the memory events.
 
@@ -184,11 +205,15 @@ class TreeBuilder:
         follows, and an autograd engine run nested in backward (reentrant checkpointing) goes to
         the layer of its forward op when that is known. Self time of a range is its duration minus
         the parts of its direct children that lie inside it, so self times partition the covered
-        time and ``total = self + children``.
+        time and ``total = self + children``. A range that outlives its parent counts only up to
+        the parent's end (``clipped``: see :func:`~torchprof._tree.nesting.nest`; a source that
+        gives the nesting is clipped here alike); the part cut off goes to :attr:`overrun`.
         """
         nodes = self.nodes
         n = len(ev)
-        names, kinds, starts, ends, tids = ev.name, ev.kind, ev.start, ev.end, ev.tid
+        names, kinds, starts, tids = ev.name, ev.kind, ev.start, ev.tid
+        recorded, ends = ev.end, clipped
+        overrun = self.overrun
         seq_of = ev.seq.__getitem__ if ev.seq is not None else ev.seq_of
         assert seq_of is not None
         fwd_tids = ev.fwd_tid
@@ -248,10 +273,15 @@ class TreeBuilder:
             e = ends[i]
             if p >= 0:
                 pnode = node_of[p]
+                pe = ends[p]
+                if e > pe:  # outlives its parent (a source that nests events itself)
+                    e = pe if pe > s else s
+                    if ends is recorded:
+                        ends = list(recorded)
+                    ends[i] = e
                 # The part of this range inside its parent is not the parent's self time; the
                 # parent's node is final (events come after their parent), so it comes off now.
-                pe = ends[p]
-                n_cpu[pnode] -= (e if e < pe else pe) - s
+                n_cpu[pnode] -= e - s
             else:
                 pnode = root
                 if k != DEVICE:
@@ -265,7 +295,7 @@ class TreeBuilder:
                 # (on fake tensors); all of it is the compile's time, none of it a layer's op. (Its
                 # part inside the parent came off the parent's self time above: it goes back.)
                 node_of[i] = pnode
-                n_cpu[pnode] += (e if e < pe else pe) - s
+                n_cpu[pnode] += e - s  # (e is cut at the parent's end above)
                 continue
             name = names[i]
             node = -1
@@ -323,6 +353,12 @@ class TreeBuilder:
             node_of[i] = node
             n_calls[node] += 1
             n_cpu[node] += e - s  # its children's parts come off as they arrive
+            if e != recorded[i]:
+                cut = overrun.get(node)
+                if cut is None:
+                    cut = overrun[node] = [0, 0]
+                cut[0] += 1
+                cut[1] += recorded[i] - e
             if k == OP:
                 in_recompute = recompute_of.get(pnode, -1) if recompute_of else -1
                 if n_kind[pnode] != OP and (not n_bwd[node] or in_recompute >= 0) and not (fwd_tid_known and fwd_tids[i]):
@@ -579,6 +615,9 @@ class TreeBuilder:
         device = [i for i, k in enumerate(ev.kind) if k == DEVICE]
         if not device:
             return
+        device, starts, ends = self._in_window(ev, device)
+        if not device:
+            return
         self.cuda = True
         nodes = self.nodes
         corrs, links = ev.corr, ev.link
@@ -586,7 +625,7 @@ class TreeBuilder:
         first_launch = min(runtime_by_corr) if runtime_by_corr else None
         host_start = min((s for s, k in zip(ev.start, ev.kind) if k in _HOST), default=None)
         placed: list[int] = []
-        for i in device:
+        for k, i in enumerate(device):
             c = corrs[i]
             launcher = runtime_by_corr.get(c, -2) if c else -2
             if launcher >= 0:
@@ -612,17 +651,64 @@ class TreeBuilder:
             if node < 0:
                 node = nodes.add(pnode, DEVICE, name, None, nodes.bwd[pnode], key)
             nodes.calls[node] += 1
-            nodes.cuda_ns[node] += ev.end[i] - ev.start[i]
+            nodes.cuda_ns[node] += ends[k] - starts[k]
             placed.append(node)
-        self._add_busy(ev, device)
-        self._add_device_time(ev, device, placed)
+        self._add_busy(starts, ends)
+        self._add_device_time(ev, device, starts, ends, placed)
 
-    def _add_device_time(self, ev: EventColumns, device: list[int], placed: list[int]) -> None:
+    def _in_window(self, ev: EventColumns, device: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """The window rule for device work: where the source records the profiled window (kineto's
+        ``PyTorch Profiler`` span), every device figure (each kernel's time, the layers' device
+        columns, busy, idle, compute, comm) counts only the part of each activity inside it, and
+        an activity wholly outside it is no row at all (:attr:`outside_window` keeps the count).
+        Returns the activities kept and their clipped starts and ends."""
+        starts, ends = [ev.start[i] for i in device], [ev.end[i] for i in device]
+        if ev.span is None:
+            return device, starts, ends
+        lo, hi = ev.span
+        if all(lo <= s and e <= hi for s, e in zip(starts, ends)):
+            return device, starts, ends
+        kept: list[int] = []
+        kept_starts: list[int] = []
+        kept_ends: list[int] = []
+        outside = self.outside_window
+        for i, s, e in zip(device, starts, ends):
+            cs, ce = max(s, lo), min(e, hi)
+            if ce > cs or (s == e and lo <= s <= hi):
+                kept.append(i)
+                kept_starts.append(cs)
+                kept_ends.append(ce)
+                if (cs, ce) != (s, e):
+                    outside[1] += 1
+                    outside[2] += (e - s) - (ce - cs)
+            else:
+                outside[0] += 1
+                outside[2] += e - s
+        return kept, kept_starts, kept_ends
+
+    def _add_device_ranges(self, ev: EventColumns) -> None:
+        """CUPTI range-profiler ranges: one row per kernel name under one row of the root, with
+        their count and no time (their length is the profiler's replay of the kernel)."""
+        nodes = self.nodes
+        top = nodes.children[self.root].get(KEY_DEVICE_RANGES, -1)
+        if top < 0:
+            top = nodes.add(self.root, REGION, DEVICE_RANGES, None, False, KEY_DEVICE_RANGES)
+        for i, k in enumerate(ev.kind):
+            if k == DEVICE_RANGE:
+                name = ev.name[i]
+                key = TAG_REGION + name
+                node = nodes.children[top].get(key, -1)
+                if node < 0:
+                    node = nodes.add(top, REGION, name, None, False, key)
+                nodes.calls[node] += 1
+                nodes.calls[top] += 1
+                self.device_ranges += 1
+
+    def _add_device_time(self, ev: EventColumns, device: list[int], starts: list[int], ends: list[int], placed: list[int]) -> None:
         """Stage 4c: the cycle's device time by what it did (:mod:`~torchprof._tree.device_time`):
         each activity's duration goes to its node as compute, comm or memcpy, with the part of a
         comm kernel that compute hid and the idle gap the activity ended; the run keeps the union
         of each kind and the comm/compute overlap. ``placed`` is the node of each of ``device``."""
-        starts, ends = [ev.start[i] for i in device], [ev.end[i] for i in device]
         tids = ev.tid
         split = device_time([ev.name[i] for i in device], starts, ends, [device_of(tids[i]) for i in device], ev.span)
         per_node = self.device_split
@@ -649,17 +735,13 @@ class TreeBuilder:
         nodes.calls[node] += 1
         return node
 
-    def _add_busy(self, ev: EventColumns, device: list[int]) -> None:
+    def _add_busy(self, starts: list[int], ends: list[int]) -> None:
         """The cycle's device busy time (the union of its device intervals over every stream and
-        device) and its window (first device start to last device end), both clipped to the
-        profiled span where the source records one. Sorting the cycle's intervals costs
-        O(k log k) for k device events; nothing is kept but two sums, so the gaps between the
-        cycles of a schedule are not counted as idle."""
-        starts, ends = ev.start, ev.end
-        spans = sorted((starts[i], ends[i]) for i in device)
-        if ev.span is not None:
-            lo, hi = ev.span
-            spans = [(max(s, lo), min(e, hi)) for s, e in spans if min(e, hi) > max(s, lo)]
+        device) and its window (first device start to last device end), of the activities as
+        :meth:`_in_window` clipped them. Sorting the cycle's intervals costs O(k log k) for k
+        device events; nothing is kept but two sums, so the gaps between the cycles of a schedule
+        are not counted as idle."""
+        spans = sorted(zip(starts, ends))
         if not spans:
             return
         busy = 0

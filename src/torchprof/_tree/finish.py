@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, RANK_COLUMNS, STEP_PREFIX, EventKind
 from . import device_time as _device
 from . import flops as _flops
+from .comm import comm_sums
 from .memory import act_values, memory_report, peak_values
+from .mfu import tree_mfu
 from .modules import root_modules
 from .nodes import Nodes
-from .tree import Tree
+from .tree import PATH_SEPARATOR, Columns, PathColumn, Tree
 
 if TYPE_CHECKING:
     from .builder import TreeBuilder
@@ -24,6 +26,9 @@ NAN = float("nan")
 #: How ``unsupported_ops`` names the runs of compiled graphs whose kernels have no layer map.
 UNMAPPED_GRAPH = "compiled graph without a layer map (see summary['warnings'])"
 US = 1000.0  # ns per µs
+#: ``df.kind`` of each event kind, one string object each (not one per row).
+_KIND_LABEL = {k: v.label for k, v in NODE_KIND_OF_EVENT.items()}
+COLUMN_NAMES = [c.name for c in COLUMNS]
 
 
 @dataclass
@@ -102,8 +107,10 @@ class Finishing:
     order: list[int]
     """Node ids in row order (pre-order)."""
     depth: list[int]
-    paths: dict[int, str]
+    paths: PathColumn
+    """Each row's path (built on demand: see :class:`~torchprof._tree.tree.PathColumn`)."""
     names: dict[int, str]
+    parent_index: list[int]
     has_flops: bool
 
     def per_row(self, values: list[Any]) -> list[Any]:
@@ -137,6 +144,11 @@ class Finishing:
         """Per device-time field (:mod:`~torchprof._tree.device_time`: ns of compute, comm and
         memcpy, comm overlapped, idle ended), its total over each node's subtree."""
         return device_time_sums(self.nodes, self.builder.device_split)
+
+    @cached_property
+    def comm(self) -> tuple[list[int], list[int]]:
+        """Per node, its subtree's host communication ns and the exposed part of it."""
+        return comm_sums(self.nodes, self.builder.comm.exposed)
 
     def device_us(self, field: int) -> list[float]:
         return self.us(self.device_time[field])
@@ -196,12 +208,12 @@ def _counted(fn: Callable[[Finishing], list[Any]]) -> Callable[[Finishing], list
 
 #: How each registry column is computed, by name (rows in pre-order).
 COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
-    "path": lambda f: [f.paths[nid] for nid in f.order],
+    "path": lambda f: [],  # made on first read (see tree.Columns)
     "name": lambda f: [f.names[nid] for nid in f.order],
-    "kind": lambda f: [NODE_KIND_OF_EVENT[f.nodes.kind[nid]].label for nid in f.order],
+    "kind": lambda f: [_KIND_LABEL[f.nodes.kind[nid]] for nid in f.order],
     "type": lambda f: f.per_row(f.nodes.type),
     "module": lambda f: [f.nodes.label[nid] if f.nodes.kind[nid] == MODULE else None for nid in f.order],
-    "parent": lambda f: [f.paths[f.nodes.parent[nid]] if f.nodes.parent[nid] >= 0 else None for nid in f.order],
+    "parent": lambda f: [],
     "depth": lambda f: f.per_row(f.depth),
     "exec_order": _exec_order,
     "calls": lambda f: [f.nodes.calls[nid] if nid != f.builder.root else 1 for nid in f.order],
@@ -210,6 +222,8 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "cpu_us": lambda f: f.us(f.sums.total["cpu_ns"]),
     "fwd_cpu_us": lambda f: f.us(f.sums.fwd["cpu"]),
     "other_cpu_us": lambda f: f.us(f.sums.other["cpu"]),
+    "comm_cpu_us": lambda f: f.us(f.comm[0]),
+    "comm_exposed_cpu_us": lambda f: f.us(f.comm[1]),
     "fwd_cuda_us": _cuda(lambda f: f.us(f.sums.fwd["cuda"])),
     "other_cuda_us": _cuda(lambda f: f.us(f.sums.other["cuda"])),
     "self_cuda_us": _cuda(lambda f: f.us(f.nodes.cuda_ns)),
@@ -235,6 +249,7 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "params": lambda f: _params(f),
     "macs": _counted(lambda f: f.counted("macs")),
     "flops": _counted(lambda f: f.counted("flops")),
+    "mfu": lambda f: [NAN] * len(f.order),  # needs the finished times and FLOPs: set in finish_tree
     "input_shapes": lambda f: [_shape_text(f.nodes.shapes[nid]) for nid in f.order],
     "source": lambda f: f.per_row(f.nodes.source),
     "layer_self_cpu_us": lambda f: f.layer_self("cpu", False),
@@ -252,12 +267,24 @@ def finish_tree(builder: TreeBuilder) -> Tree:
     nodes = builder.nodes
     sums = rollup(nodes)
     order, depth = preorder(nodes, builder.root, sums.total["cpu_ns"], sums.total["cuda_ns"])
-    paths, names = unique_paths(nodes, builder.root, order)
-    has_flops = builder.want_flops and builder.saw_shapes
-    f = Finishing(builder, nodes, sums, order, depth, paths, names, has_flops)
-    columns = {c.name: COMPUTE[c.name](f) for c in COLUMNS}
-    row_of = {nid: row for row, nid in enumerate(order)}
+    scopes, labels, names = unique_paths(nodes, builder.root, order)
+    row_of = [-1] * len(nodes)
+    for row, nid in enumerate(order):
+        row_of[nid] = row
+    if builder.memory and builder.ledger.peaks:
+        # The known tensors are all in: what each peak holds beyond the allocator's own total.
+        builder.ledger.settle(builder.tensors)
+        builder.peak = builder.ledger.peak_pair()
     parent_index = [row_of[nodes.parent[nid]] if nodes.parent[nid] >= 0 else -1 for nid in order]
+    paths = PathColumn([row_of[scopes[nid]] if scopes[nid] >= 0 else -1 for nid in order], [labels[nid] for nid in order])
+    has_flops = builder.want_flops and builder.saw_shapes
+    f = Finishing(builder, nodes, sums, order, depth, paths, names, parent_index, has_flops)
+    # path and parent are made when first read (see tree.Columns).
+    columns = Columns({c.name: COMPUTE[c.name](f) for c in COLUMNS if c.name not in Columns.LAZY}, paths, parent_index,
+                      COLUMN_NAMES)  # fmt: skip
+    peak = builder.peak_flops  # a devices.Peak set by whoever built the tree, if any
+    if peak is not None:
+        columns["mfu"] = tree_mfu(columns, builder.cuda, peak.flops_per_s)
     tot_cpu, tot_cuda, bwd_cpu = sums.total["cpu_ns"], sums.total["cuda_ns"], sums.bwd["cpu"]
     steps = [
         {"step": s["step"], "wall_us": s["wall_us"], "cpu_us": tot_cpu[s["node"]] / US,
@@ -282,7 +309,10 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         gpu_window_us=builder.device_window_ns / US if builder.device_window_ns else NAN,
         gpu_time_us=gpu_time(builder),
         comm_us=builder.comm_ns / US,
-        memory=memory_report(builder.ledger, builder.tensors, order, paths, columns["module"]) if builder.memory else {},
+        overruns=sorted(([row_of[nid], ranges, ns / US] for nid, (ranges, ns) in builder.overrun.items()),
+                        key=lambda r: (-r[2], r[0])),
+        memory=memory_report(builder.ledger, builder.tensors, order, lambda nid: paths[row_of[nid]], columns["module"]) if builder.memory else {},
+        peak_flops=peak.to_json() if peak is not None else {},
         cpu_union_us=builder.cpu_union_ns / US if builder.threads else NAN,
         threads=[{"thread": tid, "cpu_us": cpu / US, "compile_us": compile_ns / US}
                  for tid, (cpu, compile_ns) in sorted(builder.threads.items(), key=lambda kv: -kv[1][0])],
@@ -335,58 +365,74 @@ def preorder(nodes: Nodes, root: int, tot_cpu: list[int], tot_cuda: list[int]) -
     return order, depth
 
 
-def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, str], dict[int, str]]:
-    """Unique row keys. A module keeps its dotted ``named_modules`` path (``ResNet.layer1.0``),
-    also when a region or op sits between it and the module that contains it (DDP's
-    ``DistributedDataParallel.forward``, a checkpoint function), and its name is the part after
-    that module's path; below a region outside every module (``ProfilerStep#3``) the region's path
-    is a prefix (``ProfilerStep#3/ResNet``). Anything else is ``<parent path>/<name>``; children of
-    the root drop the root's label. A path met again gets `` #2``, `` #3``, ...
+def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, int], dict[int, str], dict[int, str]]:
+    """Unique row keys, as each node's scope and label (``path = <scope's path>/<label>``, the
+    bare label without a scope: see :class:`~torchprof._tree.tree.PathColumn`) and its name. A
+    module keeps its dotted ``named_modules`` path (``ResNet.layer1.0``), also when a region or op
+    sits between it and the module that contains it (DDP's ``DistributedDataParallel.forward``, a
+    checkpoint function), and its name is the part after that module's path; below a region
+    outside every module (``ProfilerStep#3``) the region's path is a prefix
+    (``ProfilerStep#3/ResNet``). Anything else is ``<parent path>/<name>``; children of the root
+    drop the root's label. A path met again gets `` #2``, `` #3``, ... on its label.
 
-    A path is ``<scope's path>/<label>`` (or the bare label at the top), its scope the parent, or
-    for a module the region or op above its run of modules. When no label holds a "/", two paths
-    are equal exactly when scope and label are, so uniqueness is checked on (scope, label): a
-    deep path (18 KB at depth 3000) is then built once and never hashed. O(nodes) plus building
-    the path strings themselves.
+    Paths are compared without being built: each is a node of a trie of its "/"-separated
+    segments (a label may hold a "/" itself), so two rows have equal paths exactly when they
+    reach the same trie node. O(nodes + the labels' segments); no string longer than a label is
+    made, so deep trees cost memory linear in their rows.
     """
-    paths: dict[int, str] = {}
+    scopes: dict[int, int] = {}
+    labels: dict[int, str] = {}
     names: dict[int, str] = {}
-    scope_of: dict[int, int] = {}  # the node whose path comes before a module's label (-1: none)
     enclosing: dict[int, int] = {root: -1}  # nearest module at or above each node
-    by_text = any("/" in label for label in nodes.label)  # then only whole paths can tell
-    taken: set[Any] = set()
+    trie: dict[tuple[int, str], int] = {}  # (parent segment node, segment) -> segment node
+    at: dict[int, int] = {-1: -1}  # the trie node of each node's path (-1: the empty path)
+    taken: set[int] = set()
+    node_label, node_kind, node_parent = nodes.label, nodes.kind, nodes.parent
+
+    def walk(base: int, label: str) -> int:
+        for segment in label.split(PATH_SEPARATOR) if PATH_SEPARATOR in label else (label,):
+            key = (base, segment)
+            found = trie.get(key)
+            if found is None:
+                found = trie[key] = len(trie)
+            base = found
+        return base
+
     for nid in order:
-        p = nodes.parent[nid]
-        label = nodes.label[nid]
+        p = node_parent[nid]
+        label = node_label[nid]
         name = label
         if p < 0:
             scope = -1
-        elif nodes.kind[nid] == MODULE:
+        elif node_kind[nid] == MODULE:
             outer = enclosing[p]
-            cut = len(nodes.label[outer]) if outer >= 0 else 0
-            if outer >= 0 and label.startswith(nodes.label[outer]) and label[cut : cut + 1] == ".":
-                scope = scope_of[outer]
+            outer_label = node_label[outer] if outer >= 0 else ""
+            cut = len(outer_label)
+            if outer >= 0 and label.startswith(outer_label) and label[cut : cut + 1] == ".":
+                scope = scopes[outer]
                 name = label[cut + 1 :]
             else:
-                scope = scope_of[p] if nodes.kind[p] == MODULE else (-1 if p == root else p)
+                scope = scopes[p] if node_kind[p] == MODULE else (-1 if p == root else p)
         else:
             scope = -1 if p == root else p
         if p >= 0:
-            enclosing[nid] = nid if nodes.kind[nid] == MODULE else enclosing[p]
-        scope_of[nid] = scope
-        prefix = paths[scope] if scope >= 0 else None
-        path = label if prefix is None else f"{prefix}/{label}"
-        key: Any = path if by_text else (scope, label)
+            enclosing[nid] = nid if node_kind[nid] == MODULE else enclosing[p]
+        base = at[scope]
+        key = walk(base, label)
         if key in taken:
+            head, _, last = label.rpartition(PATH_SEPARATOR)
+            prefix = walk(base, head) if head else base
             n = 2
-            while (f"{path} #{n}" if by_text else (scope, f"{label} #{n}")) in taken:
+            while walk(prefix, f"{last} #{n}") in taken:
                 n += 1
-            path = f"{path} #{n}"
-            key = path if by_text else (scope, f"{label} #{n}")
+            label = f"{label} #{n}"
+            key = walk(prefix, f"{last} #{n}")
         taken.add(key)
-        paths[nid] = path
+        at[nid] = key
+        scopes[nid] = scope
+        labels[nid] = label
         names[nid] = name
-    return paths, names
+    return scopes, labels, names
 
 
 def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import compress
 from typing import Any
 
 from .._vocab import COLUMN, COLUMNS, LARGEST, RANK_COLUMNS, RANK_METRICS, RANK_SPREAD_METRICS, is_missing
@@ -64,11 +65,13 @@ def merge_ranks(trees: Sequence[Tree], ranks: Sequence[Any], walls: Sequence[flo
         seen = [False] * n
         for source, tree in enumerate(trees):
             values = tree.columns[spec.name]
-            for u, v in zip(union.node_of[source], values):
-                if not is_missing(v):
-                    seen[u] = True
+            node_of = union.node_of[source]
+            # v == v: not NaN (inline: this loop runs once per column, rank and row)
+            for u in compress(node_of, [v is not None and v == v for v in values]):
+                seen[u] = True
             for u, v in enumerate(summed(union, source, values, spec.rollup == "total")):
-                total[u] += v
+                if v:
+                    total[u] += v
         mean = [t / count if s else NAN for t, s in zip(total, seen)]
         if spec.name == "calls":
             # Whole calls, half up, and at least one where any rank ran the node.

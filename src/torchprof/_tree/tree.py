@@ -2,15 +2,170 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
+
+#: What separates a row's label from its scope's path (``ProfilerStep#3/aten::add``).
+PATH_SEPARATOR = "/"
+
+
+class PathColumn(Sequence[str]):
+    """The ``path`` column held in O(rows) memory: ``path[i]`` is ``path[scope[i]] + "/" + label[i]``,
+    or ``label[i]`` alone when ``scope[i]`` is -1. A scope is an earlier row (an ancestor, so it
+    comes first in pre-order).
+
+    Full path strings grow with depth (a chain d deep holds d²/2 names in its paths), so they are
+    built only when asked for: one path costs O(its depth) to build and is not kept; iterating
+    builds every path once, each from its scope's, and keeps them (views that need them all, like
+    ``prof.df``, then pay what they show). Everything else (the tree, saving, the summary, the
+    terminal table) reads ``scope`` and ``label`` and stays linear in rows whatever the depth."""
+
+    __slots__ = ("_all", "label", "scope")
+
+    def __init__(self, scope: list[int], label: list[str]) -> None:
+        if len(scope) != len(label):
+            raise ValueError(f"{len(scope)} scopes for {len(label)} labels")
+        self.scope = scope
+        self.label = label
+        self._all: list[str] | None = None
+
+    @classmethod
+    def from_paths(cls, paths: Sequence[str], parent_index: Sequence[int]) -> PathColumn:
+        """Plain path strings made compact: each row's scope is its nearest ancestor whose path
+        and a "/" begin the row's path (-1 for none). O(rows x the ancestors tried); the strings
+        given are kept as the built paths."""
+        if isinstance(paths, PathColumn):
+            return paths
+        scope: list[int] = []
+        label: list[str] = []
+        for i, path in enumerate(paths):
+            a = parent_index[i] if i < len(parent_index) else -1
+            while a >= 0:
+                prefix = paths[a]
+                if len(path) > len(prefix) + 1 and path.startswith(prefix) and path[len(prefix)] == PATH_SEPARATOR:
+                    break
+                a = parent_index[a]
+            scope.append(a)
+            label.append(path if a < 0 else path[len(paths[a]) + 1 :])
+        out = cls(scope, label)
+        out._all = paths if isinstance(paths, list) else list(paths)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.scope)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if self._all is not None:
+            return self._all[i]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        scope, label = self.scope, self.label
+        if i < 0:
+            i += len(scope)
+        parts = [label[i]]
+        j = scope[i]
+        while j >= 0:
+            parts.append(label[j])
+            j = scope[j]
+        return parts[0] if len(parts) == 1 else PATH_SEPARATOR.join(reversed(parts))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.materialized())
+
+    def materialized(self) -> list[str]:
+        """Every path as a string (built once, each from its scope's, and kept)."""
+        if self._all is None:
+            out: list[str] = []
+            scope, label = self.scope, self.label
+            for i, lab in enumerate(label):
+                j = scope[i]
+                out.append(lab if j < 0 else f"{out[j]}{PATH_SEPARATOR}{lab}")
+            self._all = out
+        return self._all
+
+    def tail(self, i: int, j: int) -> str | None:
+        """What row ``i``'s path adds to row ``j``'s (``/aten::add``, ``.conv1``) when it begins
+        with it, else None; without building either path when ``j`` is ``i``'s scope."""
+        if self.scope[i] == j:
+            return PATH_SEPARATOR + self.label[i]
+        if self._all is None and self.scope[i] == self.scope[j] and j >= 0:
+            # Siblings under one scope (a module below its parent module): compare labels only.
+            own, theirs = self.label[i], self.label[j]
+            return own[len(theirs) :] if own.startswith(theirs) else None
+        path, prefix = self[i], self[j]
+        return path[len(prefix) :] if path.startswith(prefix) else None
+
+    def __repr__(self) -> str:
+        return f"PathColumn({len(self)} rows)"
+
+
+class Columns(dict[str, list[Any]]):
+    """A tree's columns by name, a plain dict but for ``path`` and ``parent``: those are made
+    from the compact :class:`PathColumn` (as lists of strings, kept) the first time they are read,
+    so code that never reads them (loading, the summary, the terminal table, saving) stays linear
+    in rows at any depth. Reading every column (``items()``, ``dict(columns)``) makes them too."""
+
+    LAZY = ("path", "parent")
+
+    def __init__(self, values: dict[str, list[Any]], paths: PathColumn, parent_index: list[int], order: Sequence[str]) -> None:
+        super().__init__(values)
+        self.paths = paths
+        self.parent_index = parent_index
+        self.order = [k for k in order if k in values or k in self.LAZY]
+
+    def __missing__(self, key: str) -> list[Any]:
+        if key == "path":
+            value: list[Any] = self.paths.materialized()
+        elif key == "parent":
+            paths = self["path"]
+            value = [paths[p] if p >= 0 else None for p in self.parent_index]
+        else:
+            raise KeyError(key)
+        self[key] = value
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self else default  # noqa: SIM401 - self.get is this method
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self.LAZY
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def keys(self) -> list[str]:  # type: ignore[override]
+        extra = [k for k in dict.keys(self) if k not in self.order]
+        return self.order + extra
+
+    def values(self) -> list[list[Any]]:  # type: ignore[override]
+        return [self[k] for k in self.keys()]
+
+    def items(self) -> list[tuple[str, list[Any]]]:  # type: ignore[override]
+        return [(k, self[k]) for k in self.keys()]
+
+    def copy(self) -> dict[str, list[Any]]:
+        return dict(self.items())
+
+    def stored(self) -> Iterator[tuple[str, list[Any]]]:
+        """The columns but the lazy ones, without making those."""
+        return ((k, v) for k, v in dict.items(self) if k not in self.LAZY)
 
 
 @dataclass
 class Tree:
     """A finished profile tree, column-wise, in pre-order (parent before children, siblings by
     descending ``cpu_us``). Row 0 is the root; ``parent_index[i]`` is -1 for it. ``columns`` holds
-    every column of the registry (:data:`torchprof._vocab.COLUMNS`) by name."""
+    every column of the registry (:data:`torchprof._vocab.COLUMNS`) by name. The ``path`` and
+    ``parent`` columns may be a :class:`PathColumn` and a :class:`ParentPathColumn`, sequences
+    that build their strings on demand (read them by index or iteration, not as lists)."""
 
     columns: dict[str, list[Any]]
     parent_index: list[int]
@@ -51,13 +206,34 @@ class Tree:
     cpu_union_us: float = float("nan")
     """The time any thread ran a recorded range: the union of the threads' outermost ranges.
     The CPU total exceeds it by the time threads ran at once."""
+    overruns: list[list[Any]] = field(default_factory=list)
+    """Ranges that outlived the range they ran in (async collectives such as ``hccl:all_to_all``),
+    one ``[row, ranges, overrun_us]`` per row, largest first: each such range counts only up to
+    its parent's end (see :func:`~torchprof._tree.nesting.nest`), and ``overrun_us`` is the time
+    cut off, which no total holds."""
     memory: dict[str, Any] = field(default_factory=dict)
     """Memory over time (with ``memory=True``; see :func:`~torchprof._tree.memory.memory_report`):
     ``devices`` (per device name: the peak, when, in which row and phase, and what was alive
     then) and ``timeline`` (per device name: ``time_us``, ``allocated``, ``row``, ``phase``)."""
 
+    peak_flops: dict[str, Any] = field(default_factory=dict)
+    """The peak the ``mfu`` column is measured against (:meth:`~torchprof._tree.devices.Peak.to_json`:
+    ``flops_per_s``, ``device``, ``dtype``, ``source``); empty where none was looked for."""
+    _paths: PathColumn | None = field(default=None, repr=False, compare=False)
+
     def __len__(self) -> int:
         return len(self.parent_index)
+
+    @property
+    def paths(self) -> PathColumn:
+        """Each row's path as its scope row and label (:class:`PathColumn`): what views that only
+        need a path's last part, and saving, read instead of the ``path`` column."""
+        cols = self.columns
+        if isinstance(cols, Columns):
+            return cols.paths
+        if self._paths is None or self._paths.materialized() is not cols["path"]:
+            self._paths = PathColumn.from_paths(cols["path"], self.parent_index)
+        return self._paths
 
     def children(self) -> list[list[int]]:
         """Row indices of each row's children, in tree order."""

@@ -11,8 +11,10 @@ from typing import Any
 from .._files import dumps, parse_json, read_bytes, write_atomic, write_atomic_chunks
 from .._records import Recording
 from .._traces.rewrite import BASE_TIME_KEY, write_with_block
+from .._tree.counts import counts_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
+from .format import printable
 
 
 def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
@@ -22,6 +24,13 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
     recorded = meta.get("recorded")
     earlier: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     shapes = meta["shapes"] if "shapes" in meta else earlier.get("shapes", any(tree.columns["input_shapes"]))
+    # Without recorded shapes the trace cannot count FLOPs again: the replay's counts go with it.
+    counts = counts_block(tree) if not shapes else None
+    extra: dict[str, Any] = {"flops_counts": counts} if counts is not None else {}
+    if isinstance(meta.get("compute_dtype"), str):
+        extra["compute_dtype"] = meta["compute_dtype"]
+    if recording.tensors:  # parameters, gradients, optimizer state by address: what a memory peak holds
+        extra["tensors"] = [[k.category, k.device, k.addr, k.nbytes, k.seen_ns, k.module] for k in recording.tensors]
     return {
         "version": 1,
         "label": recording.label,
@@ -30,6 +39,8 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         "compiled": {key: graph.to_json() for key, graph in recording.compiled.items()},
         # The rank, for a trace torch wrote without it (the process group began after profiling).
         **({"distributedInfo": meta["distributedInfo"]} if isinstance(meta.get("distributedInfo"), dict) else {}),
+        # How DDP bucketed the gradients: the all-reduces split over their layers again on reload.
+        **({"ddp_buckets": meta["ddp_buckets"]} if meta.get("ddp_buckets") else {}),
         # Every step's wall time, recorded or not (a long run's outliers), for a merged job too.
         **({"step_times": recording.step_times} if recording.step_times else {}),
         "recorded": {
@@ -38,6 +49,7 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
             "cuda": tree.has_cuda,
             "flops": tree.has_flops or bool(meta.get("flops", False)),
         },
+        **extra,
     }
 
 
@@ -126,7 +138,9 @@ def _stack_lines(names: list[str], depths: list[int], values: list[float]) -> It
     frames: list[str] = []
     for name, depth, v in zip(names, depths, values):
         del frames[depth:]
-        frames.append(name.replace(";", ":").replace("\n", " "))
+        # ";" separates frames; a control character (ESC, a newline, a bidi override) would act on
+        # the terminal that shows the file, or break its line: written as visible escapes.
+        frames.append(printable(name.replace(";", ":")))
         if is_missing(v):
             continue
         count = round(v)

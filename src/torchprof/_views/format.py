@@ -11,19 +11,24 @@ from .._vocab import is_missing
 
 # C0 controls, DEL and C1 controls: ESC and CSI start terminal escape sequences (colours, cursor
 # moves, window titles, hyperlinks), BEL rings, CR and backspace overwrite what was printed.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Bidirectional controls (U+061C, U+200E/F, U+202A-E, U+2066-9) reorder the text after them, so
+# a name could show as another ("Trojan Source"); U+2028/U+2029 break lines; lone surrogates
+# cannot be written out at all.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escape(match: re.Match[str]) -> str:
     ch = match.group()
-    return _NAMED_ESCAPES.get(ch) or f"\\x{ord(ch):02x}"
+    code = ord(ch)
+    return _NAMED_ESCAPES.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: every control character (C0, DEL, C1) written as a
-    visible escape (``\\x1b``, ``\\n``), so names from an untrusted trace cannot colour, move,
-    retitle or clear the terminal, nor fake lines of the table."""
+    """``text`` safe to print on a terminal: every control character (C0, DEL, C1), bidirectional
+    control, line or paragraph separator and lone surrogate written as a visible escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), so names from an untrusted trace cannot colour, move,
+    retitle or clear the terminal, reorder what follows them, nor fake lines of the table."""
     return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
@@ -87,7 +92,19 @@ def percent(part: float, whole: float) -> str:
     return f"{pct:.1f}%"
 
 
-_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
+def fraction(value: float) -> str:
+    """A share written as a percentage, three significant figures: ``31.2%``, ``4.05%``, ``0.12%``;
+    two below 0.01% (``0.0031%``), so a small share never reads as zero."""
+    if is_missing(value):
+        return "-"
+    pct = 100.0 * value
+    if pct == 0 or abs(pct) >= 0.01:
+        return _sig(pct) + "%"
+    return f"{pct:.2g}%"
+
+
+_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v)),
+                                               "fraction": fraction}  # fmt: skip
 
 
 def value_text(unit: str, value: float) -> str:
@@ -151,6 +168,12 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
         where = at.get("layer") or at.get("path")
         items.append((f"{device} peak in", f"{where} ({at.get('phase')})",
                       f"The layer running when {device} memory peaked ({nbytes(at.get('bytes', nan))}); deepest node: {at.get('path')}"))  # fmt: skip
+    overrun, top = get("overrun_us"), s.get("overrun_top")
+    if overrun > 0 and top:
+        more = f" and {top['rows'] - 1} other row{'s' if top['rows'] > 2 else ''}" if top["rows"] > 1 else ""
+        items.append(("outlived parent", f"{time_us(overrun)} ({top['name']}{more})",
+                      "Ranges that ran past the end of the range they ran in (async collectives): each counts up to its "
+                      "parent's end, and this time past it is in no total"))  # fmt: skip
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
     for text in s.get("warnings") or ():
@@ -161,3 +184,40 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 def summary_line(s: dict[str, Any]) -> str:
     """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
     return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))
+
+
+#: The longest path a headline writes in full; a longer one loses its middle.
+HEADLINE_PATH = 80
+
+
+def _clip(text: str, limit: int = HEADLINE_PATH) -> str:
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+def headline(s: dict[str, Any]) -> str:
+    """``Costliest layer: ResNet.layer4.1.conv2 (Conv2d) 9.3% · costliest type: Conv2d 69% (20 modules) ·
+    MFU 31% of NVIDIA H100 SXM bf16``: shares of the run's CPU total (device total with a device)."""
+    parts = []
+    device = s.get("hot_metric") == "cuda_us"
+    of = "device time" if device else "CPU time"
+    layer = s.get("bottleneck")
+    if isinstance(layer, dict):
+        kind = f" ({layer['type']})" if layer.get("type") else ""
+        parts.append(f"costliest layer: {_clip(str(layer.get('layer') or layer['path']))}{kind} "
+                     f"{percent(layer.get('share', float('nan')), 1.0) or '0%'} of {of}")  # fmt: skip
+    costly = s.get("costliest_type")
+    if isinstance(costly, dict):
+        parts.append(f"costliest type: {costly['type']} {percent(costly.get('share', float('nan')), 1.0) or '0%'} "
+                     f"({costly.get('modules')} module{'s' if costly.get('modules') != 1 else ''})")  # fmt: skip
+    mfu = s.get("mfu", float("nan"))
+    peak: dict[str, Any] = s["peak_flops"] if isinstance(s.get("peak_flops"), dict) else {}
+    if not is_missing(mfu):
+        against = " ".join(str(x) for x in (peak.get("device"), peak.get("dtype")) if x) or rate(peak.get("flops_per_s", float("nan")))
+        parts.append(f"MFU {fraction(mfu)} of {against}")
+    if not parts:
+        return "nothing ran long enough to name a bottleneck"
+    text = " · ".join(parts)
+    return printable(text[0].upper() + text[1:])

@@ -15,6 +15,7 @@ from .._tree.tree import Tree
 from .._vocab import COLUMN, NodeKind
 from .cells import cell_text, view_columns
 from .format import summary_line
+from .insights import Finding
 from .payload import payload, payload_json
 from .rows import threshold_column, visible_rows
 from .state import check_state
@@ -77,12 +78,12 @@ body { padding: 12px; background: var(--jp-layout-color0, #ffffff); }
 """
 
 
-def report_html(tree: Tree, summary: dict[str, Any], **state: Any) -> str:
+def report_html(tree: Tree, summary: dict[str, Any], findings: list[Finding] | None = None, **state: Any) -> str:
     """One self-contained page with the widget's interactive view: the ES module and its CSS
     inlined, the data as escaped JSON, a Content-Security-Policy that allows only the page's own
     inline code, so it works with no kernel and no network."""
     folded = across_steps(tree)
-    spec = {"state": check_state(tree, state, folded), "payload": payload_json(payload(tree, summary, folded))}
+    spec = {"state": check_state(tree, state, folded), "payload": payload_json(payload(tree, summary, folded, findings=findings))}
     return report_page(spec, str(tree.columns["name"][0]))
 
 
@@ -156,9 +157,10 @@ def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_
         '<table style="border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px;margin:0">',
         "<thead><tr>" + "".join(head) + "</tr></thead><tbody>",
     ]
+    paths = tree.paths
     for k, r in enumerate(rows[:max_rows]):
         guide = html.escape(guides[k].replace(" ", _NBSP))
-        path = html.escape(str(cols["path"][r]), quote=True)
+        path = html.escape(str(paths[r]), quote=True)
         tds = [f'<td {left} title="{path}"><samp style="opacity:.55">{guide}</samp>{html.escape(names[k])}</td>']
         if has_types:
             module_type = cols["type"][r] if cols["kind"][r] == NodeKind.MODULE.label and isinstance(cols["type"][r], str) else ""

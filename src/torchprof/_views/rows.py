@@ -135,11 +135,12 @@ def select_rows(
     shown = [False] * n
     if n == 0:
         return shown
-    kinds, depth, paths, names = cols["kind"], cols["depth"], cols["path"], cols["name"]
+    kinds, depth, names = cols["kind"], cols["depth"], cols["name"]
     values = cols[THRESHOLD_COLUMN]
     base = values[root]
     use_pct = min_pct > 0 and not is_missing(base) and base != 0
     match = row_matcher(search)
+    paths = cols["path"] if match is not None else []  # full paths only when a search reads them
     end = subtree_end(tree, root)
 
     shown[root] = True
@@ -247,7 +248,7 @@ def visible_rows(
     cols = tree.columns
     order_kids = sibling_order(shown_values(tree, key, shown), key in TEXT_SORT, ascending)
     kinds, names, exec_order = cols["kind"], cols["name"], cols["exec_order"]
-    paths = cols["path"]
+    paths = tree.paths  # a row's path is built only when ``expanded`` asks (linear at any depth)
     out: list[int] = []
     stack = [root]
     while stack:
