@@ -102,7 +102,8 @@ def test_module_mode_runs_a_package_module_as_main(tmp_path):
     done = run_here("--depth", "1", "-m", "pkg.train", "--lr", "0.1", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("argv ['--lr', '0.1']\ntorchprof: pkg.train\n")
-    assert "Net" in done.stdout and "fc1" not in done.stdout  # --depth 1 stops at the model
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert any("Net" in row for row in rows) and not any("fc1" in row for row in rows)  # --depth 1 stops at the model
 
 
 def test_files_are_written_and_the_csv_is_the_dataframe(tmp_path):
@@ -235,7 +236,8 @@ def test_demo_options_before_and_after_the_model_name_both_apply(tmp_path, capsy
     assert _cli.main(["--depth", "1", "demo", "squeezenet1_0", "--batch", "2", "--size", "64", "--csv", str(csv)]) == 0
     out = capsys.readouterr().out
     assert "├──SqueezeNet" in out or "└──SqueezeNet" in out
-    assert "features" not in out.split("torchprof: wrote")[0]  # depth 1: the model's children are hidden
+    rows = [line for line in out.splitlines() if line.startswith("| ")]
+    assert not any("features" in row for row in rows)  # depth 1: the model's children are hidden
     df = pd.read_csv(csv, index_col=0)
     assert "SqueezeNet.features.0" in df.index
 

@@ -78,11 +78,12 @@ def test_the_layer_changed_between_two_real_runs_tops_the_diff(runs):
     assert changed.flops_delta > 10 * df.loc["Sequential.0", "flops_base"]
     assert (df.loc[["Sequential.0", "Sequential.4"], "flops_delta"] == 0).all()
     assert (df.status == "both").all() and not cmp.per_step
-    # print(cmp): the summary line, then the tree with the changed layer first under the model.
-    lines = str(cmp).splitlines()
+    # print(cmp): the summary line, then the tree with the changed layer first under the model
+    # (min_pct=0: against the 21x21 run's total, the other layers sit near 1%, shown or not by timing).
+    lines = cmp.table(min_pct=0).splitlines()
     assert lines[0].startswith("base base · new slow · ")
-    names = [line.split("|")[1].strip() for line in lines[4:-1]]
-    assert names[:3] == ["base → slow", "└──Sequential", "├──2"]
+    names = [line.split("|")[1].strip() for line in lines if line.startswith("| ")][1:]  # the rows under the header
+    assert names[0] == "base → slow" and names[1].endswith("──Sequential") and names[2].endswith("├──2")
 
 
 def test_a_layer_only_the_new_run_has_is_added_and_counts_zero_in_the_base(runs):
@@ -376,3 +377,47 @@ def test_a_comparison_offers_the_table_and_flame_views_and_refuses_the_others(ru
     for name, bad in (("view", "memory"), ("metric", "cpu_us"), ("flame_colour", "phase"), ("step", "*")):
         with pytest.raises((ValueError, traitlets.TraitError)):
             setattr(widget, name, bad)  # the same checks when a trait is set later
+
+
+# -- runs named differently, and the width ----------------------------------------------------------------------
+def test_a_notebooks_root_label_matches_a_scripts_class_name(runs):
+    """A notebook cell's profile names its root by the variable (``model``), a script's by the class
+    (``Sequential``): every layer used to come out added and removed."""
+    from dataclasses import replace
+
+    base = runs["base"]
+    cols = dict(base.tree.columns)
+    for column in ("path", "module", "parent"):
+        cols[column] = [v.replace("Sequential", "model", 1) if isinstance(v, str) else v for v in cols[column]]
+    renamed = Result(replace(base.tree, columns=cols), base.recording)
+    assert "model.2" in renamed.df.index
+    cmp = torchprof.compare(renamed, runs["slow"])
+    df = cmp.df
+    layers = df[df.kind == "module"]
+    assert (layers.status == "both").all() and "Sequential.2" in layers.index
+    assert df.loc["Sequential.2", "cpu_us_base"] == runs["base"].df.loc["Sequential.2", "cpu_us"]
+    assert "matched roots model = Sequential" in cmp.summary_line() and "little matched" not in cmp.summary_line()
+
+
+def test_a_comparison_of_runs_that_share_few_layers_says_so(runs, resnet18_step):
+    prof, _ = resnet18_step
+    cmp = torchprof.compare(runs["base"], prof)  # a conv stack against a ResNet: one root each, few layers alike
+    line = cmp.summary_line()
+    assert "little matched only " in line and " layers are in both runs" in line
+
+
+def test_the_comparison_table_fits_120_characters_and_says_what_it_left_out(resnet18_step):
+    from dataclasses import replace
+
+    prof, _ = resnet18_step
+    cols = dict(prof.tree.columns)
+    for column in ("cpu_us", "self_cpu_us", "bwd_cpu_us", "flops"):  # a slower run, and one counting more FLOPs
+        cols[column] = [v * 1.3 for v in cols[column]]
+    slower = Result(replace(prof.tree, columns=cols), prof.recording)
+    cmp = torchprof.compare(prof, slower)
+    text = cmp.table(min_pct=0)
+    assert max(len(line) for line in text.splitlines()) <= 120
+    wide = cmp.table(min_pct=0, width=None)
+    assert max(len(line) for line in wide.splitlines()) > 120  # ResNet's paths and seven columns
+    assert text.splitlines()[-1].startswith("left out to fit 120 characters: ")
+    assert "CPU total base" in text.splitlines()[2] or "CPU total new" in text  # the CPU totals stay longest

@@ -296,3 +296,34 @@ def test_csv_text_cells_that_start_like_a_formula_are_written_behind_a_quote(tmp
 def test_csv_text_leaves_numbers_and_ordinary_text_alone():
     assert csv_text("=1+1") == "'=1+1" and csv_text("\rx") == "'\rx" and csv_text("+") == "'+"
     assert csv_text("a=b") == "a=b" and csv_text("") == "" and csv_text(-1.5) == -1.5 and csv_text(None) is None
+
+
+def test_a_trace_of_a_default_run_keeps_the_replays_flops(mlp, tmp_path):
+    """Without shapes the trace cannot count FLOPs again: the replay's counts go with it."""
+    x = torch.randn(4, 8)
+    mlp(x).sum().backward()
+    with torchprof.Profiler() as prof:  # the default: FLOPs from replays, no shapes recorded
+        mlp(x).sum().backward()
+    df = prof.df
+    assert df["flops"].iloc[0] > 0
+    back = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "t.json.gz"))).df
+    layers = df.index[df.kind == "module"]
+    assert back.loc[layers, "flops"].tolist() == df.loc[layers, "flops"].tolist()
+    assert back.loc[layers, "macs"].tolist() == df.loc[layers, "macs"].tolist()
+
+
+def test_every_file_torchprof_writes_gets_the_umasks_mode(trained, tmp_path):
+    import os
+
+    old = os.umask(0o027)
+    try:
+        paths = [trained.export_chrome_trace(str(tmp_path / "t.json.gz")), trained.save(str(tmp_path / "p.json.gz")),
+                 trained.export_stacks(str(tmp_path / "s.txt")), trained.to_html(tmp_path / "r.html"),
+                 trained.to_markdown(tmp_path / "m.md") and str(tmp_path / "m.md")]  # fmt: skip
+        modes = {os.path.basename(p): oct(os.stat(p).st_mode & 0o777) for p in paths}
+        assert set(modes.values()) == {oct(0o640)}, modes
+        os.chmod(paths[1], 0o600)  # an existing file keeps its own mode when written again
+        trained.save(paths[1])
+        assert os.stat(paths[1]).st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)

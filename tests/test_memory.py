@@ -323,12 +323,49 @@ def test_an_optimizers_state_and_the_gradients_are_named_at_an_optimizer_peak():
     parts = prof.memory_breakdown()
     assert parts.loc["optimizer_state", "bytes"] == state_bytes
     assert parts.loc["gradient", "bytes"] == param_bytes
-    # the parameters were allocated before profiling: torch's host total does not count them
-    assert parts.loc["parameter", "bytes"] == 0 and parts.loc["parameter", "not_in_peak"] == param_bytes
-    assert parts["bytes"].sum() == at["bytes"]
+    # the parameters were allocated before profiling: torch's host total leaves them out, the peak counts them
+    assert parts.loc["parameter", "bytes"] == param_bytes and parts["not_in_peak"].sum() == 0
+    assert parts["bytes"].sum() == at["bytes"] == prof.summary["peak_cpu_mem"] == prof.df["peak_cpu_mem"].iloc[0]
     by_layer = prof.memory_breakdown(by="layer")
     assert by_layer.loc["Sequential.0", "optimizer_state"] == sum(
         t.untyped_storage().nbytes() for p in net[0].parameters() for t in opt.state[p].values())
+
+
+def test_a_peak_counts_parameters_gradients_and_optimizer_state_made_before_the_profiler_opened():
+    """Issue 16: a model warmed up before the block (its parameters, gradients and Adam's state
+    all exist) had parameter = 0 and gradient = 0 at the peak, and a peak without them."""
+    import torch
+    from torch import nn
+
+    import torchprof
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256))
+    opt = torch.optim.Adam(net.parameters())
+    x = torch.randn(8, 256)
+
+    def step():
+        net(x).sum().backward()
+        opt.step()
+
+    step()  # parameters, gradients and optimizer state now exist; the gradients are kept (no zero_grad)
+    with torchprof.Profiler(memory=True) as prof:
+        step()
+    param_bytes = sum(p.untyped_storage().nbytes() for p in net.parameters())
+    grad_bytes = sum(p.grad.untyped_storage().nbytes() for p in net.parameters())
+    state_bytes = sum(t.untyped_storage().nbytes() for s in opt.state.values() for t in s.values())
+    parts = prof.memory_breakdown()
+    assert parts.loc["parameter", "bytes"] == param_bytes
+    assert parts.loc["gradient", "bytes"] == grad_bytes  # accumulated into in place: allocated before the block
+    assert parts.loc["optimizer_state", "bytes"] == state_bytes
+    assert parts["not_in_peak"].sum() == 0
+    peak = prof.summary["peak_cpu_mem"]
+    assert parts["bytes"].sum() == peak == prof.summary["peak_at"]["cpu"]["bytes"] == prof.df["peak_cpu_mem"].iloc[0]
+    # torch's own figure (its host total counts only blocks allocated while it records) plus what it leaves out
+    device = prof.tree.memory["devices"]["cpu"]
+    assert device["allocator_peak"] == max(prof.memory_timeline()["allocated"]) - device["before_block"]
+    assert device["before_block"] >= param_bytes + grad_bytes + state_bytes - device["allocator_peak"]
+    assert peak >= param_bytes + grad_bytes + state_bytes
 
 
 def test_activation_checkpointing_keeps_less():
@@ -494,3 +531,77 @@ def test_with_a_schedule_optimizer_state_read_after_the_cycles_last_allocation_i
     assert moments <= state[first] <= moments + 64
     assert state.sum() == prof.memory_breakdown().loc["optimizer_state", "bytes"] > 0
     assert all(state[p] == 0 for p in by_layer.index if "Optimizer.step" in p)
+
+
+def test_the_c10_unknown_size_warning_stays_off_the_terminal_and_the_users_output_does_not(tmp_path):
+    """Issue 16: freeing a block allocated before the profiler started made c10 print "Memory block
+    of unknown size was allocated before the profiling started" on fd 2 in the middle of the run."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import REPO
+
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys, torch, torchprof
+        before = [torch.randn(64, 64) for _ in range(3)]
+        with torchprof.Profiler(memory=True) as prof:
+            before.clear()  # three blocks from before the profiler, freed inside it
+            kept = torch.ones(1000)
+            print("user stdout", flush=True)
+            sys.stderr.write("user stderr\\n"); sys.stderr.flush()
+            os.write(2, b"native stderr\\n")
+            os.write(2, b"partial ")
+        os.write(2, b"line\\n")
+        print(prof.summary["peak_cpu_mem"] > 0)
+    """), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "unknown size" not in done.stderr
+    assert [line for line in done.stderr.splitlines() if not line.startswith(("USDT", "STAGE"))] == [
+        "user stderr", "native stderr", "partial line"]
+    assert done.stdout.splitlines() == ["user stdout", "True"]
+
+
+@pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA device")
+def test_a_gpu_peak_is_the_allocators_own():
+    import torch
+
+    import torchprof
+
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024)).cuda()
+    opt = torch.optim.Adam(model.parameters())
+    x = torch.randn(256, 1024, device="cuda")
+    model(x).sum().backward()
+    opt.step()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    with torchprof.Profiler(memory=True) as prof:
+        model(x).sum().backward()
+        opt.step()
+        torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    assert prof.summary["peak_cuda_mem"] == peak
+    parts = prof.memory_breakdown(device="cuda:0")
+    assert parts["bytes"].sum() == peak and parts.loc["parameter", "bytes"] > 0 and parts.loc["optimizer_state", "bytes"] > 0
+
+
+def test_a_device_peak_is_checked_against_the_allocators_high_water_mark():
+    from torchprof._profile import Result
+    from torchprof._records import Recording
+
+    events = [ev("module", "Net", 0, 10, type_="Net"), ev("memory", "[memory]", 1, 1, nbytes=900, cuda=True, addr=8, total=900)]
+    tree = build(events, memory=True, cuda=True)
+
+    def summary(max_start: int, max_end: int) -> dict:
+        meta = {"cuda_allocator": {"cuda:0": {"allocated_start": 0, "max_start": max_start, "max_end": max_end}}}
+        return Result(tree, Recording(wall_us=10.0, meta=meta)).summary
+
+    agrees = summary(100, 900)
+    assert agrees["allocator_peaks"] == {"cuda:0": 900.0} and agrees["peak_cuda_mem"] == 900 and "warnings" not in agrees
+    differs = summary(100, 1200)  # the allocator went higher than any event the profile recorded
+    assert "differs from the allocator's own (1200 bytes" in differs["warnings"][0]
+    assert "allocator_peaks" not in summary(5000, 5000)  # an earlier high: the block's own is not known

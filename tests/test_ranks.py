@@ -282,8 +282,8 @@ def test_trees_travel_through_a_c10d_store_and_a_rank_that_sends_none_is_left_ou
     pd.testing.assert_frame_equal(tree.df, profs[1].df)  # the tree rank 0 gets is the rank's own
     key = "torchprof/job/0/0/tree/1"
     assert tree.ranks == [1] and not server.check([key])  # read, then deleted
-    client.set(key, b"x")
-    assert server.check([key])  # (the key the check looked for)
+    client.set(key, b"x")  # another connection: get() waits for it where check() could race it
+    assert server.get(key) == b"x"  # (the key the check looked for)
     with pytest.raises(TraceError, match="rank 2 has no tree: ValueError: broken"):
         decode_tree(b"E" + b"ValueError: broken", "rank 2")
 

@@ -62,9 +62,12 @@ def report(resnet, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def report_all(resnet, tmp_path_factory) -> Path:
-    """The report opened with min_pct=0, so which layers show does not depend on timing noise."""
+    """The report opened with min_pct=0 and the structural expansion (not the hot path, which
+    follows the timings), so which layers show does not depend on timing noise."""
+    from torchprof._views.state import default_expanded
+
     path = tmp_path_factory.mktemp("report") / "resnet18-all.html"
-    resnet.to_html(str(path), min_pct=0)
+    resnet.to_html(str(path), min_pct=0, expanded=default_expanded(resnet.tree))
     return path
 
 
@@ -117,13 +120,16 @@ def test_report_opens_offline_with_the_default_view_and_summary(browser, resnet,
     assert f"wall {fmt.time_us(s['wall_us'])}" in summary.replace("\n", " ")
     assert f"params {fmt.count(s['params'])}" in summary.replace("\n", " ")
     assert f"FLOPs {fmt.count(s['flops'])}" in summary.replace("\n", " ")
-    # Rows down to depth 2 show: depth-1 layers are open, deeper ones closed. (Which layers
-    # pass 1% depends on timing, so only rows Python shows are checked.)
+    # Rows down to depth 2 show, and the hot path down to the bottleneck: depth-1 layers and the
+    # rows above the hot path's end are open, the others closed. (Which layers pass 1% depends
+    # on timing, so only rows Python shows are checked.)
     df = resnet.df
+    hot = resnet.summary["hot_path"]
     assert row(page, "ResNet").get_attribute("aria-expanded") == "true"
-    assert max(df.loc[p, "depth"] for p in expected) <= 2
+    assert row(page, hot[-1]).is_visible()  # the bottleneck, with no click
+    assert max((df.loc[p, "depth"] for p in expected if p not in hot and df.loc[p, "parent"] not in hot), default=0) <= 2
     for p in expected:
-        if df.loc[p, "depth"] == 2 and row(page, p).locator('[data-testid="caret"]').count():
+        if df.loc[p, "depth"] == 2 and p not in hot[:-1] and row(page, p).locator('[data-testid="caret"]').count():
             assert row(page, p).get_attribute("aria-expanded") == "false", p
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "report.png"))
@@ -289,8 +295,11 @@ def test_profile_text_is_never_markup_in_the_report_or_the_widget(browser, tmp_p
 
 # -- the widget page (anywidget's path: binary payload, render(), save_changes) -----------------------
 def test_widget_page_clicks_update_the_state_python_reads(browser, resnet, tmp_path):
-    # min_pct=0: which layers pass 1% depends on timing, and ResNet.layer2 must show to be clicked.
-    w = resnet.widget(min_pct=0)
+    # min_pct=0 and the structural expansion: which layers pass 1% and where the hot path goes
+    # depend on timing, and ResNet.layer2 must show, closed, to be clicked open.
+    from torchprof._views.state import default_expanded
+
+    w = resnet.widget(min_pct=0, expanded=default_expanded(resnet.tree))
     write_widget_page(w, tmp_path)
     with serve(tmp_path) as url:
         page = new_page(browser, viewport={"width": 1400, "height": 900})

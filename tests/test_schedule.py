@@ -50,7 +50,8 @@ def test_each_recorded_step_is_a_profiler_step_region_with_its_own_figures(train
     assert "ProfilerStep#0" not in df.index and "ProfilerStep#5" not in df.index  # wait and warm-up: not kept
     assert df.loc["ProfilerStep#2", "calls_per_step"] == pytest.approx(1 / 4)  # one of the four recorded steps
     steps = prof.steps
-    assert list(steps.columns) == ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us"]
+    assert list(steps.columns) == ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us", "data_us", "forward_us", "backward_us",
+                                   "optimizer_us", "comm_us", "other_us", "idle_us", "slow"]  # fmt: skip
     assert (steps.wall_us > 0).all() and (steps.cpu_us > 0).all() and (steps.bwd_cpu_us > 0).all()
     assert steps.cuda_us.isna().all()  # no GPU recorded
     for row in steps.itertuples():

@@ -94,7 +94,7 @@ def test_a_view_of_one_step_is_its_subtree_with_percentages_of_that_step():
     tree = stepped()
     state = check_state(tree, {"step": "10"})
     root = step_rows(tree)[2]
-    assert state["expanded"] == default_expanded(tree, False, root) == ["ProfilerStep#10/Net"]
+    assert state["expanded"] == default_expanded(tree, False, root) == ["ProfilerStep#10/Net"]  # the hot path ends at Net
     rows = visible_rows(tree, min_pct=30, root=root, expanded=None)
     # fc2 is 40 of step #10's 150 (27%): under 30% of the step; fc1 (10) too.
     assert [tree.columns["path"][r] for r in rows] == ["ProfilerStep#10", "ProfilerStep#10/Net"]

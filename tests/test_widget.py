@@ -26,7 +26,7 @@ from torchprof._views import format as fmt
 from torchprof._views.html import WIDGET_VIEW, static_table
 from torchprof._views.payload import NUMBER_COLUMNS, payload, payload_bytes, payload_json
 from torchprof._views.rows import natural_key, path_test, select_rows, shown_values, text_test, visible_rows
-from torchprof._views.state import default_expanded, is_metric
+from torchprof._views.state import default_expanded, is_metric, opening_expanded
 from torchprof._vocab import COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -301,7 +301,7 @@ def test_front_end_changes_arrive_as_traits_and_python_changes_go_out(prof):
 def test_prof_widget_takes_the_view_state(prof):
     w = prof.widget(min_pct=5, sort_by="flops")
     assert (w.min_pct, w.sort_by, w.ascending, w.show_ops, w.search) == (5.0, "flops", False, False, "")
-    assert w.expanded == default_expanded(prof.tree, False)
+    assert w.expanded == opening_expanded(prof.tree, False) == [*default_expanded(prof.tree, False), "Net.enc"]
     assert w.rows == visible_rows(prof.tree, min_pct=5, sort_by="flops", expanded=set(w.expanded))
     assert prof.widget(sort_by="self_cpu_time_total").sort_by == "self_cpu_us"
     assert prof.widget(expanded=["Net"], show_ops=True).expanded == ["Net"]
@@ -339,12 +339,17 @@ def test_view_df_is_the_rows_the_user_sees_and_follows_every_change(prof):
     assert w.df.equals(prof.df)
 
 
-def test_by_default_rows_down_to_depth_2_show_and_ops_stay_hidden(prof):
+def test_by_default_rows_down_to_depth_2_and_the_hot_path_show_and_ops_stay_hidden(prof):
     w = prof.widget(min_pct=0)
     df = w.view_df
-    assert df["depth"].max() == 2
-    assert set(df["kind"]) == {"module", "region"}
+    hot = prof.summary["hot_path"]
+    assert hot == ["profile", "Net", "Net.enc", "Net.enc.fc"]  # Net holds most; enc is the heavier half, fc its costliest layer
     full = prof.df
+    cols, enc = prof.tree.columns, list(full.index).index("Net.enc")
+    enc_layers = {cols["path"][i] for i, p in enumerate(prof.tree.parent_index) if p == enc and cols["kind"][i] == "module"}
+    assert df["depth"].max() == 3 and set(df.index[df["depth"] == 3]) == enc_layers == {"Net.enc.fc", "Net.enc.act", "Net.act"}
+    assert set(hot) <= set(df.index)
+    assert set(df["kind"]) == {"module", "region"}
     depth2_layers = full[(full["depth"] <= 2) & full["kind"].isin(["module", "region"])].index
     assert set(depth2_layers) <= set(df.index)
 

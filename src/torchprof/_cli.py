@@ -54,6 +54,12 @@ def _add_view_options(parser: argparse.ArgumentParser, *, defaults: bool = True)
     parser.add_argument("--html", metavar="FILE", default=d(None), help="also write a self-contained interactive HTML report")
     parser.add_argument("--csv", metavar="FILE", default=d(None), help="also write the table (prof.df) as CSV")
     parser.add_argument("--trace", metavar="FILE", default=d(None), help="also write a chrome trace (Perfetto, chrome://tracing)")
+    parser.add_argument("--md", metavar="FILE", default=d(None),
+                        help="also write a summary to paste into an issue or a chat (Markdown, at most 4 KB); '-' prints "
+                             "only that summary on stdout")  # fmt: skip
+    parser.add_argument("--peak-flops", metavar="F", default=d(None),
+                        help="what MFU is measured against: FLOP/s (1.2e14) or a data type of the device (bf16, fp32, tf32, "
+                             "fp16, fp8); default: the device recognised at the run's data type")  # fmt: skip
     parser.add_argument("--min-pct", metavar="P", type=float, default=d(1.0), help="hide rows below P%% of the total (default 1)")
     parser.add_argument("--sort", metavar="COL", default=d("cpu_us"), help="order siblings by this column (default cpu_us)")
     parser.add_argument("--ops", action="store_true", default=d(False), help="also show the aten ops inside each layer")
@@ -178,10 +184,28 @@ def _check_view_options(args: argparse.Namespace) -> str | None:
     if args.width < 0:
         return "--width must be 0 (no limit) or more"
     try:
-        check_output_paths(html=args.html, csv=args.csv, trace=args.trace)
+        check_output_paths(html=args.html, csv=args.csv, trace=args.trace, md=None if args.md == "-" else args.md)
     except OutputError as exc:
         return str(exc)
+    try:
+        args.peak_flops = _peak_flops(args.peak_flops)
+    except ValueError as exc:
+        return f"--peak-flops: {exc}"
     return None
+
+
+def _peak_flops(value: Any) -> float | str | None:
+    """``--peak-flops``: a number of FLOP/s, or a data type name; ValueError for anything else."""
+    from ._tree.devices import choose_peak
+
+    if value is None or isinstance(value, float):
+        return value
+    try:
+        peak: float | str = float(value)
+    except ValueError:
+        peak = str(value)
+    choose_peak({}, peak, False)  # raises for a bad value
+    return peak
 
 
 def _exit_code(code: Any) -> int:
@@ -197,26 +221,57 @@ def _profiler(args: argparse.Namespace, name: str) -> Profiler:
     from ._profiler import Profiler
 
     return Profiler(cuda=True if args.cuda else None, memory=args.memory, shapes=args.shapes, stack=args.stack,
-                    flops=args.flops, name=name)  # fmt: skip
+                    flops=args.flops, name=name, peak_flops=args.peak_flops)  # fmt: skip
 
 
 def _report(prof: Result, args: argparse.Namespace, *, title: str) -> int:
-    """Print the summary line and the tree; write the requested files (the HTML report opens
-    with the rows the terminal showed). 0, or 1 if a file failed."""
-    print(printable(title))
-    print(prof.summary_line())
-    print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
-                     colour=_wants_colour(), width=args.width or None))  # fmt: skip
+    """Print the summary line, the tree and the top insights; write the requested files (the
+    HTML report opens with the rows the terminal showed). With ``--md -`` only the Markdown
+    summary is printed. 0, or 1 if a file failed."""
+    if args.md == "-":
+        print(prof.to_markdown(), end="")
+    else:
+        print(printable(title))
+        print(prof.summary_line())
+        print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
+                         colour=_wants_colour(), width=args.width or None))  # fmt: skip
+        print(_insights_text(prof, args.width or None))
     state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops)
     state["expanded"] = expanded_like_table(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops,
                                             max_depth=args.depth)  # fmt: skip
+    status = 0
+    if args.md and args.md != "-":
+        try:
+            prof.to_markdown(os.path.expanduser(args.md))
+            print(printable(f"torchprof: wrote {args.md}"))
+        except (OSError, ValueError) as exc:
+            print(printable(f"torchprof: error: --md {args.md}: {exc}"), file=sys.stderr)
+            status = 1
     try:
         for path in write_outputs(prof, html=args.html, csv=args.csv, trace=args.trace, state=state):
-            print(printable(f"torchprof: wrote {path}"))
+            print(printable(f"torchprof: wrote {path}"), file=sys.stderr if args.md == "-" else sys.stdout)
     except OutputError as exc:
         print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
         return 1
-    return 0
+    return status
+
+
+#: Insights the command line prints under the table.
+CLI_INSIGHTS = 3
+
+
+def _insights_text(prof: Result, width: int | None) -> str:
+    """The top findings of ``prof.insights()``, numbered, wrapped to ``width``; one line when none."""
+    import textwrap
+
+    found = prof._findings()  # as prof.insights() ranks them, without importing pandas
+    if not found:
+        return "Insights: none (no rule fired)"
+    lines = [f"Insights ({len(found)}; prof.insights() has them all):" if len(found) > CLI_INSIGHTS else "Insights:"]
+    for n, f in enumerate(found[:CLI_INSIGHTS], 1):
+        text = printable(f"{n}. [{f.rule}] {f.message}. Try: {f.advice}.")
+        lines += textwrap.wrap(text, width, subsequent_indent="   ", break_long_words=False) if width else [text]
+    return "\n".join(lines)
 
 
 def _wants_colour() -> bool:
@@ -256,7 +311,8 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
         return EXIT_USAGE
     print(printable(f"torchprof: {cmp.label}"))
-    print(cmp.table(min_pct=args.min_pct, sort_by=sort, show_ops=args.ops, max_depth=args.depth, colour=_wants_colour()))
+    print(cmp.table(min_pct=args.min_pct, sort_by=sort, show_ops=args.ops, max_depth=args.depth, colour=_wants_colour(),
+                    width=args.width or None))  # fmt: skip
     state: dict[str, Any] = {"min_pct": args.min_pct, "show_ops": args.ops}
     if sort is not None:
         state["sort_by"] = sort
@@ -298,7 +354,7 @@ def open_file(args: argparse.Namespace) -> int:
         print(printable(f"torchprof: error: cannot open {path!r}: no such file"), file=sys.stderr)
         return EXIT_USAGE
     try:
-        prof, what = open_profile_file(path, flops=args.flops)
+        prof, what = open_profile_file(path, flops=args.flops, peak_flops=args.peak_flops)
     except (TraceError, OSError) as exc:
         print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
         return 1

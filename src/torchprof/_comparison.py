@@ -122,15 +122,17 @@ class Comparison:
         ascending: bool = False,
         max_depth: int | None = None,
         colour: bool = False,
+        width: int | None = 120,
     ) -> str:
         """The diff tree as text: the summary line, then rows whose size (their larger CPU total)
         is at least ``min_pct`` percent of the root's, siblings by the size of their change
-        (``sort_by``: any column of ``df``, or ``abs_cpu_us_delta``/``abs_cuda_us_delta``)."""
+        (``sort_by``: any column of ``df``, or ``abs_cpu_us_delta``/``abs_cuda_us_delta``), fit in
+        ``width`` characters (None: no limit) as a profile's table."""
         from ._views.compare import render_table
 
         filter = filter if filter is None or isinstance(filter, str) else list(filter)
         return render_table(self._diff, self.summary_items, min_pct=min_pct, sort_by=sort_by, ascending=ascending,
-                            show_ops=show_ops, filter=filter, max_depth=max_depth, colour=colour)  # fmt: skip
+                            show_ops=show_ops, filter=filter, max_depth=max_depth, colour=colour, width=width)  # fmt: skip
 
     def display(self, *args: Any, **options: Any) -> None:
         """Print :meth:`table` (coloured on a terminal)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import stat
 import tempfile
 import zlib
 from collections.abc import Iterable
@@ -141,6 +143,13 @@ def _json_number(value: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back: there is no other way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | os.PathLike[str], payload: bytes) -> str:
     """Write ``payload`` to ``path`` (gzipped for ``.gz``) through a temporary file in the same
     folder and a rename, so a failure never leaves half a file behind. Returns the path."""
@@ -156,6 +165,10 @@ def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
         raise FileNotFoundError(f"cannot write {path}: directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".torchprof-", suffix=".tmp")
     try:
+        # mkstemp makes the file 0600; the file written gets the mode open() would give it, as the
+        # HTML and CSV files do: an existing file's own, else what the umask leaves of 0666.
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as raw:
             out: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if path.endswith(".gz") else raw
             try:

@@ -16,6 +16,9 @@ from ._records import Recording
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note
+from ._tree.counts import apply_counts
+from ._tree.devices import choose_peak
+from ._tree.mfu import set_mfu
 from ._tree.ranks import merge_ranks
 from ._tree.storage import SAVED_PROFILE_START, from_json
 from ._vocab import DEVICE_RANGES, STEP_TIME_COLUMNS
@@ -27,7 +30,8 @@ _NUMBER = re.compile(r"(\d+)")
 _TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-def load_trace(path: PathLike | Sequence[PathLike], *, name: str | None = None, flops: bool = True) -> Result:
+def load_trace(path: PathLike | Sequence[PathLike], *, name: str | None = None, flops: bool = True,
+               peak_flops: float | str | None = None) -> Result:
     """Read a torch.profiler chrome trace (``.json`` or ``.json.gz``) into the layer tree.
 
     Works on traces from any machine (a GPU cluster, one rank of a DDP job): operators, regions,
@@ -37,14 +41,19 @@ def load_trace(path: PathLike | Sequence[PathLike], *, name: str | None = None, 
     Given a list of traces, a folder of them or a glob (``"out/rank*.json.gz"``), reads them as
     the ranks of one distributed job and returns one profile whose tree is the union of theirs
     (see :func:`load_ranks`).
+
+    ``peak_flops`` is what MFU is measured against: FLOP/s, or a data type (``"bf16"``) of the
+    device the trace names in its ``deviceProperties`` (otherwise recognised at the data type
+    torchprof's own exports record).
     """
+    choose_peak({}, peak_flops, False)  # a bad value is an error before any reading
     sources = _trace_files(path)
     if sources is None:
-        return _load_one(os.fspath(path), name, flops)  # type: ignore[arg-type]
-    return load_ranks(sources, name=name, flops=flops)
+        return _load_one(os.fspath(path), name, flops, peak_flops)  # type: ignore[arg-type]
+    return load_ranks(sources, name=name, flops=flops, peak_flops=peak_flops)
 
 
-def _load_one(path: str, name: str | None, flops: bool) -> Result:
+def _load_one(path: str, name: str | None, flops: bool, peak_flops: float | str | None = None) -> Result:
     with paused_gc():
         recording = read_trace(path)
         recorded = recording.meta.get("recorded") or {}
@@ -59,6 +68,8 @@ def _load_one(path: str, name: str | None, flops: bool) -> Result:
         )
         builder.tensors = recording.tensors
         builder.comm.ddp = recording.meta.get("ddp_buckets") or []
+        peak = choose_peak(recording.meta, peak_flops, recording.meta["has_device"])
+        builder.peak_flops = peak
         for cycle in recording.cycles:
             builder.add(cycle)
         recording.cycles = []  # the tree holds what is needed; drop the raw events
@@ -75,7 +86,11 @@ def _load_one(path: str, name: str | None, flops: bool) -> Result:
         recording.meta.setdefault("warnings", []).extend(note for note in notes if note)
         if not recording.meta["warnings"]:
             del recording.meta["warnings"]
-        return Result(builder.finish(), recording, trace_files=_kept(path))
+        tree = builder.finish()
+        counts = recording.meta.pop("flops_counts", None)
+        if flops and isinstance(counts, dict) and apply_counts(tree, counts):
+            set_mfu(tree, peak)  # the counts a trace carries of a run without shapes (its replay's)
+        return Result(tree, recording, trace_files=_kept(path))
 
 
 def _kept(path: str) -> Callable[[], list[str]]:
@@ -129,13 +144,14 @@ def rank_of(meta: dict[str, Any], path: str) -> int | None:
     return int(found.group(1)) if isinstance(found, re.Match) else int(found)
 
 
-def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = True) -> Result:
+def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = True,
+               peak_flops: float | str | None = None) -> Result:
     """Every rank's trace of one distributed job as one profile (``load_trace`` of a list, a folder
     or a glob): the union of the ranks' trees, each figure the mean per rank, with the smallest,
     the largest and the slowest rank of the main times (:func:`~torchprof._tree.ranks.merge_ranks`);
     ``prof.ranks`` and ``prof.by_rank()`` tell them apart. A trace whose rank is known neither
     from its metadata nor from its name takes its place in the list."""
-    profiles = _load_each(paths, flops)
+    profiles = _load_each(paths, flops)  # each rank's own peak; the merged tree's MFU is measured below
     ranks: list[int] = []
     seen: dict[int, str] = {}
     for i, (prof, path) in enumerate(zip(profiles, paths)):
@@ -145,13 +161,15 @@ def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = T
             raise TraceError(f"{seen[rank]} and {path} are both rank {rank}: give the traces of one job, one per rank")
         seen[rank] = path
         ranks.append(rank)
-    return merge_profiles(profiles, ranks, paths, name=name)
+    return merge_profiles(profiles, ranks, paths, name=name, peak_flops=peak_flops)
 
 
-def merge_profiles(profiles: Sequence[Result], ranks: Sequence[int], sources: Sequence[str], *, name: str | None = None) -> Result:
+def merge_profiles(profiles: Sequence[Result], ranks: Sequence[int], sources: Sequence[str], *, name: str | None = None,
+                   peak_flops: float | str | None = None) -> Result:  # fmt: skip
     """The profiles of a job's ranks (each rank's own tree, however it came: read from its trace,
     or sent by ``torchrun -m torchprof``) as one profile, ordered by rank (see :func:`load_ranks`).
-    ``sources`` names where each came from (its trace file)."""
+    ``sources`` names where each came from (its trace file); the merged tree's MFU is measured
+    against ``peak_flops`` (else the first rank's device at its data type)."""
     order = sorted(range(len(profiles)), key=lambda i: ranks[i])
     profiles = [profiles[i] for i in order]
     ranks = [ranks[i] for i in order]
@@ -161,6 +179,7 @@ def merge_profiles(profiles: Sequence[Result], ranks: Sequence[int], sources: Se
     label = f"{label} ({len(ranks)} ranks)" if len(ranks) != 1 else label
     with paused_gc():
         tree = merge_ranks([p.tree for p in profiles], ranks, [p.recording.wall_us for p in profiles], label)
+        set_mfu(tree, choose_peak(profiles[0].meta, peak_flops, tree.has_cuda))
     modules: dict[str, Any] = {}
     for p in profiles:
         for module_path, module in p.recording.modules.items():
@@ -168,6 +187,9 @@ def merge_profiles(profiles: Sequence[Result], ranks: Sequence[int], sources: Se
     walls = [p.recording.wall_us for p in profiles if p.recording.wall_us is not None]
     job = next((p.meta["distributedInfo"] for p in profiles if isinstance(p.meta.get("distributedInfo"), dict)), None)
     meta: dict[str, Any] = {"source": paths[0], "traces": list(paths), "ranks": list(ranks)}
+    for key in ("deviceProperties", "compute_dtype"):  # what MFU and the insights read: the first rank's
+        if key in profiles[0].meta:
+            meta[key] = profiles[0].meta[key]
     if job is not None:
         meta["distributedInfo"] = {k: v for k, v in job.items() if k != "rank"}
     recording = Recording(modules=modules, wall_us=sum(walls) / len(walls) if walls else None, label=label, meta=meta,
@@ -256,19 +278,24 @@ def _ranks_step_times(per_rank: list[dict[str, list[Any]]], ranks: list[int]) ->
     return out if out["step"] else {}
 
 
-def load(path: PathLike) -> Result:
-    """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget."""
+def load(path: PathLike, *, peak_flops: float | str | None = None) -> Result:
+    """Reopen a profile written by ``prof.save(path)``: no re-run, same tree, table and widget.
+    ``peak_flops`` measures its MFU again against that peak (FLOP/s or a data type)."""
+    choose_peak({}, peak_flops, False)
     with paused_gc():  # millions of small objects, no cycles (see _gc.py)
         tree, recording = from_json(read_json(path, expected="a profile written by prof.save()"), os.fspath(path))
+    if peak_flops is not None:
+        set_mfu(tree, choose_peak(recording.meta, peak_flops, tree.has_cuda))
     return Result(tree, recording)
 
 
-def open_profile_file(path: str | os.PathLike[str], *, flops: bool = True) -> tuple[Result, str]:
+def open_profile_file(path: str | os.PathLike[str], *, flops: bool = True,
+                      peak_flops: float | str | None = None) -> tuple[Result, str]:  # fmt: skip
     """A saved profile (``prof.save``) or a chrome trace, told apart by the first bytes of the
     file, and which one it was (``"a saved profile"``, ``"a chrome trace"``)."""
     if SAVED_PROFILE_START.match(read_head(path)):
-        return load(path), "a saved profile"
-    return load_trace(path, flops=flops), "a chrome trace"
+        return load(path, peak_flops=peak_flops), "a saved profile"
+    return load_trace(path, flops=flops, peak_flops=peak_flops), "a chrome trace"
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from ._tree.tree import Tree
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ._views.insights import Finding
     from ._views.widget import ProfileWidget
 
 
@@ -38,6 +39,7 @@ class Result:
         self._trace_files = trace_files
         self._df: pd.DataFrame | None = None
         self._summary: dict[str, Any] | None = None
+        self._found: list[Finding] | None = None
 
     # -- the data -----------------------------------------------------------------------------
     @property
@@ -112,6 +114,20 @@ class Result:
         ranks = self.ranks
         return by_rank(self.tree, ranks[0] if ranks else None, self.recording.wall_us)
 
+    def by_thread(self) -> pd.DataFrame:
+        """One row per thread that recorded events, most CPU time first: its CPU time (µs, its
+        outermost ranges: the root's CPU total is their sum), the part of it spent compiling
+        ``torch.compile``'d graphs, its share of the total, and what it did (``compiling`` for
+        a thread that only compiled, as Inductor's compile workers, else ``running``). ``thread``
+        is the profiler's thread id."""
+        import pandas as pd
+
+        total = sum(t["cpu_us"] for t in self.tree.threads)
+        rows = [{"thread": t["thread"], "did": "compiling" if t["cpu_us"] and t["compile_us"] >= 0.99 * t["cpu_us"] else "running",
+                 "cpu_us": t["cpu_us"], "compile_us": t["compile_us"],
+                 "share": t["cpu_us"] / total if total else float("nan")} for t in self.tree.threads]  # fmt: skip
+        return pd.DataFrame(rows, columns=["thread", "did", "cpu_us", "compile_us", "share"])
+
     def by_type(self, depth: int | None = None) -> pd.DataFrame:
         """Module metrics aggregated by class; ``depth`` = module nesting level (root = 0)."""
         from ._views.frame import by_type
@@ -142,10 +158,55 @@ class Result:
     def summary(self) -> dict[str, Any]:
         """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs, and
         with a device ``gpu_busy_us``/``gpu_idle_us``/``gpu_window_us`` (``cuda_us`` sums streams,
-        so it can exceed wall time; busy is their union). See :func:`~torchprof._tree.summary.summarize`."""
+        so it can exceed wall time; busy is their union). See :func:`~torchprof._tree.summary.summarize`.
+        Also the answers: ``headline`` (the costliest layer and module type, MFU), ``hot_path``,
+        ``bottleneck``, ``costliest_type``, ``mfu``, ``peak_flops``, ``time_split`` and
+        ``step_spread``."""
         if self._summary is None:
-            self._summary = summarize(self.tree, self.recording)
+            from ._views.format import headline
+
+            summary = summarize(self.tree, self.recording)
+            summary["headline"] = headline(summary)
+            self._summary = summary
         return dict(self._summary)
+
+    @property
+    def headline(self) -> str:
+        """One line naming the costliest layer and the costliest module type with their shares,
+        and the MFU where the device's peak is known."""
+        return str(self.summary["headline"])
+
+    def _findings(self, memory_limit: float | None = None) -> list[Finding]:
+        from ._views.insights import find
+
+        if memory_limit is None:
+            if self._found is None:
+                self._found = find(self.tree, self.summary, self.meta)
+            return list(self._found)
+        return find(self.tree, self.summary, self.meta, memory_limit)
+
+    def insights(self, memory_limit: float | None = None) -> pd.DataFrame:
+        """What to fix first: one finding per row, ranked by the time at stake, with the columns
+        ``rule``, ``at_stake_us`` (the time of the work the finding names: an upper bound on what
+        fixing it saves; NaN for memory findings), ``share`` (of the run), ``paths`` (the rows it
+        points to), ``message`` (what was seen, with figures) and ``advice`` (what to try). Empty
+        when no rule fires; each rule and its threshold is listed in ``torchprof._views.insights``.
+        ``memory_limit`` (bytes) replaces the device's memory the memory rules compare with."""
+        from ._views.insights import insights_frame
+
+        return insights_frame(self._findings(memory_limit))
+
+    def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
+        """A summary to paste into an issue or a chat, at most 4 KB of Markdown: the headline, the
+        run in one line, the costliest layers with their figures, the insights, MFU, what the
+        memory peak is made of and the steps; the same sections in the same order every time.
+        With ``path`` it is also written there."""
+        from ._views.markdown import to_markdown
+
+        text = to_markdown(self.tree, self.summary, self._findings(), self.recording.label)
+        if path is not None:
+            write_text(path, text)
+        return text
 
     # -- terminal -------------------------------------------------------------------------------
     def table(
@@ -169,7 +230,8 @@ class Result:
                 # The 2020 torchprof's ``filter=[]`` meant "do not hide low-level events".
                 filter, show_ops = None, True
         return render_table(self.tree, min_pct=min_pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops,
-                            filter=filter, max_depth=max_depth, colour=colour, width=width)  # fmt: skip
+                            filter=filter, max_depth=max_depth, colour=colour, width=width, hot=True,
+                            headline=self.headline)  # fmt: skip
 
     def display(
         self,
@@ -218,14 +280,14 @@ class Result:
         """The interactive widget; ``state`` sets ``min_pct``, ``sort_by``, ``show_ops``, ..."""
         from ._views.widget import ProfileWidget
 
-        return ProfileWidget(self.tree, self.summary, **state)
+        return ProfileWidget(self.tree, self.summary, self._findings(), **state)
 
     def _ipython_display_(self) -> None:
         """``display(prof)`` and ``prof`` ending a cell: the static table, and the widget where a
         kernel can run it (see :func:`torchprof._views.widget.show`)."""
         from ._views.widget import show
 
-        show(self.tree, self.summary)
+        show(self.tree, self.summary, findings=self._findings())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         # For tools that ask for a rich repr themselves (IPython uses _ipython_display_).
@@ -240,7 +302,7 @@ class Result:
         without, the page is returned as a string."""
         from ._views.html import report_html
 
-        html = report_html(self.tree, self.summary, **state)
+        html = report_html(self.tree, self.summary, self._findings(), **state)
         return html if path is None else write_text(path, html)
 
     # -- exports ----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -9,13 +10,16 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._capture.distributed import distributed_info
+from ._capture.facts import RunFacts
 from ._capture.interrupts import lifecycle, raise_pending
+from ._capture.quiet import StderrFilter
 from ._capture.schedule import StepSchedule
 from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note
+from ._tree.devices import choose_peak
 from ._tree.replayed import (
     commit_replays,
     mark_transformed,
@@ -70,6 +74,9 @@ class Profiler:
             ``ProfilerStep#N`` rows, ``steps`` and the schedule's argument.
         labels: names for root modules (e.g. their variable names), used instead of class names:
             a mapping ``{module: name}``, or a callable asked the first time a root module runs.
+        peak_flops: what MFU is measured against: FLOP/s (a number), or a data type (``"bf16"``,
+            ``"fp32"``, ``"tf32"``, ``"fp16"``, ``"fp8"``) of the device, which is otherwise
+            recognised from ``torch.cuda.get_device_properties`` at the dtype the model computed in.
     """
 
     def __init__(
@@ -87,6 +94,7 @@ class Profiler:
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
         steps: Iterable[int] | None = None,
         first_step: int = 0,
+        peak_flops: float | str | None = None,
     ) -> None:
         import torch
 
@@ -112,11 +120,15 @@ class Profiler:
             flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels, first_step=first_step,
         )  # fmt: skip
         self.name = name
+        choose_peak({}, peak_flops, False)  # a bad value is an error now, not after the run
+        self.peak_flops = peak_flops
         self.interrupted: BaseException | None = None
         """The exception that ended the profiled block early, if one did."""
         self._session: CaptureSession | None = None
         self._builder: TreeBuilder | None = None
         self._result: Result | None = None
+        self._facts: RunFacts | None = None
+        self._stderr = StderrFilter()
 
     # -- the run ----------------------------------------------------------------------------------
     # Stopping is a lifecycle step: a Ctrl-C that arrives during it (even on the first line of
@@ -161,6 +173,11 @@ class Profiler:
     @lifecycle
     def _start(self, entered_from: FrameType | None) -> None:
         self._builder = self._new_builder()
+        self._facts = RunFacts()
+        if self.options.memory:
+            # c10 logs a line to fd 2 for each block from before the run freed inside it (every
+            # 1000th): the user's own output keeps flowing, that line is dropped.
+            self._stderr.start()
         session = self._session = CaptureSession(self.options, self._fold)
         session.entered_from = entered_from
         session.owner_stop = self.stop
@@ -168,6 +185,7 @@ class Profiler:
 
     @lifecycle
     def _undo_start(self) -> None:
+        self._stderr.stop()
         session = self._session
         if session is not None:
             session.abandon()
@@ -180,7 +198,7 @@ class Profiler:
     def _fold(self, events: EventColumns, modules: dict[str, ModuleInfo]) -> None:
         assert self._builder is not None
         self._builder.modules.update(modules)
-        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
+        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs(events.name))
         if self._session is not None:  # DDP's buckets as they are now, for this cycle's all-reduces
             self._builder.comm.ddp = self._session.ddp_buckets()
         self._builder.add(events)
@@ -209,6 +227,7 @@ class Profiler:
         try:
             session.stop()
         finally:
+            self._stderr.stop()  # a no-op after the first time
             if self._result is None and session.used:
                 self._result = self._make_result(session)
             session.release_interrupts()
@@ -264,6 +283,11 @@ class Profiler:
             meta["distributedInfo"] = rank
         if self.interrupted is not None:
             meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
+        if self._facts is not None:
+            # Facts for MFU and the insights: never worth losing the profile over.
+            with contextlib.suppress(Exception):
+                meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda))
+        peak = choose_peak(meta, self.peak_flops, opts.cuda)
         assert self._builder is not None
         recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
                               compiled=self._builder.compiled.graphs, step_times=_step_columns(session.step_times()))  # fmt: skip
@@ -278,8 +302,10 @@ class Profiler:
                 # interrupted (Ctrl-C while a big profile is read) is simply repeated.
                 builder = self._new_builder()
                 events = session.cycle_columns()
-                builder.modules.update(session.modules)
-                builder.compiled.graphs.update(session.compiled_graphs())
+                # Graphs compiled before the block get their layer maps now (outside it).
+                graphs = session.compiled_graphs(events.name if events is not None else ())
+                builder.modules.update(session.module_infos(bool(graphs)))
+                builder.compiled.graphs.update(graphs)
                 builder.comm.ddp = buckets
                 if events is not None:
                     builder.add(events)
@@ -290,6 +316,7 @@ class Profiler:
             recording.modules = builder.modules
             recording.compiled = builder.compiled.graphs
             recording.tensors = builder.tensors = session.known_tensors()
+            builder.peak_flops = peak
             if opts.schedule is not None and block_wall_us is not None:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
@@ -300,6 +327,7 @@ class Profiler:
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
                                            interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += _unmapped_notes(builder, session.unmapped_compiled())
             notes += [note for note in (comm_note(builder.comm),) if note]
             if notes:
                 meta["warnings"] = notes
@@ -370,6 +398,13 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
     commit_replays(builder, plans, plan_outside(builder, plans, [run for run in runs if run.kind == "outside"]))
     mark_transformed(builder)
     return dict(builder.replay_problems)
+
+
+def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
+    """What the user reads when compiled graphs ran whose layers torchprof could not learn."""
+    ids = sorted({key.rsplit(" ", 1)[0] for key in builder.compiled.unmapped})
+    return [f"torch.compile'd graph {cid} has no layer map ({reasons.get(cid, 'compiled with no layer map kept')}): "
+            "its time stays on the module that ran it and its FLOPs are unknown (NaN)" for cid in ids]  # fmt: skip
 
 
 def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:

@@ -199,6 +199,18 @@ COMPILED_BOOKKEEPING = frozenset({
     "TorchDynamo Cache Lookup", "AOTDispatcher Runtime Wrapper Prologue", "Pregraph bytecode", COMPILED_FORWARD,
     COMPILED_BACKWARD,
 })  # fmt: skip
+#: Compiler work recorded inside the block (a graph compiled there): Dynamo's and Inductor's
+#: ranges - ``dynamo`` around a frame's compile, ``entire_backward_compile`` around a backward
+#: graph's, ``compile_file`` on Inductor's compile worker threads, ``<phase> (dynamo_timed)``,
+#: ``<phase>_data: ...`` markers. The outermost one and everything inside it land in one
+#: "(compilation)" row where it ran: compile time, never op time, and no op of it is counted.
+COMPILATION_RANGES = frozenset({
+    "dynamo", "entire_frame_compile", "entire_backward_compile", "compile_file", "inductor_compile", "backend_compile",
+    "compile_fx_inner", "code_gen", "create_aot_dispatcher_function",
+})  # fmt: skip
+COMPILATION_SUFFIX = " (dynamo_timed)"
+COMPILATION_MARKER = "_data: "
+COMPILATION = "(compilation)"
 #: Key of the block torchprof adds to the chrome traces it writes (module types, parameter counts).
 TRACE_META_KEY = "torchprof"
 #: The row that holds backward work no layer's forward op created (AccumulateGrad, a loss
@@ -260,7 +272,8 @@ class Column:
     label: str
     """The header in the terminal table, the static HTML, the widget and its CSV."""
     unit: str
-    """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``text``, ``bool``."""
+    """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``fraction`` (a
+    share written as a percentage), ``text``, ``bool``."""
     about: str
     """One sentence for tooltips and docs/columns.md."""
     dtype: str = "float"
@@ -378,6 +391,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
     Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the operators' shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
     Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
+    Column("mfu", "MFU", "fraction", "Model FLOPs utilisation: FLOPs divided by the row's device time (CPU time without a device) and by the device's peak dense FLOP/s for the run's data type (`prof.summary['peak_flops']`; `peak_flops=` sets it); NaN where the peak or the FLOPs are unknown.", sortable=True),
     Column("input_shapes", "Input shapes", "text", "Input shapes of the first call (with `shapes=True`).", dtype="str"),
     Column("source", "Source", "text", "With `stack=True`: the line of your code the first call ran from (`train.py(42): forward`).", dtype="str"),
     _time("layer_self_cpu_us", "Layer self CPU", "Self CPU with the layer's ops folded in: what the layer itself costs when ops are hidden.", family="cpu", percent_of="cpu_us", rollup="self"),
@@ -396,12 +410,13 @@ VIEW_COLUMNS: tuple[str, ...] = (
     "self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "cpu_us_spread", "cpu_us_max_rank",
     "comm_cpu_us", "comm_exposed_cpu_us", "self_cuda_us", "cuda_us", "fwd_cuda_us", "bwd_cuda_us", "other_cuda_us", "cuda_us_spread", "cuda_us_max_rank",
     "compute_cuda_us", "comm_cuda_us", "comm_overlap_cuda_us", "comm_exposed_cuda_us", "memcpy_cuda_us", "idle_cuda_us",
-    "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "params", "calls",
+    "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "mfu", "params", "calls",
 )  # fmt: skip
 #: The view columns a terminal table drops first, in this order, when it must fit a width (the
 #: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
 NARROW_DROP_ORDER: tuple[str, ...] = (
-    "comm_exposed_cpu_us", "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "flops",
+    "comm_exposed_cpu_us", "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "mfu",
+    "flops",
     "fwd_cuda_us", "fwd_cpu_us", "calls", "cuda_us_max_rank", "cpu_us_max_rank", "comm_exposed_cuda_us",
     "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "cuda_mem", "cpu_mem", "act_cuda_mem", "act_cpu_mem",
     "comm_cuda_us", "comm_cpu_us", "cpu_us_spread", "self_cuda_us",
@@ -499,6 +514,12 @@ COMPARE_FLAME_METRICS: tuple[str, ...] = ("cpu_us_new", "cpu_us_base", "cuda_us_
 #: The widget views a comparison offers: the Top view ranks self times, which it has not, and it
 #: has no memory timeline.
 COMPARE_VIEWS: tuple[str, ...] = ("table", "flame")
+#: The columns a comparison's terminal table drops first, in this order, to fit a width (the sort
+#: column and the CPU total's change are never dropped).
+COMPARE_NARROW_DROP_ORDER: tuple[str, ...] = (
+    "calls_base", "calls_new", "flops_delta", "bwd_cuda_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cpu_us_base",
+    "cuda_us_new", "cpu_us_new",
+)  # fmt: skip
 #: The columns a comparison's tables show (where they hold data), in order.
 COMPARE_VIEW_COLUMNS: tuple[str, ...] = (
     "cpu_us_base", "cpu_us_new", "cpu_us_delta", "bwd_cpu_us_delta", "cuda_us_base", "cuda_us_new", "cuda_us_delta",
@@ -515,6 +536,18 @@ BY_RANK_COLUMNS: tuple[str, ...] = ("rank", "step", "wall_us", "cpu_us", "gpu_bu
 #: (``gloo:all_reduce``, ``nccl:all_to_all``; the worker thread's range is the time the data is in
 #: flight on a CPU backend), the c10d ops and kineto's ``record_param_comms``.
 COMM_RANGE_PREFIXES: tuple[str, ...] = ("gloo:", "nccl:", "mpi:", "ucc:", "xccl:", "c10d::", "record_param_comms")
+
+# -- answers: insights, steps, the hot path ---------------------------------------------------------
+#: ``prof.insights()``: one finding per row, ranked by the time at stake (``_views/insights.py``):
+#: the rule, the time the finding is about (µs; NaN for memory findings), its share of the run
+#: (or of the memory peak), the rows it points to, what was seen and what to try.
+INSIGHT_COLUMNS: tuple[str, ...] = ("rule", "at_stake_us", "share", "paths", "message", "advice")
+#: The parts a step's (or the run's) CPU time is split into, in the order a stacked bar draws
+#: them; they add up to its ``cpu_us`` (``_tree/steps.py``).
+STEP_PARTS: tuple[str, ...] = ("data_us", "forward_us", "backward_us", "optimizer_us", "comm_us", "other_us")
+#: What ``prof.steps`` has per step besides its time split: the device's idle time in it and
+#: whether it was slow.
+STEP_EXTRA: tuple[str, ...] = ("idle_us", "slow")
 
 #: Accepted spellings of sort keys from torch's tables and the 2020 torchprof.
 SORT_ALIASES: dict[str, str] = {

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import IO
@@ -81,7 +82,7 @@ class _Fd2Swap:
             self.saved = os.dup(self.fd)
         except OSError:  # no usable fd 2 (some embedded interpreters): nothing to silence
             return
-        self.sink = tempfile.TemporaryFile()  # noqa: SIM115 - closed by finish(), which outlives this call
+        self.sink = _take_sink()
         # Marked first: a restore when the switch did not happen copies fd 2 onto itself.
         self.redirected = True
         os.dup2(self.sink.fileno(), self.fd)
@@ -96,15 +97,163 @@ class _Fd2Swap:
             os.close(saved)  # (an interrupt just before this leaks one descriptor, never closes a wrong one)
         sink, self.sink = self.sink, None
         if sink is not None:
-            with sink:
+            try:
                 _replay(sink)
+            finally:
+                _give_back_sink(sink)
         release(self)
 
 
+#: One temporary file kept for the next swap, with the process that made it: creating one costs
+#: about 0.2 ms, and every profiled block swaps fd 2 twice (start and stop). A swap that finds
+#: none free (nested, or on another thread) makes its own; a forked child never shares its
+#: parent's (their file offset would be one).
+_free_sink: list[tuple[int, IO[bytes]]] = []
+
+
+def _take_sink() -> IO[bytes]:
+    try:
+        pid, sink = _free_sink.pop()
+    except IndexError:
+        pass
+    else:
+        if pid == os.getpid():
+            return sink
+    return tempfile.TemporaryFile()  # closed or kept by _give_back_sink
+
+
+def _give_back_sink(sink: IO[bytes]) -> None:
+    try:
+        sink.seek(0)
+        sink.truncate()
+    except (OSError, ValueError):
+        with suppress(OSError):
+            sink.close()
+        return
+    if _free_sink:
+        sink.close()
+    else:
+        _free_sink.append((os.getpid(), sink))
+
+
 def _replay(sink: IO[bytes]) -> None:
+    sink.flush()
     sink.seek(0)
     text = sink.read().decode("utf-8", errors="replace")
     kept = [line for line in text.splitlines(keepends=True) if line.strip() and not is_noise(line)]
     if kept:
         with suppress(OSError, ValueError):
             sys.stderr.write("".join(kept))
+
+
+#: The line c10's CPU allocator logs (``LOG(WARNING)``, straight to fd 2) when a block allocated
+#: before profiling started is freed while a profiler records memory: it says nothing about the
+#: user's code, and torchprof counts those blocks itself (parameters, gradients, optimizer state).
+_UNKNOWN_SIZE = re.compile(rb"Memory block of unknown size was allocated before the profiling started")
+#: How long ``stop`` waits for the pump to pass on what was written before it (normally microseconds).
+_SYNC_TIMEOUT_S = 2.0
+
+
+class StderrFilter:
+    """While a profiled block runs with memory recorded: fd 2 goes through a pipe, and a thread
+    writes every line on to the real fd 2 at once, except c10's "unknown size" warning.
+
+    The user's own output keeps flowing as it is written (a line without its newline yet is passed
+    on as soon as it cannot be the start of that warning). At :meth:`stop` fd 2 is put back after
+    everything written before it has been passed on; processes started inside the block (DataLoader
+    workers) keep the pipe and the thread keeps passing their output on until they close it. Any
+    failure to set this up leaves fd 2 as it was.
+    """
+
+    def __init__(self) -> None:
+        self._fd = -1
+        self._saved = -1
+        self._synced = threading.Event()
+        self._marker = b""
+
+    def start(self) -> None:
+        try:
+            fd = sys.__stderr__.fileno() if sys.__stderr__ is not None else 2
+        except (AttributeError, OSError, ValueError):
+            fd = 2
+        try:
+            saved = os.dup(fd)
+        except OSError:
+            return
+        try:
+            read, write = os.pipe()
+        except OSError:
+            os.close(saved)
+            return
+        for stream in (sys.stderr, sys.__stderr__):
+            with suppress(OSError, ValueError, AttributeError):
+                if stream is not None:
+                    stream.flush()
+        try:
+            os.dup2(write, fd)
+        except OSError:
+            for f in (read, write, saved):
+                os.close(f)
+            return
+        os.close(write)
+        self._fd, self._saved = fd, saved
+        self._marker = b"\x00torchprof-stderr-sync-" + os.urandom(8).hex().encode() + b"\n"
+        threading.Thread(target=self._pump, args=(read, saved, self._marker), name="torchprof-stderr", daemon=True).start()
+
+    def stop(self) -> None:
+        """Put fd 2 back, once what was written before has been passed on."""
+        fd, saved = self._fd, self._saved
+        if fd < 0:
+            return
+        try:
+            for stream in (sys.stderr, sys.__stderr__):
+                with suppress(OSError, ValueError, AttributeError):
+                    if stream is not None:
+                        stream.flush()
+            with suppress(OSError):
+                os.write(fd, self._marker)
+                self._synced.wait(_SYNC_TIMEOUT_S)
+        finally:  # fd 2 goes back whatever happens (a Ctrl-C during the wait included)
+            with suppress(OSError):
+                os.dup2(saved, fd)  # the pump closes ``saved`` once every writer of the pipe is gone
+            self._fd = -1
+
+    def _pump(self, read: int, out: int, marker: bytes) -> None:
+        pending = b""
+        try:
+            while True:
+                try:
+                    chunk = os.read(read, 65536)
+                except InterruptedError:
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                pending += chunk
+                synced = marker in pending  # one write, so whole (it may follow a partial line)
+                if synced:
+                    pending = pending.replace(marker, b"")
+                lines = pending.split(b"\n")
+                pending = lines.pop()
+                kept = [line + b"\n" for line in lines if not _UNKNOWN_SIZE.search(line)]
+                if pending and not b"[W".startswith(pending[:2]) and not marker.startswith(pending):
+                    kept.append(pending)  # a partial line (a progress bar) that is not the warning: on at once
+                    pending = b""
+                if kept:
+                    _write_all(out, b"".join(kept))
+                if synced:
+                    self._synced.set()
+            if pending and not _UNKNOWN_SIZE.search(pending):
+                _write_all(out, pending)
+        finally:
+            self._synced.set()
+            for f in (read, out):
+                with suppress(OSError):
+                    os.close(f)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with suppress(OSError):
+        while data:
+            data = data[os.write(fd, data) :]

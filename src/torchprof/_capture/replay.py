@@ -395,7 +395,8 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
     with _replay_environment(recursion_limit):
         for root in roots:
             modules = modules_below(root.module)
-            if root.compiled or any(type(m).__name__ == "OptimizedModule" for m in modules):
+            if root.compiled or any(type(m).__name__ == "OptimizedModule" or m.__dict__.get("_compiled_call_impl") is not None
+                                    for m in modules):  # fmt: skip
                 continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
             if root.skip is None and root.layout is not None and module_layout(root.module) != root.layout:
                 root.skip = ("it changed after it ran (a layer was replaced or a parameter resized before the profile "

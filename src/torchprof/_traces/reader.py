@@ -31,6 +31,7 @@ from .._files import TraceError, _existing_file, parse_json, plain_numbers, read
 from .._records import (
     CompiledGraph,
     EventColumns,
+    KnownTensor,
     ModuleInfo,
     Recording,
     checked_step_times,
@@ -818,9 +819,17 @@ def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, A
         meta["distributedInfo"] = block["distributedInfo"]
     if "ddp_buckets" in block:
         meta["ddp_buckets"] = block["ddp_buckets"]
+    for key in ("compute_dtype", "flops_counts"):  # torchprof's own exports: the dtype (MFU), replayed FLOPs
+        if key in block:
+            meta[key] = block[key]
     label = block.get("label") or _stem(where)
     cap = Recording(cycles=[cols], modules=block.get("modules", {}), wall_us=wall, label=label, meta=meta,
                     compiled=block.get("compiled", {}), step_times=block.get("step_times", {}))
+    if block.get("tensors"):
+        # Seen on the live run's clock (ns since the epoch); the events count from the file's base time.
+        base = top.get("baseTimeNanoseconds")
+        shift = int(base) if isinstance(base, (int, Decimal)) else 0
+        cap.tensors = [KnownTensor(c, d, a, b, None if t is None else t - shift, m) for c, d, a, b, t, m in block["tensors"]]
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap
@@ -879,6 +888,23 @@ def _meta_block(block: Any) -> dict[str, Any]:
             out["ddp_buckets"] = checked_ddp_buckets(plain_numbers(buckets))
         except ValueError as exc:
             raise TraceError(f"'{key}.ddp_buckets' {exc}") from None
+    dtype = block.get("compute_dtype")
+    if isinstance(dtype, str):
+        out["compute_dtype"] = dtype
+    tensors = block.get("tensors")
+    if tensors is not None:
+        ok = isinstance(tensors, list) and all(
+            isinstance(t, list) and len(t) == 6 and isinstance(t[0], str) and all(type(v) is int for v in t[1:4])
+            and (t[4] is None or type(t[4]) is int) and (t[5] is None or isinstance(t[5], str)) for t in tensors)  # fmt: skip
+        if not ok:
+            raise TraceError(f"'{key}.tensors' must be a list of [category, device, address, bytes, seen_ns, module], "
+                             f"not {_clip(tensors)}")  # fmt: skip
+        out["tensors"] = tensors
+    counts = block.get("flops_counts")
+    if counts is not None:
+        if not (isinstance(counts, dict) and all(isinstance(counts.get(k), list) for k in ("paths", "macs", "flops"))):
+            raise TraceError(f"'{key}.flops_counts' must be an object of 'paths', 'macs' and 'flops' lists, not {_clip(counts)}")
+        out["flops_counts"] = plain_numbers(counts)
     recorded = block.get("recorded")
     if recorded is not None:
         if not isinstance(recorded, dict) or not all(type(v) is bool for v in recorded.values()):

@@ -4,10 +4,10 @@ new and delta figures, and the same per op or kernel name (HTA's TraceDiff)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .._vocab import COLUMN, COMPARE_COLUMNS, COMPARE_METRICS, COMPARE_VIEW_EXTRA, Status, is_missing
+from .._vocab import COLUMN, COMPARE_COLUMNS, COMPARE_METRICS, COMPARE_VIEW_EXTRA, NodeKind, Status, is_missing
 from .tree import Tree
 from .union import preorder, summed, unite
 
@@ -30,6 +30,12 @@ class Diff:
     metric: str
     """The time the change is measured in by default: ``cuda_us`` when both runs have a device,
     else ``cpu_us``."""
+    roots: dict[str, str] = field(default_factory=dict)
+    """Root modules matched across different labels: the base run's label -> the new run's."""
+    layers: int = 0
+    """Module nodes of the union (layers of either run)."""
+    matched: int = 0
+    """Of those, the ones both runs have."""
 
 
 def _sides(base: Tree, new: Tree) -> tuple[bool, int, int]:
@@ -52,7 +58,8 @@ def compare_trees(base: Tree, new: Tree, label: str) -> Diff:
     O(rows of both trees + columns x union nodes).
     """
     per_step, base_steps, new_steps = _sides(base, new)
-    union = unite([new, base], fold_steps=True)
+    roots = match_roots(base, new)
+    union = unite([new, base], fold_steps=True, relabel=[{}, roots])
     n = len(union)
     scale = [1.0 / new_steps if per_step else 1.0, 1.0 / base_steps if per_step else 1.0]
     values: dict[str, list[float]] = {}
@@ -108,7 +115,46 @@ def compare_trees(base: Tree, new: Tree, label: str) -> Diff:
         has_flops=base.has_flops or new.has_flops,
         event_count=base.event_count + new.event_count,
     )
-    return Diff(tree, base_steps, new_steps, per_step, metric)
+    module = NodeKind.MODULE.label
+    layers = [u for u in range(n) if union.kind[u] == module]
+    matched = sum(1 for u in layers if in_new[u] and in_base[u])
+    return Diff(tree, base_steps, new_steps, per_step, metric, roots, len(layers), matched)
+
+
+def root_modules_of(tree: Tree) -> dict[str, str | None]:
+    """The root modules of a tree (modules with no module above them): their label (their
+    module path) and type, in the order they first appear."""
+    cols = tree.columns
+    kinds, modules, types, parent = cols["kind"], cols["module"], cols["type"], tree.parent_index
+    module = NodeKind.MODULE.label
+    under_module = [False] * len(tree)
+    out: dict[str, str | None] = {}
+    for r in range(1, len(tree)):
+        p = parent[r]
+        under_module[r] = kinds[r] == module or (p > 0 and under_module[p])
+        if kinds[r] == module and not (p > 0 and under_module[p]) and isinstance(modules[r], str):
+            out.setdefault(modules[r], types[r])
+    return out
+
+
+def match_roots(base: Tree, new: Tree) -> dict[str, str]:
+    """The base run's root labels to read as the new run's: a notebook names its root module by
+    its variable (``model``), a script by its class (``ResNet``). A base root whose label the new
+    run lacks matches the new run's one root of the same type that the base lacks; with one root
+    each, the two match whatever their types."""
+    b, n = root_modules_of(base), root_modules_of(new)
+    only_b = {k: t for k, t in b.items() if k not in n}
+    only_n = {k: t for k, t in n.items() if k not in b}
+    if not only_b or not only_n:
+        return {}
+    if len(b) == 1 and len(n) == 1:
+        return {next(iter(only_b)): next(iter(only_n))}
+    out: dict[str, str] = {}
+    for label, kind in only_b.items():
+        same = [k for k, t in only_n.items() if t == kind and k not in out.values()]
+        if len(same) == 1:
+            out[label] = same[0]
+    return out
 
 
 def _larger(a: float, b: float) -> float:

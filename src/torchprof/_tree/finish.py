@@ -13,6 +13,7 @@ from . import device_time as _device
 from . import flops as _flops
 from .comm import comm_sums
 from .memory import act_values, memory_report, peak_values
+from .mfu import tree_mfu
 from .modules import root_modules
 from .nodes import Nodes
 from .tree import PATH_SEPARATOR, Columns, PathColumn, Tree
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 OP, REGION, MODULE, RUNTIME, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE))
 NAN = float("nan")
 #: How ``unsupported_ops`` names the runs of compiled graphs whose kernels have no layer map.
-UNMAPPED_GRAPH = "compiled graph without a layer map (compiled before profiling; see torchprof.capture_compiled)"
+UNMAPPED_GRAPH = "compiled graph without a layer map (see summary['warnings'])"
 US = 1000.0  # ns per µs
 #: ``df.kind`` of each event kind, one string object each (not one per row).
 _KIND_LABEL = {k: v.label for k, v in NODE_KIND_OF_EVENT.items()}
@@ -256,6 +257,7 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "params": lambda f: _params(f),
     "macs": _counted(lambda f: f.counted("macs")),
     "flops": _counted(lambda f: f.counted("flops")),
+    "mfu": lambda f: [NAN] * len(f.order),  # needs the finished times and FLOPs: set in finish_tree
     "input_shapes": lambda f: [_shape_text(f.nodes.shapes[nid]) for nid in f.order],
     "source": lambda f: f.per_row(f.nodes.source),
     "layer_self_cpu_us": lambda f: f.layer_self("cpu", False),
@@ -277,6 +279,10 @@ def finish_tree(builder: TreeBuilder) -> Tree:
     row_of = [-1] * len(nodes)
     for row, nid in enumerate(order):
         row_of[nid] = row
+    if builder.memory and builder.ledger.peaks:
+        # The known tensors are all in: what each peak holds beyond the allocator's own total.
+        builder.ledger.settle(builder.tensors)
+        builder.peak = builder.ledger.peak_pair()
     parent_index = [row_of[nodes.parent[nid]] if nodes.parent[nid] >= 0 else -1 for nid in order]
     paths = PathColumn([row_of[scopes[nid]] if scopes[nid] >= 0 else -1 for nid in order], [labels[nid] for nid in order])
     has_flops = builder.want_flops and builder.saw_shapes
@@ -284,6 +290,9 @@ def finish_tree(builder: TreeBuilder) -> Tree:
     # path and parent are made when first read (see tree.Columns).
     columns = Columns({c.name: COMPUTE[c.name](f) for c in COLUMNS if c.name not in Columns.LAZY}, paths, parent_index,
                       COLUMN_NAMES)  # fmt: skip
+    peak = builder.peak_flops  # a devices.Peak set by whoever built the tree, if any
+    if peak is not None:
+        columns["mfu"] = tree_mfu(columns, builder.cuda, peak.flops_per_s)
     tot_cpu, tot_cuda, bwd_cpu = sums.total["cpu_ns"], sums.total["cuda_ns"], sums.bwd["cpu"]
     steps = [
         {"step": s["step"], "wall_us": s["wall_us"], "cpu_us": tot_cpu[s["node"]] / US,
@@ -311,6 +320,10 @@ def finish_tree(builder: TreeBuilder) -> Tree:
         overruns=sorted(([row_of[nid], ranges, ns / US] for nid, (ranges, ns) in builder.overrun.items()),
                         key=lambda r: (-r[2], r[0])),
         memory=memory_report(builder.ledger, builder.tensors, order, lambda nid: paths[row_of[nid]], columns["module"]) if builder.memory else {},
+        peak_flops=peak.to_json() if peak is not None else {},
+        cpu_union_us=builder.cpu_union_ns / US if builder.threads else NAN,
+        threads=[{"thread": tid, "cpu_us": cpu / US, "compile_us": compile_ns / US}
+                 for tid, (cpu, compile_ns) in sorted(builder.threads.items(), key=lambda kv: -kv[1][0])],
     )
 
 

@@ -123,6 +123,10 @@ class MemoryLedger:
         self.origin: int | None = None
         self._running: dict[int, int] = {}  # running sums where the source records no totals
         self._forward_layer: dict[int, bool] = {}
+        self.baseline: dict[int, int] = {}
+        """Per device: bytes alive at the peak that the allocator's total does not count, set by
+        :meth:`settle` (host tensors from before the profiler started, known by address: torch's
+        host total counts only blocks allocated while it records memory)."""
 
     # -- facts of nodes ---------------------------------------------------------------------------
     def is_forward_layer(self, nid: int) -> bool:
@@ -418,10 +422,21 @@ class MemoryLedger:
         return PeakSnapshot(key, total, starts[at], node_of[at], live, max(0, total - held), first_alloc, orphan_free, span)
 
     # -- the finished figures ----------------------------------------------------------------------
+    def settle(self, known: list[KnownTensor]) -> None:
+        """With every known tensor at hand (the run is over): what each peak holds beyond the
+        allocator's total (:attr:`baseline`). Only host memory has any: see :func:`breakdown`."""
+        self.baseline = {}
+        for key, snap in self.peaks.items():
+            if key == CPU and snap.live is not None:
+                extra = sum(b for _, counted, b in _from_before(snap, known) if counted == "beyond")
+                if extra:
+                    self.baseline[key] = extra
+
     def peak_pair(self) -> list[int]:
-        """``[host peak, highest device peak]`` (0 where none), as the builder's ``peak``."""
-        host = self.peaks[CPU].bytes if CPU in self.peaks else 0
-        device = max((p.bytes for k, p in self.peaks.items() if k != CPU), default=0)
+        """``[host peak, highest device peak]`` (0 where none), as the builder's ``peak``: the
+        allocator's total at the peak plus what it does not count (:attr:`baseline`)."""
+        host = self.peaks[CPU].bytes + self.baseline.get(CPU, 0) if CPU in self.peaks else 0
+        device = max((p.bytes + self.baseline.get(k, 0) for k, p in self.peaks.items() if k != CPU), default=0)
         return [host, device]
 
 
@@ -449,6 +464,10 @@ def peak_values(ledger: MemoryLedger, device: bool) -> list[float | None]:
     nodes = ledger.nodes
     own = ledger.node_peak[1 if device else 0]
     parent = nodes.parent
+    # What the allocator's total leaves out was alive the whole run (from before it to its end).
+    extra = max((b for k, b in ledger.baseline.items() if (k != CPU) == device), default=0)
+    if extra:
+        own = {nid: v + extra for nid, v in own.items() if v >= 0}
     values = [-1] * len(nodes)
     for nid in range(len(nodes) - 1, -1, -1):
         v = max(values[nid], own.get(nid, -1))
@@ -456,7 +475,7 @@ def peak_values(ledger: MemoryLedger, device: bool) -> list[float | None]:
         p = parent[nid]
         if p >= 0 and v > values[p]:
             values[p] = v
-    peaks = [p.bytes for k, p in ledger.peaks.items() if (k != CPU) == device]
+    peaks = [p.bytes + ledger.baseline.get(k, 0) for k, p in ledger.peaks.items() if (k != CPU) == device]
     if peaks and values:
         values[0] = max(values[0], *peaks)
     return [float(v) if v >= 0 else None for v in values]
@@ -479,21 +498,57 @@ def phases(nodes: Nodes) -> list[int]:
     return out
 
 
+def _from_before(snap: PeakSnapshot, known: list[KnownTensor]) -> list[tuple[KnownTensor, str, int]]:
+    """Known tensors (parameters, gradients, optimizer state) whose blocks were allocated before
+    the peak's cycle and were not freed before the peak, each block once, with how their bytes
+    count: ``"inside"`` the allocator's total before the cycle (as far as it has room for them:
+    a device's total counts every block), ``"beyond"`` it (host blocks: torch's host total counts
+    only blocks allocated while a profiler recorded memory, so those from before are added to
+    the peak) or ``"outside"`` (a device block the device's total has no room for: not alive)."""
+    lo, hi = snap.span
+    mine = [k for k in known if k.device == snap.device and (k.seen_ns is None or lo <= k.seen_ns <= hi)]
+    counted: set[int] = set()
+    room = snap.before
+    out: list[tuple[KnownTensor, str, int]] = []
+    for k in sorted(mine, key=lambda k: MEMORY_CATEGORIES.index(k.category)):
+        if k.addr in counted:
+            continue
+        first = snap.first_alloc.get(k.addr)
+        seen = k.seen_ns
+        if first is not None and (seen is None or first <= seen):
+            continue  # its block was allocated in the cycle: counted among the allocations if alive at the peak
+        if seen is not None and seen < snap.time_ns:
+            gone = snap.orphan_free.get(k.addr)
+            if gone is not None and seen < gone <= snap.time_ns:
+                continue
+        counted.add(k.addr)
+        inside = min(room, k.nbytes)
+        room -= inside
+        if inside:
+            out.append((k, "inside", inside))
+        if inside < k.nbytes:
+            out.append((k, "beyond" if snap.device == CPU else "outside", k.nbytes - inside))
+    return out
+
+
 def breakdown(snap: PeakSnapshot, known: list[KnownTensor], layer_of_node: Callable[[int], str | None],
               layer_of_module: Callable[[str], str]) -> list[tuple[str, str | None, int, bool]] | None:  # fmt: skip
     """``(category, layer, bytes, in the peak)`` alive at the peak, summed per category and layer;
-    the rows in the peak add up to it exactly. None when the source recorded no addresses.
+    the rows in the peak add up to it exactly (the allocator's total plus, for host memory, the
+    known tensors it does not count). None when the source recorded no addresses.
 
     1. Allocations of the peak's cycle alive at the peak: a known tensor at the same address,
        seen while the allocation was alive (a gradient or optimizer state at an optimizer step's
        end, a parameter or gradient when the profiler stopped), names its category and layer
        (the module of its parameter); the rest keep the category of where they were made.
-    2. Known tensors allocated before the cycle and not freed before the peak, each block once,
-       as far as the device allocator's total has room for them (it counts every block). torch's
-       host total counts only blocks allocated while a profiler recorded memory, and keeps
-       counting those freed after it stopped, so what it held before the cycle cannot be told
-       apart: host tensors from before the cycle are listed as not in the peak.
-    3. What the allocator counted besides (``other``, allocated before profiling).
+    2. Known tensors allocated before the cycle and not freed before the peak, each block once
+       (:func:`_from_before`): first as part of what the allocator counted from before the cycle;
+       what does not fit is, for host memory, added to the peak (torch's host total counts only
+       blocks allocated while a profiler recorded memory: parameters, gradients and optimizer
+       state made before are alive but not in it), and for a device not in the peak (its total
+       counts every block).
+    3. What the allocator counted from before the cycle besides (``other``, allocated before
+       profiling).
     """
     if snap.live is None:
         return None
@@ -516,28 +571,13 @@ def breakdown(snap: PeakSnapshot, known: list[KnownTensor], layer_of_node: Calla
                     layer = layer_of_module(k.module)
                 break
         add(category, layer, nbytes)
-    counted: set[int] = set()
-    room = snap.before if snap.device != CPU else 0
-    for k in sorted(mine, key=lambda k: MEMORY_CATEGORIES.index(k.category)):
-        if k.addr in counted:
-            continue
-        first = snap.first_alloc.get(k.addr)
-        seen = k.seen_ns
-        if first is not None and (seen is None or first <= seen):
-            continue  # its block was allocated in the cycle: counted above if alive at the peak
-        if seen is not None and seen < snap.time_ns:
-            gone = snap.orphan_free.get(k.addr)
-            if gone is not None and seen < gone <= snap.time_ns:
-                continue
-        counted.add(k.addr)
+    inside_before = 0
+    for k, how, nbytes in _from_before(snap, known):
         layer = layer_of_module(k.module) if k.module is not None else None
-        inside = min(room, k.nbytes)
-        room -= inside
-        if inside:
-            add(k.category, layer, inside)
-        if inside < k.nbytes:
-            add(k.category, layer, k.nbytes - inside, False)
-    rest = room if snap.device != CPU else snap.before
+        add(k.category, layer, nbytes, how != "outside")
+        if how == "inside":
+            inside_before += nbytes
+    rest = snap.before - inside_before
     if rest > 0:
         add("other", BEFORE_PROFILING, rest)
     return [(c, layer, b, inside) for (c, layer, inside), b in sums.items()]
@@ -571,7 +611,9 @@ def memory_report(ledger: MemoryLedger, known: list[KnownTensor], order: list[in
         owner = nodes.owner[snap.node]
         parts = breakdown(snap, known, path_of, layer_of_module)
         devices[device_name(key)] = {
-            "peak": float(snap.bytes),
+            "peak": float(snap.bytes + ledger.baseline.get(key, 0)),
+            "allocator_peak": float(snap.bytes),
+            "before_block": float(ledger.baseline.get(key, 0)),
             "time_us": (snap.time_ns - origin) / 1000.0,
             "row": row_of[snap.node],
             "layer_row": row_of[owner] if owner >= 0 else None,
@@ -583,9 +625,10 @@ def memory_report(ledger: MemoryLedger, known: list[KnownTensor], order: list[in
     timeline: dict[str, Any] = {}
     for key in sorted(ledger.timeline):
         times, values, where = ledger.timeline[key]
+        extra = ledger.baseline.get(key, 0)
         timeline[device_name(key)] = {
             "time_us": [(t - origin) / 1000.0 for t in times],
-            "allocated": list(values),
+            "allocated": [v + extra for v in values] if extra else list(values),
             "row": [row_of[w] for w in where],
             "phase": [phase[w] for w in where],
         }

@@ -6,7 +6,9 @@ from typing import Any
 
 from .._records import Recording
 from .._vocab import is_missing
+from .hotpath import hot_path, layer_key
 from .modules import root_modules
+from .steps import split_row, spread, step_splits
 from .tree import Tree
 
 #: The run's device time by what it did (:attr:`Tree.gpu_time_us`), in the order ``prof.summary`` lists it.
@@ -61,16 +63,74 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "events": tree.event_count,
         "nodes": len(tree),
     }
+    if tree.threads:
+        out["threads"] = len(busy_threads(tree))
+        out["threads_at_once"] = threads_at_once(tree)
+        out["compile_cpu_us"] = sum(t["compile_us"] for t in tree.threads)
     if tree.overruns:
         row, ranges, _ = tree.overruns[0]
         out["overrun_top"] = {"name": c["name"][row], "ranges": ranges, "rows": len(tree.overruns)}
+    out.update(mfu_summary(tree, out["flops_per_s"]))
+    out.update(headline_facts(tree))
+    if len(tree):
+        out["time_split"] = split_row(tree, 0)  # data, forward, backward, optimizer, comm, other (µs)
+        steps = spread(step_splits(tree))
+        if steps:
+            out["step_spread"] = steps
     if tree.has_memory:
         out["peak_at"] = peak_at(tree)
     if "interrupted" in recording.meta:
         out["interrupted"] = recording.meta["interrupted"]
-    if recording.meta.get("warnings"):
-        out["warnings"] = list(recording.meta["warnings"])  # what the profile is known to miss
+    warnings = list(recording.meta.get("warnings") or [])  # what the profile is known to miss
+    checked = allocator_check(tree, recording.meta)
+    if checked:
+        out["allocator_peaks"], notes = checked
+        warnings += notes
+    if warnings:
+        out["warnings"] = warnings
     return out
+
+
+#: A thread counts as busy when it holds at least this share of the run's CPU time.
+BUSY_THREAD_SHARE = 0.01
+
+
+def busy_threads(tree: Tree) -> list[dict[str, Any]]:
+    """The threads whose CPU time the root's total sums (those with a share of it worth naming)."""
+    total = sum(t["cpu_us"] for t in tree.threads)
+    return [t for t in tree.threads if total and t["cpu_us"] >= BUSY_THREAD_SHARE * total]
+
+
+def threads_at_once(tree: Tree) -> bool:
+    """Several threads ran at the same time for a share of the run worth naming, so the CPU
+    total sums their work and can exceed the wall time (a hand-off, as a backward pass on
+    autograd's thread while the caller waits, sums nothing twice)."""
+    total = sum(t["cpu_us"] for t in tree.threads)
+    union = tree.cpu_union_us
+    return len(busy_threads(tree)) > 1 and not is_missing(union) and total - union > BUSY_THREAD_SHARE * union
+
+
+def allocator_check(tree: Tree, meta: dict[str, Any]) -> tuple[dict[str, float], list[str]] | None:
+    """The CUDA allocator's own high-water mark inside the block, where the live capture read
+    ``torch.cuda.max_memory_allocated`` before and after it and the block set a new high (else
+    that figure is an earlier one's), and a note for each device whose profiled peak differs
+    from it: allocations torch's profiler did not see (another thread's)."""
+    figures = meta.get("cuda_allocator")
+    if not isinstance(figures, dict) or not tree.memory:
+        return None
+    peaks: dict[str, float] = {}
+    notes: list[str] = []
+    devices = tree.memory.get("devices", {})
+    for device, f in figures.items():
+        if not isinstance(f, dict) or not f.get("max_end", 0) > f.get("max_start", 0):
+            continue
+        peaks[device] = float(f["max_end"])
+        seen = devices.get(device, {}).get("peak")
+        if seen is not None and abs(seen - f["max_end"]) > 0.001 * f["max_end"]:
+            notes.append(f"the {device} peak the profile saw ({seen:.0f} bytes) differs from the allocator's own "
+                         f"({f['max_end']} bytes, torch.cuda.max_memory_allocated): allocations torch's profiler did not "
+                         "record (other threads)")  # fmt: skip
+    return (peaks, notes) if peaks else None
 
 
 def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
@@ -85,4 +145,48 @@ def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
         layer = peak.get("layer_row")
         out[device] = {"path": paths[peak["row"]], "layer": paths[layer] if layer is not None else None,
                        "phase": peak["phase"], "bytes": peak["peak"], "time_us": peak["time_us"]}  # fmt: skip
+    return out
+
+
+def mfu_summary(tree: Tree, flops_per_s: float) -> dict[str, Any]:
+    """``mfu``: the root's (its FLOPs over its device time, or CPU time without a device, against
+    the peak); ``mfu_wall``: the run's FLOP/s over its wall time against the peak (the usual
+    "model FLOPs utilisation" of a training step); ``peak_flops``: the peak, the device, the data
+    type and where the figure came from (or why there is none). ``mfu_note`` says when a layer
+    measured above 100%: the peak is too low for what ran (TF32 or a lower precision)."""
+    nan = float("nan")
+    peak = dict(tree.peak_flops) if tree.peak_flops else {"flops_per_s": None, "device": None, "dtype": None, "source": ""}
+    value = peak.get("flops_per_s")
+    mfu = tree.columns["mfu"][0] if len(tree) and "mfu" in tree.columns else nan
+    out: dict[str, Any] = {
+        "mfu": mfu,
+        "mfu_wall": flops_per_s / value if isinstance(value, (int, float)) and not is_missing(flops_per_s) else nan,
+        "peak_flops": peak,
+    }
+    over = [i for i, v in enumerate(tree.columns.get("mfu", [])) if not is_missing(v) and v > 1.0]
+    if over:
+        out["mfu_note"] = (f"{len(over)} rows measure above 100% of {peak.get('dtype') or 'the given'} peak: what ran used a faster "
+                           "path than that peak counts (TF32 or lower precision); pass peak_flops= for it")  # fmt: skip
+    return out
+
+
+def headline_facts(tree: Tree) -> dict[str, Any]:
+    """The hot path and the headline's figures (:mod:`~torchprof._tree.hotpath`): ``hot_path``
+    (paths from the root down), ``bottleneck`` (the costliest layer: the ``path`` of its costliest
+    row, ``layer`` (that path without its ``ProfilerStep#N/``), ``type``, its own time ``us`` over
+    every step and its ``share`` of the run) and ``costliest_type`` (``type``, ``share``, ``modules``),
+    all by ``hot_metric`` (``cuda_us`` with device time, else ``cpu_us``)."""
+    if not len(tree):
+        return {}
+    path = hot_path(tree)
+    cols = tree.columns
+    paths = tree.paths
+    out: dict[str, Any] = {"hot_metric": path.metric, "hot_path": [paths[r] for r in path.rows]}
+    if path.layer >= 0:
+        out["bottleneck"] = {"path": paths[path.layer], "layer": layer_key(tree, path.layer),
+                             "name": cols["name"][path.layer],
+                             "type": cols["type"][path.layer] if cols["kind"][path.layer] == "module" else None,
+                             "us": path.layer_share * cols[path.metric][0], "share": path.layer_share}  # fmt: skip
+    if path.type is not None:
+        out["costliest_type"] = {"type": path.type, "share": path.type_share, "modules": path.type_modules}
     return out

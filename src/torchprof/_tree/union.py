@@ -81,7 +81,22 @@ def layer_paths(tree: Tree, fold_steps: bool) -> list[str]:
     return out
 
 
-def unite(trees: Sequence[Tree], fold_steps: bool = False) -> Union:
+def relabel_key(key: str, labels: dict[str, str]) -> str:
+    """A layer path with a root module's label replaced where it starts the path or a part of it
+    after a region (``model.layer1`` -> ``ResNet.layer1``, ``ProfilerStep#*/model`` ->
+    ``ProfilerStep#*/ResNet``)."""
+    for old, new in labels.items():
+        at = 0
+        while at >= 0:
+            end = at + len(old)
+            if key.startswith(old, at) and (end == len(key) or key[end] in "./ "):
+                return key[:at] + new + key[end:]
+            at = key.find("/", at)
+            at = at + 1 if at >= 0 else -1
+    return key
+
+
+def unite(trees: Sequence[Tree], fold_steps: bool = False, relabel: Sequence[dict[str, str]] | None = None) -> Union:
     """Match the rows of ``trees`` into one union of nodes.
 
     A module or a region matches by its path (:func:`layer_paths`: a layer is the same layer
@@ -90,7 +105,9 @@ def unite(trees: Sequence[Tree], fold_steps: bool = False) -> Union:
     places; with ``fold_steps`` the same layer in every step). The roots are one node. Sources are
     taken in order and each in pre-order, so a node's parent always exists before it and the
     union is a tree; a node's place (its parent) is where the first source that has it put it.
-    O(rows) dictionary work over all trees.
+    ``relabel`` (per source, old root label -> new) makes root modules named differently in two
+    runs (a notebook's ``model``, a script's ``ResNet``) one layer. O(rows) dictionary work over
+    all trees.
     """
     union = Union()
     index: dict[Any, int] = {}
@@ -99,6 +116,9 @@ def unite(trees: Sequence[Tree], fold_steps: bool = False) -> Union:
         cols = tree.columns
         kinds, names = cols["kind"], cols["name"]
         keys = layer_paths(tree, fold_steps)
+        labels = relabel[source] if relabel is not None and source < len(relabel) else {}
+        if labels:
+            keys = [relabel_key(k, labels) if kinds[r] in layer_kinds else k for r, k in enumerate(keys)]
         parent = tree.parent_index
         n = len(tree)
         node_of = [0] * n

@@ -7,6 +7,7 @@ row's size as the threshold and any comparison column as the sort."""
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from .._vocab import (
     COMPARE_COLUMNS,
     COMPARE_FLAME_COLOURS,
     COMPARE_FLAME_METRICS,
+    COMPARE_NARROW_DROP_ORDER,
     COMPARE_VIEW_COLUMNS,
     COMPARE_VIEW_EXTRA,
     COMPARE_VIEWS,
@@ -29,7 +31,7 @@ from .html import FALLBACK_CLASS, FALLBACK_CSS, report_page
 from .payload import payload, payload_json
 from .rows import is_step_row, select_rows, sibling_order
 from .state import check_choice, check_state
-from .table import DEPTH_COLOURS, ELIDED, MAX_GUIDES, RESET, clip_middle
+from .table import DEFAULT_WIDTH, DEPTH_COLOURS, ELIDED, MAX_GUIDES, NAME_MIN, NAME_SOFT_LIMIT, RESET, clip_middle
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -156,9 +158,9 @@ def signed(spec: Column, value: float) -> str:
     return "+" + text if value > 0 else text
 
 
-def cell_text(tree: Tree, spec: Column, row: int) -> str:
-    """A base or new value, or a delta with its sign and its share of the base run's total
-    (``+1.20ms (+3.1%)``); empty for a missing value and for zero."""
+def cell_text(tree: Tree, spec: Column, row: int, percent: bool = True) -> str:
+    """A base or new value, or a delta with its sign and (unless ``percent`` is False) its share of
+    the base run's total (``+1.20ms (+3.1%)``); empty for a missing value and for zero."""
     v = tree.columns[spec.name][row]
     if is_missing(v) or v == 0:
         return ""
@@ -166,7 +168,7 @@ def cell_text(tree: Tree, spec: Column, row: int) -> str:
         return fmt.value_text(spec.unit, v)
     text = signed(spec, v)
     whole = tree.columns[spec.percent_of][0] if spec.percent_of else None
-    if whole and not is_missing(whole):
+    if percent and whole and not is_missing(whole):
         pct = fmt.percent(v, whole)
         text += f" ({'+' if v > 0 else ''}{pct})"
     return text
@@ -204,7 +206,17 @@ def summary_items(diff: Diff, labels: tuple[str, str], summaries: tuple[dict[str
     if changed:
         added = sum(1 for s in cols["status"] if s == Status.ADDED)
         items.append(("rows", f"{added} added, {changed - added} removed", "Rows only one of the runs has"))
+    if diff.roots:
+        items.append(("matched roots", ", ".join(f"{b} = {n}" for b, n in diff.roots.items()),
+                      "Root modules named differently in the two runs (a notebook's variable, a script's class), compared as one"))  # fmt: skip
+    if diff.layers and diff.matched < LITTLE_MATCHED * diff.layers:
+        items.append(("little matched", f"only {diff.matched} of {diff.layers} layers are in both runs",
+                      "The runs share few layers: a different model, or layers named otherwise; their figures are compared as added and removed"))  # fmt: skip
     return items
+
+
+#: A comparison in which fewer than this share of the layers are in both runs says so.
+LITTLE_MATCHED = 0.5
 
 
 def summary_line(items: list[tuple[str, str, str]]) -> str:
@@ -223,10 +235,13 @@ def render_table(
     max_depth: int | None = None,
     colour: bool = False,
     max_name: int = 60,
+    width: int | None = DEFAULT_WIDTH,
 ) -> str:
     """``print(cmp)``: the summary line and the diff tree, siblings by the size of their change
     (``sort_by``), guides as in a profile's table; with ``colour`` a faster time is green, a
-    slower one red."""
+    slower one red. ``width`` (characters, None: no limit) is met as a profile's table meets it:
+    long names lose their middle, then the deltas their percentages, then columns of
+    :data:`~torchprof._vocab.COMPARE_NARROW_DROP_ORDER` go, and a line under the table says which."""
     tree = view_tree(diff)
     key = resolve_sort(sort_by, default_sort(diff))
     rows = compare_rows(tree, sort_by=key, min_pct=min_pct, ascending=ascending, show_ops=show_ops, search=filter,
@@ -239,21 +254,26 @@ def render_table(
         shown_children.setdefault(parent[r], []).append(r)
     last = {kids[-1] for kids in shown_children.values()}
     prefix_of: dict[int, str] = {rows[0]: ""}
-    labels = [fmt.printable(cols["name"][rows[0]])]
-    width = 2 * MAX_GUIDES
+    guides = [""]
+    names = [fmt.printable(cols["name"][rows[0]])]
+    deepest = 2 * MAX_GUIDES
     for r in rows[1:]:
         base = prefix_of[parent[r]]
         is_last = r in last
         prefix = base + ("  " if is_last else "│ ")
-        prefix_of[r] = prefix if len(prefix) <= width else ELIDED + prefix[len(prefix) - width + len(ELIDED) :]
-        labels.append(base + ("└──" if is_last else "├──") + clip_middle(fmt.printable(cols["name"][r]), max_name))
+        prefix_of[r] = prefix if len(prefix) <= deepest else ELIDED + prefix[len(prefix) - deepest + len(ELIDED) :]
+        guides.append(base + ("└──" if is_last else "├──"))
+        names.append(fmt.printable(cols["name"][r]))
+    spec, limit, percent, dropped = _fit(tree, rows, spec, guides, names, key, max_name, width)
+    labels = [g + clip_middle(n, limit) for g, n in zip(guides, names)]
     header = ["Node"] + [c.label for c in spec]
-    body = [[cell_text(tree, c, r) for c in spec] for r in rows]
+    body = [[cell_text(tree, c, r, percent) for c in spec] for r in rows]
     widths = [max(len(header[0]), *(len(s) for s in labels))]
     for j in range(len(spec)):
         widths.append(max(len(header[j + 1]), *(len(row[j]) for row in body)))
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    out = [summary_line(items), rule,
+    line = summary_line(items)
+    out = [*(textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False) if width else [line]), rule,
            "| " + " | ".join([header[0].ljust(widths[0])] + [h.rjust(w) for h, w in zip(header[1:], widths[1:])]) + " |",
            "|" + "+".join("-" * (w + 2) for w in widths) + "|"]  # fmt: skip
     for r, label, cells in zip(rows, labels, body):
@@ -267,7 +287,53 @@ def render_table(
                     texts[j] = (_GREEN if v < 0 else _RED) + texts[j] + RESET
         out.append("| " + " | ".join([name_cell, *texts]) + " |")
     out.append(rule)
+    if dropped:
+        note = f"left out to fit {width} characters: {', '.join(SPEC[c].label for c in dropped)}"
+        out += textwrap.wrap(note, width, break_long_words=False) if width else [note]
     return "\n".join(out)
+
+
+def _fit(tree: Tree, rows: list[int], spec: list[Column], guides: list[str], names: list[str], sort_key: str,
+         max_name: int, width: int | None) -> tuple[list[Column], int, bool, list[str]]:  # fmt: skip
+    """What the table keeps to fit ``width``: its columns, the longest name, whether deltas keep
+    their percentages, and the columns left out (in the order they went). Each step gives up what
+    a reader misses least: long names' middles down to a soft limit, the call counts, the deltas'
+    percentages, the other columns of :data:`~torchprof._vocab.COMPARE_NARROW_DROP_ORDER`, then
+    names down to the floor."""
+    widths = {True: {c.name: max([len(c.label)] + [len(cell_text(tree, c, r)) for r in rows]) for c in spec},
+              False: {c.name: max([len(c.label)] + [len(cell_text(tree, c, r, False)) for r in rows]) for c in spec}}  # fmt: skip
+    columns, limit, percent, dropped = list(spec), max_name, True, []
+
+    def total() -> int:
+        name = max([len("Node")] + [len(g) + min(len(n), limit) for g, n in zip(guides, names)])
+        cells = [name] + [widths[percent][c.name] for c in columns]
+        return sum(cells) + 3 * len(cells) + 1
+
+    def fits() -> bool:
+        return width is None or total() <= width
+
+    def shorten(floor: int) -> None:
+        nonlocal limit
+        while not fits() and limit > floor:
+            limit -= 1
+
+    def drop(names: Sequence[str]) -> None:
+        nonlocal columns
+        for name in names:
+            if fits():
+                return
+            if name == sort_key or all(c.name != name for c in columns):
+                continue
+            columns = [c for c in columns if c.name != name]
+            dropped.append(name)
+
+    shorten(NAME_SOFT_LIMIT)
+    drop([c for c in COMPARE_NARROW_DROP_ORDER if c.startswith("calls_")])  # call counts rarely change
+    if not fits():
+        percent = False
+    drop(COMPARE_NARROW_DROP_ORDER)
+    shorten(NAME_MIN)
+    return columns, limit, percent, dropped
 
 
 # -- the front end ------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 from .._files import dumps, parse_json, read_bytes, write_atomic, write_atomic_chunks
 from .._records import Recording
 from .._traces.rewrite import BASE_TIME_KEY, write_with_block
+from .._tree.counts import counts_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
 from .format import printable
@@ -23,6 +24,13 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
     recorded = meta.get("recorded")
     earlier: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     shapes = meta["shapes"] if "shapes" in meta else earlier.get("shapes", any(tree.columns["input_shapes"]))
+    # Without recorded shapes the trace cannot count FLOPs again: the replay's counts go with it.
+    counts = counts_block(tree) if not shapes else None
+    extra: dict[str, Any] = {"flops_counts": counts} if counts is not None else {}
+    if isinstance(meta.get("compute_dtype"), str):
+        extra["compute_dtype"] = meta["compute_dtype"]
+    if recording.tensors:  # parameters, gradients, optimizer state by address: what a memory peak holds
+        extra["tensors"] = [[k.category, k.device, k.addr, k.nbytes, k.seen_ns, k.module] for k in recording.tensors]
     return {
         "version": 1,
         "label": recording.label,
@@ -41,6 +49,7 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
             "cuda": tree.has_cuda,
             "flops": tree.has_flops or bool(meta.get("flops", False)),
         },
+        **extra,
     }
 
 

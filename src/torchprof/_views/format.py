@@ -92,7 +92,19 @@ def percent(part: float, whole: float) -> str:
     return f"{pct:.1f}%"
 
 
-_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v))}
+def fraction(value: float) -> str:
+    """A share written as a percentage, three significant figures: ``31.2%``, ``4.05%``, ``0.12%``;
+    two below 0.01% (``0.0031%``), so a small share never reads as zero."""
+    if is_missing(value):
+        return "-"
+    pct = 100.0 * value
+    if pct == 0 or abs(pct) >= 0.01:
+        return _sig(pct) + "%"
+    return f"{pct:.2g}%"
+
+
+_BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v)),
+                                               "fraction": fraction}  # fmt: skip
 
 
 def value_text(unit: str, value: float) -> str:
@@ -118,7 +130,16 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 
     cpu, fwd, bwd, other = get("cpu_us"), get("forward_cpu_us"), get("backward_cpu_us"), get("other_cpu_us")
     add("wall", get("wall_us"), time_us(get("wall_us")), "Wall-clock time of the profiled block")
-    add("CPU", cpu, time_us(cpu), "CPU time covered by the tree's root")
+    threads = s.get("threads", 1)
+    if isinstance(threads, int) and threads > 1 and s.get("threads_at_once"):
+        add("CPU", cpu, f"{time_us(cpu)} over {threads} threads",
+            f"CPU time covered by the tree's root, summed over {threads} threads (prof.by_thread() gives each)")  # fmt: skip
+    else:
+        add("CPU", cpu, time_us(cpu), "CPU time covered by the tree's root")
+    compiling = get("compile_cpu_us")
+    if not is_missing(compiling) and compiling > 0:
+        add("compiling", compiling, f"{time_us(compiling)} ({percent(compiling, cpu)})",
+            "CPU time torch.compile spent compiling inside the block, in the (compilation) rows: not op time")  # fmt: skip
     if fwd > 0:
         add("forward", fwd, f"{time_us(fwd)} ({percent(fwd, cpu)})", "CPU time in module forward passes")
     if bwd > 0:
@@ -163,3 +184,40 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 def summary_line(s: dict[str, Any]) -> str:
     """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
     return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))
+
+
+#: The longest path a headline writes in full; a longer one loses its middle.
+HEADLINE_PATH = 80
+
+
+def _clip(text: str, limit: int = HEADLINE_PATH) -> str:
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+def headline(s: dict[str, Any]) -> str:
+    """``Costliest layer: ResNet.layer4.1.conv2 (Conv2d) 9.3% · costliest type: Conv2d 69% (20 modules) ·
+    MFU 31% of NVIDIA H100 SXM bf16``: shares of the run's CPU total (device total with a device)."""
+    parts = []
+    device = s.get("hot_metric") == "cuda_us"
+    of = "device time" if device else "CPU time"
+    layer = s.get("bottleneck")
+    if isinstance(layer, dict):
+        kind = f" ({layer['type']})" if layer.get("type") else ""
+        parts.append(f"costliest layer: {_clip(str(layer.get('layer') or layer['path']))}{kind} "
+                     f"{percent(layer.get('share', float('nan')), 1.0) or '0%'} of {of}")  # fmt: skip
+    costly = s.get("costliest_type")
+    if isinstance(costly, dict):
+        parts.append(f"costliest type: {costly['type']} {percent(costly.get('share', float('nan')), 1.0) or '0%'} "
+                     f"({costly.get('modules')} module{'s' if costly.get('modules') != 1 else ''})")  # fmt: skip
+    mfu = s.get("mfu", float("nan"))
+    peak: dict[str, Any] = s["peak_flops"] if isinstance(s.get("peak_flops"), dict) else {}
+    if not is_missing(mfu):
+        against = " ".join(str(x) for x in (peak.get("device"), peak.get("dtype")) if x) or rate(peak.get("flops_per_s", float("nan")))
+        parts.append(f"MFU {fraction(mfu)} of {against}")
+    if not parts:
+        return "nothing ran long enough to name a bottleneck"
+    text = " · ".join(parts)
+    return printable(text[0].upper() + text[1:])

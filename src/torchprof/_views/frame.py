@@ -6,14 +6,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._tree.aggregate import by_type as aggregate_by_type
+from .._tree.steps import step_splits
 from .._tree.tree import Tree
-from .._vocab import COLUMNS, CSV_FORMULA_START, STEP_TIME_COLUMNS
+from .._vocab import COLUMNS, CSV_FORMULA_START, STEP_EXTRA, STEP_PARTS, STEP_TIME_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
 
 _DTYPES = {"int": "int64", "bool": bool}
 STEP_COLUMNS = ["step", "wall_us", "cpu_us", "cuda_us", "bwd_cpu_us"]
+#: What ``prof.steps`` adds to each step: its CPU time split (:mod:`~torchprof._tree.steps`), the
+#: device's idle time in it and whether it was slow.
+STEP_SPLIT_COLUMNS = [*STEP_PARTS, *STEP_EXTRA]
 
 
 def to_dataframe(tree: Tree, rows: Sequence[int] | None = None) -> pd.DataFrame:
@@ -76,10 +80,17 @@ def by_type(tree: Tree, depth: int | None = None) -> pd.DataFrame:
 
 
 def steps(tree: Tree) -> pd.DataFrame:
-    """Per-iteration figures (``ProfilerStep#N`` ranges)."""
+    """Per-iteration figures (``ProfilerStep#N`` ranges): wall, CPU and device time, then the CPU
+    time split into data loading, forward, backward, optimizer, communication and the rest
+    (they add up to ``cpu_us``), the device's idle time and ``slow`` (over 1.25x the median step)."""
     import pandas as pd
 
-    return pd.DataFrame(tree.steps, columns=STEP_COLUMNS)
+    df = pd.DataFrame(tree.steps, columns=STEP_COLUMNS)
+    splits = {str(s["step"]): s for s in step_splits(tree)}
+    for column in STEP_SPLIT_COLUMNS:
+        values = [splits.get(str(step), {}).get(column, float("nan") if column != "slow" else False) for step in df["step"]]
+        df[column] = pd.Series(values, index=df.index, dtype=bool if column == "slow" else float)
+    return df
 
 
 

@@ -15,6 +15,7 @@ from .._tree.tree import Tree
 from .._vocab import COLUMN, NodeKind
 from .cells import cell_text, view_columns
 from .format import summary_line
+from .insights import Finding
 from .payload import payload, payload_json
 from .rows import threshold_column, visible_rows
 from .state import check_state
@@ -77,12 +78,12 @@ body { padding: 12px; background: var(--jp-layout-color0, #ffffff); }
 """
 
 
-def report_html(tree: Tree, summary: dict[str, Any], **state: Any) -> str:
+def report_html(tree: Tree, summary: dict[str, Any], findings: list[Finding] | None = None, **state: Any) -> str:
     """One self-contained page with the widget's interactive view: the ES module and its CSS
     inlined, the data as escaped JSON, a Content-Security-Policy that allows only the page's own
     inline code, so it works with no kernel and no network."""
     folded = across_steps(tree)
-    spec = {"state": check_state(tree, state, folded), "payload": payload_json(payload(tree, summary, folded))}
+    spec = {"state": check_state(tree, state, folded), "payload": payload_json(payload(tree, summary, folded, findings=findings))}
     return report_page(spec, str(tree.columns["name"][0]))
 
 

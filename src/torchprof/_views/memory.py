@@ -162,10 +162,61 @@ def memory_payload(tree: Tree) -> dict[str, Any] | None:
             layer = peak.get("layer_row")
             entry["peak"] = {"t": peak["time_us"], "v": peak["peak"], "row": layer if layer is not None else peak["row"],
                              "phase": peak["phase"]}  # fmt: skip
+            entry["makeup"] = makeup(tree, peak)
         devices.append(entry)
         if not bands:  # the phases of one device's events draw the bands (the first: host, or a device)
             bands = phase_bands(times, line["phase"])
     return {"devices": devices, "bands": bands, "phases": list(PHASES)}
+
+
+#: Layers the Memory view's make-up lists (the most bytes at the peak first).
+MAKEUP_LAYERS = 10
+
+
+def makeup(tree: Tree, peak: dict[str, Any]) -> dict[str, Any] | None:
+    """What one device's peak is made of, for a stacked bar and a list of layers: ``categories``
+    (bytes in the peak per :data:`~torchprof._vocab.MEMORY_CATEGORIES`, in that order), ``layers``
+    (the :data:`MAKEUP_LAYERS` layers holding the most at the peak: ``[path, row or -1, bytes,
+    bytes per category]``), ``allocator`` (the allocator's own total at the peak) and ``before``
+    (bytes it leaves out: host tensors from before profiling). None without addresses."""
+    parts = peak.get("breakdown")
+    if parts is None:
+        return None
+    categories = dict.fromkeys(MEMORY_CATEGORIES, 0)
+    layers: dict[str, list[int]] = {}
+    for category, layer, nbytes, inside in parts:
+        if not inside:
+            continue
+        categories[category] += nbytes
+        per = layers.setdefault(layer if layer is not None else BEFORE_PROFILING, [0] * len(MEMORY_CATEGORIES))
+        per[MEMORY_CATEGORIES.index(category)] += nbytes
+    top = sorted(layers.items(), key=lambda kv: -sum(kv[1]))[:MAKEUP_LAYERS]
+    row_of = _rows_of(tree, [path for path, _ in top])
+    return {
+        "categories": [categories[c] for c in MEMORY_CATEGORIES],
+        "layers": [[path, row_of.get(path, -1), sum(per), per] for path, per in top],
+        "allocator": peak.get("allocator_peak", peak["peak"]),
+        "before": peak.get("before_block", 0.0),
+    }
+
+
+def _rows_of(tree: Tree, wanted: list[str]) -> dict[str, int]:
+    """The first row of each of a few paths, building only the paths of rows whose own label
+    ends one of them (the whole path column is never made: deep trees keep it compact)."""
+    paths = tree.paths
+    labels = paths.label if hasattr(paths, "label") else None
+    left = set(wanted)
+    out: dict[str, int] = {}
+    for i in range(len(tree)):
+        if not left:
+            break
+        if labels is not None and not any(w.endswith(labels[i]) for w in left):
+            continue
+        p = paths[i]
+        if p in left:
+            out[p] = i
+            left.discard(p)
+    return out
 
 
 def phase_bands(times: list[float], phase: list[int]) -> list[list[Any]]:

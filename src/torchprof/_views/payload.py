@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._tree.aggregate import StepsTree, across_steps
+from .._tree.hotpath import hot_path, opened
+from .._tree.steps import step_splits
 from .._tree.tree import Tree
 from .._vocab import (
     ALL_STEPS,
@@ -27,11 +29,15 @@ from .._vocab import (
     COLUMNS,
     CSV_FORMULA_START,
     FLAME_COLOURS,
+    INSIGHT_COLUMNS,
     LAYER_KINDS,
+    MEMORY_CATEGORIES,
     NODE_KIND_LABELS,
     SHAPE_ROLES,
     SORT_ALIASES,
     STATE,
+    STEP_EXTRA,
+    STEP_PARTS,
     STEP_PREFIX,
     VIEW_COLUMNS,
     VIEWS,
@@ -39,6 +45,7 @@ from .._vocab import (
     NodeKind,
 )
 from .format import summary_items
+from .insights import Finding, insights_payload
 from .memory import memory_payload
 from .rows import PATH_SEARCH, THRESHOLD_COLUMN
 
@@ -101,6 +108,10 @@ def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] 
         "backward_prefix": BACKWARD_PREFIX,
         "path_search": PATH_SEARCH,
         "threshold_column": THRESHOLD_COLUMN,
+        "insight_columns": list(INSIGHT_COLUMNS),
+        "step_parts": list(STEP_PARTS),
+        "step_extra": list(STEP_EXTRA),
+        "memory_categories": list(MEMORY_CATEGORIES),
     }  # fmt: skip
 
 
@@ -197,24 +208,49 @@ def payload(
     views: Sequence[str] = VIEWS,
     flame_colours: Sequence[str] = FLAME_COLOURS,
     items: list[tuple[str, str, str]] | None = None,
+    findings: list[Finding] | None = None,
 ) -> dict[str, Any]:
     """The profile column-wise, as ``decodePayload`` in js/src/payload.js reads it: the tree's table, the
     vocabulary, the summary, the steps, memory over time and, with two steps or more, every step
     folded into one tree (``folded``, computed here when not given). ``columns``, ``view_columns``
     and the summary's ``items`` are the registry's and the profile's unless a view of another
-    table (a comparison, which folds its steps itself) gives its own."""
+    table (a comparison, which folds its steps itself) gives its own.
+
+    For the views that answer (the front end's to build on): ``hot_path`` (:func:`hot_path_payload`),
+    ``insights`` (``findings``, one dict per finding, :data:`~torchprof._vocab.INSIGHT_COLUMNS`),
+    each step's time split and slow flag in ``steps`` (:data:`~torchprof._vocab.STEP_PARTS`), and
+    what the memory peak is made of in ``memory`` (``makeup`` per device)."""
     if folded is None and columns is COLUMNS:
         folded = across_steps(tree)
+    profile = columns is COLUMNS
     return {
         "format": FORMAT,
         **table_payload(tree, columns),
         "vocab": vocabulary(columns, view_columns, views, flame_colours),
         "summary": _clean(summary),
         "summary_items": summary_items(summary) if items is None else items,
-        "steps": _clean(tree.steps),
+        "steps": _clean(steps_with_splits(tree) if profile else tree.steps),
         "memory": _clean(memory_payload(tree)),
         "all_steps": steps_payload(folded) if folded is not None else None,
+        "hot_path": hot_path_payload(tree) if profile else None,
+        "insights": _clean(insights_payload(findings)) if findings is not None else [],
     }
+
+
+def hot_path_payload(tree: Tree) -> dict[str, Any]:
+    """The hot path of the whole run (:mod:`~torchprof._tree.hotpath`): its ``rows`` from the root
+    down, the ``open`` paths a view expands to show it, the ``metric`` it follows, the ``branch``
+    row where cost branches (-1: none) and the costliest ``layer`` row (-1: none)."""
+    path = hot_path(tree)
+    return {"rows": list(path.rows), "open": opened(tree, path), "metric": path.metric, "branch": path.branch,
+            "layer": path.layer}  # fmt: skip
+
+
+def steps_with_splits(tree: Tree) -> list[dict[str, Any]]:
+    """``tree.steps`` with each step's time split, device idle time and slow flag
+    (:func:`~torchprof._tree.steps.step_splits`)."""
+    splits = {str(s["step"]): s for s in step_splits(tree)}
+    return [{**s, **{k: v for k, v in splits.get(str(s["step"]), {}).items() if k not in ("step", "wall_us")}} for s in tree.steps]
 
 
 #: Keys of a table that hold numeric columns (sent as float64 buffers in the binary form).

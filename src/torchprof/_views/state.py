@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from .._tree.aggregate import StepsTree, step_rows
+from .._tree.hotpath import hot_path, opened
 from .._tree.tree import Tree
 from .._vocab import ALL_STEPS, COLUMN, COLUMNS, FLAME_COLOURS, LAYER_KINDS, STATE, STATE_KEYS, STEP_PREFIX, VIEW_COLUMNS, VIEWS
 from .rows import resolve_sort
@@ -38,6 +39,16 @@ def default_expanded(tree: Tree, show_ops: bool = False, root: int = 0) -> list[
         d = depth[i] - top
         if (d == 1 and kinds[i] in LAYER_KINDS and has_child[i]) or (show_ops and d == 2 and kinds[i] in LAYER_KINDS and has_child[i] and not has_layer_child[i]):
             out.append(paths[i])
+    return out
+
+
+def opening_expanded(tree: Tree, show_ops: bool = False, root: int = 0) -> list[str]:
+    """Rows open when a view opens: the default expansion (:func:`default_expanded`) and every row
+    above the end of the hot path (:mod:`~torchprof._tree.hotpath`), so the bottleneck shows with
+    no click."""
+    out = default_expanded(tree, show_ops, root)
+    have = set(out)
+    out += [p for p in opened(tree, hot_path(tree, root)) if p not in have]
     return out
 
 
@@ -83,7 +94,7 @@ def check_state(tree: Tree, state: dict[str, Any], folded: StepsTree | None = No
     root = step_root(tree, step)  # raises for an unknown step
     expanded = state.get("expanded")
     if expanded is None:
-        expanded = default_expanded(folded.tree, show_ops) if step == ALL_STEPS and folded else default_expanded(tree, show_ops, root)
+        expanded = opening_expanded(folded.tree, show_ops) if step == ALL_STEPS and folded else opening_expanded(tree, show_ops, root)
     elif isinstance(expanded, str):
         raise TypeError("expanded must be a list of paths, not a string")
     return {

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._tree.hotpath import hot_path
+from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
 from .._vocab import COLUMN, NARROW_DROP_ORDER, NodeKind
 from .cells import ViewColumn, cell_text, view_columns
@@ -27,6 +29,9 @@ NAME_SOFT_LIMIT = 32
 NAME_MIN = 16
 TYPE_MIN = 10
 CLIP = "…"
+#: What follows a row on the hot path, after the table's right edge (so every cell reads as it
+#: would without it: a name copied from the table is the name).
+HOT_MARK = " ◀"
 
 
 def wants_colour(stream: Any = None) -> bool:
@@ -53,6 +58,8 @@ def render_table(
     max_name: int = 60,
     width: int | None = DEFAULT_WIDTH,
     keep: Sequence[bool] | None = None,
+    hot: bool = False,
+    headline: str | None = None,
 ) -> str:
     """The seed's table: ``├──`` guides, the module type, ``value (pct%)`` cells, one row per
     shown node; under it a one-line legend and, when rows or columns were left out, what was.
@@ -60,6 +67,10 @@ def render_table(
     ``width`` (characters, None: no limit) is met by dropping, in turn, the percentages of
     columns other than the totals and the sort column, long names' middles, the columns of
     :data:`~torchprof._vocab.NARROW_DROP_ORDER`, the type, and the remaining percentages.
+
+    With ``hot``, rows on the hot path (:mod:`~torchprof._tree.hotpath`) have a ``◀`` after the
+    table's right edge and a legend line says so, after ``headline`` (the costliest layer and type)
+    when given; the marks count in the width.
     """
     if filter is not None and not isinstance(filter, str):
         filter = list(filter)
@@ -73,9 +84,12 @@ def render_table(
     cols = tree.columns
     sort_key = resolve_sort(sort_by)
     prefixes, names = tree_guides(tree, rows)
+    on_path = set(hot_path(tree).rows[1:]) if hot and len(tree) else set()
+    marked = [k for k, r in enumerate(rows) if r in on_path]
     types = [_type_text(cols, r) for r in rows]
+    room = width - len(HOT_MARK) if width is not None and marked else width
     layout = _fit(tree, rows, view_columns(tree, show_ops), sort_key, prefixes, names, types,
-                  max_name=max_name, width=width)  # fmt: skip
+                  max_name=max_name, width=room)  # fmt: skip
 
     header = [COLUMN["name"].label] + ([COLUMN["type"].label] if layout.show_type else []) + [c.spec.label for c in layout.columns]
     labels = [p + clip_middle(n, layout.name_limit) for p, n in zip(prefixes, names)]
@@ -96,9 +110,13 @@ def render_table(
         return "| " + " | ".join(texts) + " |"
 
     out = [rule, line_of(header), head_rule]
-    out += [line_of(line, cols["depth"][r] if colour else None) for r, line in zip(rows, body)]
+    hot_rows = {rows[k] for k in marked}
+    out += [line_of(line, cols["depth"][r] if colour else None) + (HOT_MARK if r in hot_rows else "") for r, line in zip(rows, body)]
     out.append(rule)
     notes = [legend for legend in (_legend(layout),) if legend]
+    if marked or headline:
+        path = f"{HOT_MARK.strip()} hot path" if marked else ""
+        notes.append(" · ".join(p for p in (headline, path) if p))
     if hidden:
         base = COLUMN[threshold_column(sort_key)].label
         notes.append(f"{hidden} row{'s' if hidden != 1 else ''} under {min_pct:g}% of {base} hidden (min_pct=0 shows them)")
@@ -106,6 +124,8 @@ def render_table(
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.name in ("flops", "macs") for c in layout.columns):
         notes.append(_unknown_flops_note(tree.unsupported_ops))
+    if threads_at_once(tree):
+        notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
     for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
         out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
     return "\n".join(out)

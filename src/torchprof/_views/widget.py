@@ -20,6 +20,7 @@ from .._tree.aggregate import across_steps
 from .._tree.tree import Tree
 from .._vocab import ALL_STEPS, STATE, STATE_KEYS, StateKey
 from .html import WIDGET_VIEW, static_file, static_table
+from .insights import Finding
 from .payload import payload, payload_bytes
 from .rows import resolve_sort, visible_rows
 from .state import check_state, step_root
@@ -74,11 +75,13 @@ class ProfileWidget(ViewStateWidget):
     view, in view order (of the folded tree for ``step="all"``).
     """
 
-    def __init__(self, tree: Tree, summary: dict[str, Any], **state: Any) -> None:
+    def __init__(self, tree: Tree, summary: dict[str, Any], findings: list[Finding] | None = None, **state: Any) -> None:
         self._tree = tree
         self._summary = summary
+        self._findings = findings
         self._folded = across_steps(tree)
-        super().__init__(data=payload_bytes(payload(tree, summary, self._folded)), **check_state(tree, state, self._folded))
+        super().__init__(data=payload_bytes(payload(tree, summary, self._folded, findings=findings)),
+                         **check_state(tree, state, self._folded))  # fmt: skip
 
     @traitlets.validate("step")
     def _valid_step(self, proposal: dict[str, Any]) -> str:
@@ -94,7 +97,7 @@ class ProfileWidget(ViewStateWidget):
 
     def _ipython_display_(self) -> None:
         # The static table too, so what cannot render the widget shows the profile (see show()).
-        show(self._tree, self._summary, self)
+        show(self._tree, self._summary, self, self._findings)
 
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:
@@ -143,16 +146,17 @@ def _in_kernel() -> bool:
 def static_bundle(tree: Tree, summary: dict[str, Any], *, min_pct: float = 1.0, sort_by: str = "cpu_us") -> dict[str, str]:
     """The profile as a front end without widgets shows it: the terminal table as text/plain and
     the static HTML table (nbconvert, GitHub, consoles, a notebook reopened without its widgets)."""
-    return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by),
+    return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by, hot=True, headline=summary.get("headline")),
             "text/html": static_table(tree, summary, min_pct=min_pct, sort_by=sort_by)}  # fmt: skip
 
 
-def show(tree: Tree, summary: dict[str, Any], widget: ProfileWidget | None = None) -> None:
+def show(tree: Tree, summary: dict[str, Any], widget: ProfileWidget | None = None,
+         findings: list[Finding] | None = None) -> None:  # fmt: skip
     """Display the profile in IPython: the static table, then, in a kernel, the widget (see
     :func:`show_with_fallback`)."""
     # A widget's own threshold and sort, so its table shows what it opened with.
     view_of = {"min_pct": widget.min_pct, "sort_by": widget.sort_by} if widget is not None else {}
-    show_with_fallback(static_bundle(tree, summary, **view_of), lambda: widget or ProfileWidget(tree, summary))
+    show_with_fallback(static_bundle(tree, summary, **view_of), lambda: widget or ProfileWidget(tree, summary, findings))
 
 
 def show_with_fallback(static: dict[str, str], make_widget: Callable[[], Any]) -> None:

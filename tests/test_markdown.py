@@ -1,0 +1,111 @@
+"""``prof.to_markdown()`` and ``python -m torchprof --md``: a summary to paste, at most 4 KB, with
+the same sections every time and the same text across runs apart from the figures."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import shared_trace
+
+#: A figure as the summary writes it: a number and its unit (``812µs``, ``1.20ms``, ``31%``,
+#: ``3.64G``, ``1.50 KB``, ``12.3GFLOP/s``).
+FIGURE = re.compile(r"-?\d+(?:\.\d+)?(?:µs|ms|s|%|[kMGT]?FLOP/s|[kMGT]| [KMG]?B)?")
+SECTIONS = ["### torchprof: ", "**Costliest layers**", "**Insights:**", "**MFU:**", "**Memory:**", "**Steps:**"]
+
+
+def run_once():
+    import torch
+
+    import torchprof
+
+    class Mix(torch.nn.Module):  # eight 256x256x256 matmuls: hundreds of times Net.small's work
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.randn(256, 256) / 16)
+
+        def forward(self, x):
+            for _ in range(8):
+                x = torch.tanh(x @ self.w)
+            return x
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.big, self.small = Mix(), torch.nn.Linear(256, 4)
+
+        def forward(self, x):
+            return self.small(self.big(x))
+
+    torch.manual_seed(0)
+    net = Net()
+    x = torch.randn(256, 256)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a busy machine, intra-op threads spinning on each other drown a small layer's time
+    try:
+        net(x).sum().backward()
+        with torchprof.Profiler(memory=True) as prof:
+            net(x).sum().backward()
+    finally:
+        torch.set_num_threads(threads)
+    return prof.to_markdown()
+
+
+def masked(text: str) -> list[str]:
+    """The text with every figure replaced, the costliest layers' rows in name order (their order
+    is a figure too)."""
+    lines = [FIGURE.sub("N", line) for line in text.splitlines()]
+    table = [i for i, line in enumerate(lines) if line.startswith("| `")]
+    rows = sorted(lines[i] for i in table)
+    for i, row in zip(table, rows):
+        lines[i] = row
+    return lines
+
+
+@pytest.fixture(scope="module")
+def two_runs():
+    return run_once(), run_once()
+
+
+def test_two_runs_give_the_same_summary_apart_from_the_figures(two_runs):
+    first, second = two_runs
+    assert masked(first) == masked(second)
+    assert "| `Net.big` | Mix | N (N) | N | N | - |" in masked(first)  # only the figures are masked
+
+
+def test_the_summary_has_every_section_in_order_and_fits_4_kb(two_runs):
+    text = two_runs[0]
+    assert len(text.encode("utf-8")) <= 4096
+    at = [text.index(s) for s in SECTIONS]
+    assert at == sorted(at)
+    assert text.splitlines()[2].startswith("**Costliest layer: Net.big (Mix)")
+    assert "| `Net.big` | Mix |" in text and "**Steps:** none recorded" in text
+    assert "**Memory:** cpu peak" in text and "parameter" in text  # what the peak is made of
+    assert "**Insights:**\n\nNo rule fired" in text
+
+
+def test_a_large_profile_is_cut_to_4_kb(tmp_path):
+    import torchprof
+
+    prof = torchprof.load_trace(shared_trace("a100-ddp-training.json.gz"), peak_flops="tf32")
+    text = prof.to_markdown(tmp_path / "summary.md")
+    assert len(text.encode("utf-8")) <= 4096 and (tmp_path / "summary.md").read_text(encoding="utf-8") == text
+    assert all(s in text for s in SECTIONS)
+    assert "1. **exposed_communication**" in text and "**MFU:** 2.65% of NVIDIA A100 tf32" in text
+    assert "**Steps:** 6 steps, median" in text
+
+
+def test_the_command_line_prints_or_writes_the_summary(tmp_path, capsys):
+    from torchprof._cli import main
+
+    trace = str(shared_trace("a100-alexnet-forward.json.gz"))
+    assert main(["--md", "-", trace]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### torchprof: a100-alexnet-forward\n") and "| Node" not in out  # the summary alone
+    target = tmp_path / "s.md"
+    assert main(["--md", str(target), trace]) == 0
+    out = capsys.readouterr().out
+    assert "| Node" in out and f"torchprof: wrote {target}" in out
+    assert target.read_text(encoding="utf-8").startswith("### torchprof: a100-alexnet-forward")
+    assert main(["--md", str(tmp_path / "missing" / "s.md"), trace]) == 2  # its folder does not exist
