@@ -47,7 +47,7 @@ from .swaps import user_state_kept as _user_state_kept  # streams, warnings, ran
 #: The path the replays of calls outside every module are filed under.
 OUTSIDE = "(outside modules)"
 #: Distinct calls outside modules (and distinct steps per optimizer) noted at most.
-MAX_CALLS = 64
+MAX_CALLS = 256
 #: State of at most this many elements is kept as it is (the step count), the rest data-free.
 _SMALL = 1
 

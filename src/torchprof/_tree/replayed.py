@@ -453,7 +453,10 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
         order.append(nid)
         stack.extend(n_children[nid].values())
     # (Only outermost formula ops count: what runs inside one is its own business, and may differ.)
-    work = {nid: n_kind[nid] == OP and n_label[nid] in formulas for nid in order}
+    # (An op counted as zero, data movement or a collective's bookkeeping, is no work either.)
+    covered, parent_of = nodes.covered, nodes.parent
+    work = {nid: n_kind[nid] == OP and n_label[nid] in formulas and n_label[nid] not in _flops.NO_ARITHMETIC
+            and not (nid != inst and covered[parent_of[nid]]) for nid in order}  # fmt: skip
     for nid in reversed(order):
         if work[nid] and nid != inst:
             work[nodes.parent[nid]] = True
@@ -568,8 +571,9 @@ def _list_unknown(nodes: Nodes, top: int, plan: RootPlan) -> None:
     while stack:
         nid = stack.pop()
         if nodes.kind[nid] == OP and nodes.label[nid] in _flops.FORMULAS:
-            unknown[nodes.label[nid]] = unknown.get(nodes.label[nid], 0) + nodes.calls[nid]
-            plan.unknown_nodes.append(nid)
+            if nodes.label[nid] not in _flops.NO_ARITHMETIC:
+                unknown[nodes.label[nid]] = unknown.get(nodes.label[nid], 0) + nodes.calls[nid]
+                plan.unknown_nodes.append(nid)
             continue
         stack.extend(nodes.children[nid].values())
 
