@@ -184,14 +184,47 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun]) -
             # Several argument sizes (or a step's share): their counts say how the calls split,
             # which one node holding every call of them can use (not a tree with one node per step).
             made = sum(w * r.exp.calls[r.top] for w, r in weights)
-            if not weights or nodes.calls[inst] != made or (not per_step and len(instances) > 1):
+            if weights and nodes.calls[inst] != made and _one_cost(weights):
+                # Signatures that differ in nothing the replay counts (a batch index, a no_sync
+                # flag): one signature, and each place of the step takes its own calls of it.
+                rep = weights[0][1]
+                scale, rest = divmod(nodes.calls[inst], rep.exp.calls[rep.top])
+                if rest or not scale:
+                    plan.problem = "its calls do not match its replay"
+                    break
+                weights = [(scale, rep)]
+                exp, top = rep.exp, rep.top
+            elif not weights or nodes.calls[inst] != made or (not per_step and len(instances) > 1):
                 plan.problem = "it was called with several argument sizes in different steps"
                 break
-            exp, top, scale = _combined([(w, r.exp, r.top) for w, r in weights]), 0, 1
+            else:
+                exp, top, scale = _combined([(w, r.exp, r.top) for w, r in weights]), 0, 1
         _carry_over(nodes, inst, exp, scale, plan, top)
         plan.covered.append(inst)
         plan.replays.setdefault(container, []).extend(weights)
     return plan
+
+
+def _one_cost(weights: list[tuple[int, _Replayed]]) -> bool:
+    """Whether every replay in ``weights`` has the same tree below its top, calls and counts
+    alike (signatures that differ only where the replay counts nothing)."""
+    first = weights[0][1]
+    return all(_same_subtree(first.exp, first.top, r.exp, r.top) and (first.unattributed < 0) == (r.unattributed < 0)
+               and (first.unattributed < 0 or _same_subtree(first.exp, first.unattributed, r.exp, r.unattributed))
+               for _, r in weights[1:])  # fmt: skip
+
+
+def _same_subtree(a: _Expected, at: int, b: _Expected, bt: int) -> bool:
+    stack = [(at, bt)]
+    while stack:
+        i, j = stack.pop()
+        if (a.calls[i], a.macs[i], a.flops[i], a.bwd[i]) != (b.calls[j], b.macs[j], b.flops[j], b.bwd[j]):
+            return False
+        kids_a, kids_b = a.children[i], b.children[j]
+        if kids_a.keys() != kids_b.keys():
+            return False
+        stack.extend((kids_a[k], kids_b[k]) for k in kids_a)
+    return True
 
 
 def _container(nodes: Nodes, nid: int) -> int:
