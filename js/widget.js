@@ -78,79 +78,6 @@ function formatValue(unit, v) {
   return missing(v) ? "-" : String(v);
 }
 
-// src/columns.js
-function widthSamples(unit, lo, hi) {
-  const top = Math.max(Math.abs(lo), Math.abs(hi));
-  if (!Number.isFinite(top)) return [];
-  if (unit === "int") return [String(Math.round(hi)), String(Math.round(lo))];
-  const out = /* @__PURE__ */ new Set([formatValue(unit, hi), formatValue(unit, lo)]);
-  const values = [];
-  for (let e = -3; 10 ** e <= top * 10; e++) for (const m of [9.999, 99.99, 999.9, 1023.9]) values.push(m * 10 ** e);
-  if (unit === "bytes") for (let k = 0; 1024 ** k <= top; k++) values.push(1023.9 * 1024 ** k);
-  for (const v of values) {
-    if (v > top) continue;
-    out.add(formatValue(unit, v));
-    if (lo < 0) out.add(formatValue(unit, -v));
-  }
-  return [...out];
-}
-function percentSamples(lo, hi, base) {
-  if (!base || Number.isNaN(base)) return [];
-  const out = /* @__PURE__ */ new Set(["9.9%", formatPercent(hi, base), formatPercent(lo, base)]);
-  if (Math.abs(hi / base) >= 0.1) out.add("99%");
-  if (lo < 0) out.add("-9.9%");
-  out.delete("");
-  return [...out];
-}
-var NODE_MIN = 168;
-var CELL_PAD = 16;
-var PCT_GAP = 4;
-function tableLayout(cols, available, nodeMin = NODE_MIN) {
-  const widths = (pct) => cols.map((c) => Math.ceil(Math.max(c.head, c.value + (pct && c.pct ? PCT_GAP + c.pct : 0)) + CELL_PAD));
-  const sum = (w) => w.reduce((a, b) => a + b, 0);
-  const withPct = widths(true);
-  if (nodeMin + sum(withPct) <= available) return { showPct: true, widths: withPct, minWidth: nodeMin + sum(withPct) };
-  const bare = widths(false);
-  return { showPct: false, widths: bare, minWidth: nodeMin + sum(bare) };
-}
-var NODE = "node";
-function hasData(data, name) {
-  if (name === data.roles.calls) return data.n > 0;
-  const values = data.num[name];
-  if (!values || data.allNaN[name]) return false;
-  for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
-  return false;
-}
-function columnsFor(data, folded = null) {
-  const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
-  const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
-  for (const name of data.vocab.view_columns) {
-    const spec = data.spec[name];
-    if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
-    const self = data.vocab.columns.find((c) => c.subtree === name);
-    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true });
-    if (folded && name === data.vocab.threshold_column && folded.low[name]) {
-      for (
-        const [spread, word] of
-        /** @type {const} */
-        [["low", "min"], ["high", "max"]]
-      ) {
-        cols.push({
-          key: name,
-          label: `${spec.label} ${word}`,
-          type: spec.unit,
-          title: `The ${word === "min" ? "least" : "most"} ${spec.label} of any of the ${folded.count} steps (0 where a step did not run the row)`,
-          of: spec.percent_of,
-          family: spec.family,
-          spread,
-          sortable: false
-        });
-      }
-    }
-  }
-  return cols;
-}
-
 // src/dom.js
 function h(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -191,45 +118,16 @@ function exactTitle(v, unit) {
   exactFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });
   return missing(v) ? "" : `${exactFormat.format(v)} ${unit}`;
 }
-function tailStart(name) {
-  const n = name.length;
-  if (n <= 6) return n;
-  return n - Math.min(12, Math.ceil(n * 0.4));
-}
-function labelParts(name, range) {
-  const cut = tailStart(name);
-  const runs = (from, to) => {
-    const out = [];
-    const points = [from, to];
-    if (range) {
-      for (const p of range) if (p > from && p < to) points.push(p);
-    }
-    points.sort((a, b) => a - b);
-    for (let k = 0; k + 1 < points.length; k++) {
-      const [a, b] = [points[k], points[k + 1]];
-      if (b > a) out.push({ text: name.slice(a, b), mark: !!range && a >= range[0] && b <= range[1] });
-    }
-    return out;
-  };
-  return { head: runs(0, cut), tail: runs(cut, name.length) };
-}
 function labelElement() {
-  return h("span", { class: "tp-label" }, h("span", { class: "tp-label-head" }), h("span", { class: "tp-label-tail" }));
+  return h("span", { class: "tp-label" });
 }
 function fillLabel(label, name, range) {
-  const parts = labelParts(name, range);
-  const [head, tail] = (
-    /** @type {HTMLElement[]} */
-    [label.firstElementChild, label.lastElementChild]
-  );
-  for (
-    const [box, runs] of
-    /** @type {const} */
-    [[head, parts.head], [tail, parts.tail]]
-  ) {
-    if (runs.length === 1 && !runs[0].mark) box.textContent = runs[0].text;
-    else box.replaceChildren(...runs.map((r) => r.mark ? h("mark", { text: r.text }) : r.text));
+  if (!range || range[1] <= range[0]) {
+    if (label.childNodes.length !== 1 || label.textContent !== name) label.textContent = name;
+    return;
   }
+  const [a, b] = range;
+  label.replaceChildren(...[name.slice(0, a), h("mark", { text: name.slice(a, b) }), name.slice(b)].filter((part) => part !== ""));
 }
 function typeTag(data, i) {
   return data.kind[i] === data.moduleCode && data.type[i] !== data.name[i] ? data.type[i] || "" : "";
@@ -846,6 +744,120 @@ function ancestry(data, root, i) {
     if (p === root) return out.reverse();
   }
   return [root];
+}
+
+// src/answers.js
+function hotRows(data) {
+  const hot = data.fields.hot_path;
+  return new Set(hot && Array.isArray(hot.rows) ? hot.rows.filter((r) => r > 0 && r < data.n) : []);
+}
+function headlineOf(data) {
+  const text = typeof data.summary.headline === "string" ? data.summary.headline : "";
+  const layer = data.fields.hot_path?.layer;
+  const bottleneck = data.summary.bottleneck;
+  let row = typeof layer === "number" && layer > 0 && layer < data.n ? layer : -1;
+  if (row < 0 && bottleneck && typeof bottleneck.path === "string") row = rowOfPath(data, bottleneck.path);
+  return { text, row };
+}
+function buildHeadline(data) {
+  const { text, row } = headlineOf(data);
+  if (!text) return null;
+  const line = h("div", { class: "tp-headline", "data-testid": "headline" });
+  const names = row > 0 ? [data.summary.bottleneck?.layer, data.summary.bottleneck?.path, data.path[row], data.name[row]] : [];
+  const name = names.find((n) => typeof n === "string" && n && text.includes(n)) || "";
+  const at = name ? text.indexOf(name) : -1;
+  if (at < 0) {
+    line.textContent = text;
+    return line;
+  }
+  const link = h("button", { type: "button", class: "tp-link", "data-testid": "headline-layer", "data-row": row, title: "Show this layer in the table", text: name });
+  line.append(text.slice(0, at), link, text.slice(at + name.length));
+  return line;
+}
+function openRowValues(ctx, i) {
+  const { data } = ctx;
+  const st = ctx.state();
+  const values = { view: ctx.rowsView, step: "", selected: data.path[i], expanded: expandTo(data, i, 0, st.expandedList) };
+  if (!visibleRows(data, { ...st, expanded: new Set(values.expanded), root: 0 }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
+  return values;
+}
+function openRow(ctx, i) {
+  if (i >= 0 && i < ctx.data.n) ctx.change(openRowValues(ctx, i));
+}
+
+// src/columns.js
+function widthSamples(unit, lo, hi) {
+  const top = Math.max(Math.abs(lo), Math.abs(hi));
+  if (!Number.isFinite(top)) return [];
+  if (unit === "int") return [String(Math.round(hi)), String(Math.round(lo))];
+  const out = /* @__PURE__ */ new Set([formatValue(unit, hi), formatValue(unit, lo)]);
+  const values = [];
+  for (let e = -3; 10 ** e <= top * 10; e++) for (const m of [9.999, 99.99, 999.9, 1023.9]) values.push(m * 10 ** e);
+  if (unit === "bytes") for (let k = 0; 1024 ** k <= top; k++) values.push(1023.9 * 1024 ** k);
+  for (const v of values) {
+    if (v > top) continue;
+    out.add(formatValue(unit, v));
+    if (lo < 0) out.add(formatValue(unit, -v));
+  }
+  return [...out];
+}
+function percentSamples(lo, hi, base) {
+  if (!base || Number.isNaN(base)) return [];
+  const out = /* @__PURE__ */ new Set(["9.9%", formatPercent(hi, base), formatPercent(lo, base)]);
+  if (Math.abs(hi / base) >= 0.1) out.add("99%");
+  if (lo < 0) out.add("-9.9%");
+  out.delete("");
+  return [...out];
+}
+var NODE_MIN = 168;
+var NODE_MAX = 440;
+var CELL_PAD = 16;
+var PCT_GAP = 4;
+function tableLayout(cols, available, nodeMin = NODE_MIN, nodeNeed2 = 0) {
+  const node = Math.ceil(Math.max(nodeMin, Math.min(NODE_MAX, nodeNeed2)));
+  const widths = (pct) => cols.map((c) => Math.ceil(Math.max(c.head, c.value + (pct && c.pct ? PCT_GAP + c.pct : 0)) + CELL_PAD));
+  const sum = (w) => w.reduce((a, b) => a + b, 0);
+  const withPct = widths(true);
+  if (node + sum(withPct) <= available) return { showPct: true, widths: withPct, minWidth: node + sum(withPct), node };
+  const bare = widths(false);
+  return { showPct: false, widths: bare, minWidth: node + sum(bare), node };
+}
+var NODE = "node";
+function hasData(data, name) {
+  if (name === data.roles.calls) return data.n > 0;
+  const values = data.num[name];
+  if (!values || data.allNaN[name]) return false;
+  for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
+  return false;
+}
+function columnsFor(data, folded = null) {
+  const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
+  const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
+  for (const name of data.vocab.view_columns) {
+    const spec = data.spec[name];
+    if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
+    const self = data.vocab.columns.find((c) => c.subtree === name);
+    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true });
+    if (folded && name === data.vocab.threshold_column && folded.low[name]) {
+      for (
+        const [spread, word] of
+        /** @type {const} */
+        [["low", "min"], ["high", "max"]]
+      ) {
+        cols.push({
+          key: name,
+          label: `${spec.label} ${word}`,
+          type: spec.unit,
+          title: `The ${word === "min" ? "least" : "most"} ${spec.label} of any of the ${folded.count} steps (0 where a step did not run the row)`,
+          of: spec.percent_of,
+          family: spec.family,
+          spread,
+          sortable: false
+        });
+      }
+    }
+  }
+  return cols;
 }
 
 // src/controls.js
@@ -1677,17 +1689,138 @@ function create(ctx) {
 }
 var controls = { ops: true, search: true };
 
+// src/views/insights.js
+var insights_exports = {};
+__export(insights_exports, {
+  controls: () => controls2,
+  create: () => create2,
+  insightRows: () => insightRows,
+  offered: () => offered
+});
+function insightRows(data) {
+  const found = Array.isArray(data.fields.insights) ? data.fields.insights : [];
+  const [rule, atStake, share, paths, message, advice] = data.vocab.insight_columns || [];
+  return found.map((f) => {
+    const figures = [];
+    if (!missing(f[share] ?? NaN)) figures.push(`${formatPercent(f[share], 1)} of the ${missing(f[atStake] ?? NaN) ? "memory peak" : "run"}`);
+    if (!missing(f[atStake] ?? NaN)) figures.push(`${formatTime(f[atStake])} at stake`);
+    const list = Array.isArray(f[paths]) ? f[paths] : [];
+    return {
+      rule: String(f[rule] ?? ""),
+      title: String(f[rule] ?? "").replace(/_/g, " "),
+      figures: figures.join(" · "),
+      message: String(f[message] ?? ""),
+      advice: String(f[advice] ?? ""),
+      links: list.map((p) => ({ path: String(p), row: rowOfPath(data, String(p)) }))
+    };
+  });
+}
+var InsightsView = class {
+  /** @param {Context} ctx */
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.el = h("div", { class: `tp-panel tp-panel-${ctx.view} tp-insights`, "data-view": ctx.view, "data-testid": ctx.view });
+    this.onClick = this.onClick.bind(this);
+    this.el.addEventListener("click", this.onClick);
+    this.build();
+  }
+  build() {
+    const rows = insightRows(this.ctx.data);
+    if (!rows.length) {
+      this.el.replaceChildren(h("p", {
+        class: "tp-insights-none",
+        "data-testid": "insights-none",
+        text: "No findings: none of torchprof's rules (data loading, host syncs, device idle, exposed communication, optimizer, torch.compile, activations, low MFU, memory limit, Python overhead) fired on this profile."
+      }));
+      return;
+    }
+    const list = h("ol", { class: "tp-insight-list", role: "list" });
+    rows.forEach((r, k) => {
+      const first = r.links.find((l) => l.row >= 0);
+      const links = h("span", { class: "tp-insight-paths" });
+      for (const l of r.links.slice(0, 8)) {
+        if (l.row >= 0) links.append(h("button", { type: "button", class: "tp-link", "data-row": l.row, title: "Show this row in the table", text: l.path }));
+        else links.append(h("span", { text: l.path }));
+      }
+      if (r.links.length > 8) links.append(h("span", { text: `… ${r.links.length - 8} more` }));
+      list.append(h(
+        "li",
+        {
+          class: "tp-insight",
+          "data-testid": "insight",
+          "data-rule": r.rule,
+          "data-row": first ? first.row : null,
+          tabindex: "0",
+          title: first ? "Click to show it in the table" : null
+        },
+        h(
+          "div",
+          { class: "tp-insight-head" },
+          h("span", { class: "tp-insight-rank", text: `${k + 1}.` }),
+          h("b", { class: "tp-insight-rule", text: r.title }),
+          h("span", { class: "tp-insight-figures", text: r.figures })
+        ),
+        h("div", { class: "tp-insight-message", text: r.message }),
+        h("div", { class: "tp-insight-advice" }, h("span", { class: "tp-stat-k", text: "Try: " }), r.advice),
+        links
+      ));
+    });
+    this.el.replaceChildren(h("div", { class: "tp-insights-note", text: `${rows.length} finding${rows.length === 1 ? "" : "s"}, the most time at stake first` }), list);
+    this.el.addEventListener("keydown", (event) => {
+      const item = (
+        /** @type {HTMLElement} */
+        event.target.closest(".tp-insight")
+      );
+      if (item && (event.key === "Enter" || event.key === " ") && event.target === item) {
+        event.preventDefault();
+        this.open(item);
+      }
+    });
+  }
+  /** @param {Element} el */
+  open(el) {
+    const row = Number(
+      /** @type {HTMLElement} */
+      el.dataset.row
+    );
+    if (el.getAttribute("data-row") !== null && row >= 0) openRow(this.ctx, row);
+  }
+  /** @param {Event} event */
+  onClick(event) {
+    const target = (
+      /** @type {HTMLElement} */
+      event.target
+    );
+    const link = target.closest(".tp-link[data-row]");
+    if (link) return this.open(link);
+    const item = target.closest(".tp-insight");
+    if (item && !window.getSelection()?.toString()) this.open(item);
+  }
+  update() {
+  }
+  resized() {
+  }
+  destroy() {
+    this.el.removeEventListener("click", this.onClick);
+  }
+};
+function create2(ctx) {
+  return new InsightsView(ctx);
+}
+var offered = (data) => Array.isArray(data.fields.insights) && !!data.vocab.insight_columns;
+var controls2 = {};
+
 // src/views/memory.js
 var memory_exports = {};
 __export(memory_exports, {
   bandRects: () => bandRects,
-  controls: () => controls2,
-  create: () => create2,
+  controls: () => controls3,
+  create: () => create3,
   downsampleMinMax: () => downsampleMinMax,
   memoryPath: () => memoryPath,
   memoryReadout: () => memoryReadout,
   memoryScales: () => memoryScales,
-  offered: () => offered,
+  offered: () => offered2,
   phaseAt: () => phaseAt,
   pointAt: () => pointAt
 });
@@ -1940,19 +2073,136 @@ var MemoryView = class {
     this.head.removeEventListener("click", this.headClick);
   }
 };
-function create2(ctx) {
+function create3(ctx) {
   return new MemoryView(ctx);
 }
-var offered = (data) => !!data.memory;
-var controls2 = {};
+var offered2 = (data) => !!data.memory;
+var controls3 = {};
+
+// src/views/steps.js
+var steps_exports = {};
+__export(steps_exports, {
+  controls: () => controls4,
+  create: () => create4,
+  offered: () => offered3,
+  partLabel: () => partLabel,
+  stepBars: () => stepBars
+});
+var PART_WORDS = (
+  /** @type {Record<string, string>} */
+  { data: "data loading", comm: "communication", other: "other (Python, idle)" }
+);
+function partLabel(part) {
+  const bare = part.replace(/_us$/, "");
+  return PART_WORDS[bare] ?? bare;
+}
+function stepBars(data) {
+  const parts = (
+    /** @type {string[]} */
+    data.vocab.step_parts || []
+  );
+  const [idleKey, slowKey] = (
+    /** @type {string[]} */
+    data.vocab.step_extra || []
+  );
+  const steps = data.steps.map((s) => {
+    const values = parts.map((p) => missing(s[p] ?? NaN) ? 0 : Math.max(0, s[p]));
+    return {
+      step: String(s.step),
+      wall: s.wall_us ?? NaN,
+      values,
+      total: values.reduce((a, b) => a + b, 0),
+      idle: idleKey ? s[idleKey] ?? NaN : NaN,
+      slow: slowKey ? !!s[slowKey] : false
+    };
+  });
+  const longest = Math.max(0, ...steps.map((s) => s.total));
+  const walls = steps.map((s) => s.wall).filter((v) => !missing(v)).sort((a, b) => a - b);
+  const median = walls.length ? walls.length % 2 ? walls[(walls.length - 1) / 2] : (walls[walls.length / 2 - 1] + walls[walls.length / 2]) / 2 : NaN;
+  const min = walls.length ? walls[0] : NaN;
+  const max = walls.length ? walls[walls.length - 1] : NaN;
+  return {
+    parts,
+    steps: steps.map((s) => ({ ...s, shares: s.values.map((v) => longest > 0 ? v / longest : 0) })),
+    median,
+    min,
+    max,
+    spread: median > 0 ? (max - min) / median : NaN
+  };
+}
+var StepsView = class {
+  /** @param {Context} ctx */
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.el = h("div", { class: `tp-panel tp-panel-${ctx.view} tp-steps-view`, "data-view": ctx.view, "data-testid": ctx.view });
+    this.onClick = this.onClick.bind(this);
+    this.el.addEventListener("click", this.onClick);
+    this.build();
+  }
+  build() {
+    const bars = stepBars(this.ctx.data);
+    const legend = h("div", { class: "tp-steps-legend" });
+    bars.parts.forEach((p, k) => legend.append(h("span", { class: "tp-steps-key" }, h("span", { class: `tp-part tp-part-${k}` }), partLabel(p))));
+    const slow = bars.steps.filter((s) => s.slow).map((s) => "#" + s.step);
+    const spread = `${bars.steps.length} steps · wall median ${formatTime(bars.median)}, min ${formatTime(bars.min)}, max ${formatTime(bars.max)}` + (missing(bars.spread) ? "" : ` · spread ${formatPercent(bars.spread, 1)} of the median`) + (slow.length ? ` · slow: ${slow.join(", ")}` : " · no slow step");
+    const list = h("div", { class: "tp-steps-list", role: "list" });
+    for (const s of bars.steps) {
+      const bar = h("span", { class: "tp-steps-bar" });
+      s.values.forEach((v, k) => {
+        if (v <= 0) return;
+        const seg = h("span", { class: `tp-part tp-part-${k}`, title: `${partLabel(bars.parts[k])}: ${formatTime(v)} (${formatPercent(v, s.total)})` });
+        seg.style.width = (100 * s.shares[k]).toFixed(3) + "%";
+        bar.append(seg);
+      });
+      const title = bars.parts.map((p, k) => `${partLabel(p)} ${formatTime(s.values[k])}`).join("\n") + (missing(s.idle) ? "" : `
+device idle ${formatTime(s.idle)}`);
+      list.append(h(
+        "button",
+        { type: "button", class: `tp-steps-row${s.slow ? " tp-slow" : ""}`, role: "listitem", "data-testid": "step-bar", "data-step": s.step, title: `step ${s.step}: click to show it
+${title}` },
+        h("span", { class: "tp-steps-name", text: `#${s.step}` }),
+        bar,
+        h("span", { class: "tp-steps-wall", text: formatTime(s.wall) + (missing(s.idle) ? "" : ` · idle ${formatTime(s.idle)}`) }),
+        h("span", { class: "tp-steps-flag", text: s.slow ? "slow" : "" })
+      ));
+    }
+    this.el.replaceChildren(h("div", { class: "tp-steps-note", "data-testid": "steps-spread", text: spread }), legend, list);
+  }
+  /** @param {Event} event */
+  onClick(event) {
+    const button = (
+      /** @type {HTMLElement|null} */
+      /** @type {HTMLElement} */
+      event.target.closest("[data-step]")
+    );
+    if (button) this.ctx.change({ step: button.dataset.step, view: this.ctx.rowsView, selected: "", zoom: "" });
+  }
+  /** @param {import("../types.js").FullState} st */
+  update(st) {
+    for (const b of this.el.querySelectorAll("[data-step]")) b.setAttribute("aria-current", String(
+      /** @type {HTMLElement} */
+      b.dataset.step === st.step
+    ));
+  }
+  resized() {
+  }
+  destroy() {
+    this.el.removeEventListener("click", this.onClick);
+  }
+};
+function create4(ctx) {
+  return new StepsView(ctx);
+}
+var offered3 = (data) => data.steps.length > 0 && Array.isArray(data.vocab.step_parts);
+var controls4 = {};
 
 // src/views/table.js
 var table_exports = {};
 __export(table_exports, {
   OVERSCAN: () => OVERSCAN,
   ROW_HEIGHT: () => ROW_HEIGHT,
-  controls: () => controls3,
-  create: () => create3,
+  controls: () => controls5,
+  create: () => create5,
   keyAction: () => keyAction,
   listsRows: () => listsRows,
   virtualWindow: () => virtualWindow
@@ -2117,6 +2367,33 @@ ${table.spec[R.macs].label}: ${formatCount(table.num[R.macs][i])}` : exactTitle(
   }
   if (table.spec[col.key].delta) markDelta(cell, v);
 }
+var NAMES_MEASURED = 2e3;
+function nodeNeed(host, table, root, rows, cache) {
+  const shown = rows.slice(0, NAMES_MEASURED);
+  const fresh = /* @__PURE__ */ new Set();
+  for (const i of shown) {
+    if (!cache.has("n" + table.name[i])) fresh.add("n" + table.name[i]);
+    const tag = typeTag(table, i);
+    if (tag && !cache.has("t" + tag)) fresh.add("t" + tag);
+  }
+  if (fresh.size) {
+    const keys = [...fresh];
+    const names = measureTexts(host, "tp-label", keys.filter((k) => k[0] === "n").map((k) => k.slice(1)));
+    const tags = measureTexts(host, "tp-tag", keys.filter((k) => k[0] === "t").map((k) => k.slice(1)));
+    let a = 0;
+    let b = 0;
+    for (const k of keys) cache.set(k, 1.04 * (k[0] === "n" ? names[a++] : tags[b++]));
+    if (names.every((w) => w === 0) && keys.length) for (const k of keys) cache.delete(k);
+  }
+  const indent = parseFloat(getComputedStyle(host).getPropertyValue("--tp-indent")) || 14;
+  let need = 0;
+  for (const i of shown) {
+    const tag = typeTag(table, i);
+    const w = 4 + (table.depth[i] - table.depth[root]) * indent + 18 + (cache.get("n" + table.name[i]) || 0) + (table.backward[i] ? 36 : 0) + (tag ? 8 + (cache.get("t" + tag) || 0) : 0) + CELL_PAD / 2 + 1;
+    if (w > need) need = w;
+  }
+  return Math.ceil(need);
+}
 var TableView = class {
   /** @param {Context} ctx */
   constructor(ctx) {
@@ -2142,6 +2419,9 @@ var TableView = class {
     this.viewed = viewedTable(this.data, "");
     this.selectedRow = -1;
     this.revealed = "";
+    this.hot = hotRows(ctx.data);
+    this.nameWidths = /* @__PURE__ */ new Map();
+    this.nodeNeed = 0;
     this.paint = this.paint.bind(this);
     this.scroller.addEventListener("scroll", this.paint, { passive: true });
     this.el.addEventListener("click", (event) => this.onClick(event));
@@ -2177,8 +2457,8 @@ var TableView = class {
     if (!this.measured.length || this.measured.every((m) => m.value === 0)) this.measured = measureColumns(ctx.root, viewed.table, this.numeric, viewed.folded);
     const available = this.scroller.clientWidth;
     if (!available) return;
-    const { showPct, widths, minWidth } = tableLayout(this.measured, available);
-    ctx.root.style.setProperty("--tp-cols", `minmax(${NODE_MIN}px, 1fr) ${widths.map((w) => w + "px").join(" ")}`);
+    const { showPct, widths, minWidth, node } = tableLayout(this.measured, available, NODE_MIN, this.nodeNeed);
+    ctx.root.style.setProperty("--tp-cols", `minmax(${node}px, 1fr) ${widths.map((w) => w + "px").join(" ")}`);
     ctx.root.style.setProperty("--tp-min-width", minWidth + "px");
     this.el.classList.toggle("tp-nopct", !showPct);
     this.headHeight = 0;
@@ -2197,7 +2477,8 @@ var TableView = class {
     const selected = i === this.selectedRow;
     row.setAttribute("aria-selected", String(selected));
     const bwd = !!table.backward[i];
-    row.className = `tp-row tp-k-${table.vocab.kinds[table.kind[i]]}${bwd ? " tp-backward" : ""}${i === viewed.root ? " tp-root" : ""}${selected ? " tp-selected" : ""}`;
+    const hot = viewed.root === 0 && !viewed.folded && this.hot.has(i);
+    row.className = `tp-row tp-k-${table.vocab.kinds[table.kind[i]]}${bwd ? " tp-backward" : ""}${i === viewed.root ? " tp-root" : ""}${selected ? " tp-selected" : ""}${hot ? " tp-hot" : ""}`;
     row.style.setProperty("--d", String(depth));
     const nameCell = row.firstElementChild;
     const slot = nameCell.firstElementChild;
@@ -2361,7 +2642,11 @@ var TableView = class {
     this.view = vis;
     this.setColumns();
     if (tableChanged) this.measured = [];
-    if (!this.measured.length) this.layout();
+    const need = nodeNeed(this.ctx.root, viewed.table, viewed.root, vis.rows, this.nameWidths);
+    if (!this.measured.length || Math.abs(need - this.nodeNeed) > 1) {
+      this.nodeNeed = need;
+      this.layout();
+    }
     const table = viewed.table;
     this.selectedRow = rowOfPath(table, st.selected);
     this.version++;
@@ -2395,6 +2680,7 @@ var TableView = class {
     }
   }
   resized() {
+    if (!this.nodeNeed) this.nodeNeed = nodeNeed(this.ctx.root, this.viewed.table, this.viewed.root, this.view.rows, this.nameWidths);
     this.layout();
     this.paint();
   }
@@ -2403,18 +2689,18 @@ var TableView = class {
     this.scroller.removeEventListener("scroll", this.paint);
   }
 };
-function create3(ctx) {
+function create5(ctx) {
   return new TableView(ctx);
 }
-var controls3 = { threshold: true, ops: true, search: true, sort: true, expand: true, rowCount: true, hiddenNote: true };
+var controls5 = { threshold: true, ops: true, search: true, sort: true, expand: true, rowCount: true, hiddenNote: true };
 var listsRows = true;
 
 // src/views/top.js
 var top_exports = {};
 __export(top_exports, {
   byType: () => byType,
-  controls: () => controls4,
-  create: () => create4,
+  controls: () => controls6,
+  create: () => create6,
   shortOpName: () => shortOpName,
   topColumn: () => topColumn,
   topLayers: () => topLayers
@@ -2501,7 +2787,7 @@ function shortOpName(data, i) {
   const prefix = data.vocab.backward_prefix;
   return prefix && name.startsWith(prefix) ? `${name.slice(prefix.length)} (bwd)` : name;
 }
-function create4(ctx) {
+function create6(ctx) {
   const { data } = ctx;
   const layersBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-layers" });
   const typesBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-types" });
@@ -2620,10 +2906,10 @@ calls: ${calls(g)}`,
     }
   };
 }
-var controls4 = { search: true };
+var controls6 = { search: true };
 
 // src/views/index.js
-var VIEWS = { table: table_exports, flame: flame_exports, top: top_exports, memory: memory_exports };
+var VIEWS = { table: table_exports, insights: insights_exports, flame: flame_exports, top: top_exports, steps: steps_exports, memory: memory_exports };
 
 // src/widget.js
 function offeredViews(data) {
@@ -2631,15 +2917,17 @@ function offeredViews(data) {
 }
 function mount(root, model, data) {
   root.style.setProperty("--tp-row", ROW_HEIGHT + "px");
-  const offered2 = offeredViews(data);
+  const offered4 = offeredViews(data);
   const summary = h("div", { class: "tp-summary", "data-testid": "summary" });
   buildSummary(summary, data);
-  const controls5 = buildControls(data, offered2.map(([name, view]) => [name, view.controls || {}]));
+  const headline = buildHeadline(data);
+  if (headline) summary.append(headline);
+  const controls7 = buildControls(data, offered4.map(([name, view]) => [name, view.controls || {}]));
   const body = h("div", { class: "tp-body" });
-  root.replaceChildren(summary, controls5.bar, controls5.note, body);
+  root.replaceChildren(summary, controls7.bar, controls7.note, body);
   const state = stateReader(model, data.vocab);
-  const names = offered2.map(([name]) => name);
-  const rowsView = offered2.find(([, view]) => view.listsRows)?.[0] ?? names[0];
+  const names = offered4.map(([name]) => name);
+  const rowsView = offered4.find(([, view]) => view.listsRows)?.[0] ?? names[0];
   const fallback = names.includes(stateDefaults(data.vocab).view) ? stateDefaults(data.vocab).view : names[0];
   const change = (values) => {
     for (const [k, v] of Object.entries(values)) model.set(k, v);
@@ -2659,7 +2947,7 @@ function mount(root, model, data) {
     const viewed = viewedTable(data, st.step);
     const vis = visibleRows(viewed.table, { ...st, root: viewed.root });
     const view = names.includes(st.view) ? st.view : fallback;
-    showControls(controls5, data, st, view, viewed, vis);
+    showControls(controls7, data, st, view, viewed, vis);
     root.dataset.view = view;
     const current = face(view);
     for (const [name, f] of Object.entries(faces)) f.el.hidden = name !== view;
@@ -2667,14 +2955,18 @@ function mount(root, model, data) {
     root.dataset.renders = String(++renders);
     root.setAttribute("aria-busy", "false");
   };
-  const unbind = bind(root, model, data, { controls: controls5, state, change, redraw, faces });
+  const ctx = (
+    /** @type {Context} */
+    { root, model, data, state, change, view: rowsView, rowsView }
+  );
+  const unbind = bind(root, model, data, { controls: controls7, state, change, redraw, faces, open: (row) => openRow(ctx, row) });
   redraw();
   return () => {
     unbind();
     for (const f of Object.values(faces)) f.destroy();
   };
 }
-function bind(root, model, data, { controls: controls5, state, change, redraw, faces }) {
+function bind(root, model, data, { controls: controls7, state, change, redraw, faces, open }) {
   let pending = false;
   const schedule = () => {
     root.setAttribute("aria-busy", "true");
@@ -2695,6 +2987,11 @@ function bind(root, model, data, { controls: controls5, state, change, redraw, f
       target.closest(".tp-switch-btn")
     );
     if (viewButton) return change({ view: viewButton.dataset.view });
+    const headlineLink = (
+      /** @type {HTMLElement|null} */
+      target.closest('[data-testid="headline-layer"]')
+    );
+    if (headlineLink) return open(Number(headlineLink.dataset.row));
     const button = (
       /** @type {HTMLElement|null} */
       target.closest("button[data-testid]")
@@ -2708,11 +3005,11 @@ function bind(root, model, data, { controls: controls5, state, change, redraw, f
     else if (action === "export-csv") exportCSV(root, data, viewed, state().step);
   };
   const onInput = (event) => {
-    const values = inputChange(controls5, data, state(), event.target);
+    const values = inputChange(controls7, data, state(), event.target);
     if (values) change(values);
   };
   const onChange = (event) => {
-    const values = pickChange(controls5, data, state(), event.target);
+    const values = pickChange(controls7, data, state(), event.target);
     if (values) change(values);
   };
   const keep = (event) => event.stopPropagation();
@@ -2788,6 +3085,7 @@ export {
   FLAME_ROW,
   FORMAT,
   NODE,
+  NODE_MAX,
   NODE_MIN,
   OVERSCAN,
   PCT_GAP,
@@ -2799,6 +3097,7 @@ export {
   ancestry,
   bandRects,
   buildControls,
+  buildHeadline,
   byType,
   cached,
   canvasPalette,
@@ -2835,8 +3134,10 @@ export {
   formatValue,
   globToRegExp,
   hasData,
+  headlineOf,
   hiddenCounts,
   hiddenNote,
+  hotRows,
   inflate,
   inputChange,
   isLeafLayer,
@@ -2856,6 +3157,8 @@ export {
   naturalKey,
   numberColumns,
   offeredViews,
+  openRow,
+  openRowValues,
   parseSearch,
   pathTest,
   pctLabel,
