@@ -1824,6 +1824,68 @@ __export(memory_exports, {
   phaseAt: () => phaseAt,
   pointAt: () => pointAt
 });
+
+// src/makeup.js
+function categoryLabel(category) {
+  return category.replace(/_/g, " ");
+}
+function makeupSegments(categories, makeup) {
+  const total = makeup.categories.reduce((a, b) => a + Math.max(0, b || 0), 0);
+  const segments = categories.map((c, k) => ({ category: c, index: k, label: categoryLabel(c), bytes: Math.max(0, makeup.categories[k] || 0) })).filter((s) => s.bytes > 0).map((s) => ({ ...s, share: total > 0 ? s.bytes / total : 0 }));
+  return { total, segments };
+}
+function buildMakeup(data, series) {
+  const makeup = series.makeup;
+  const categories = data.vocab.memory_categories || [];
+  if (!makeup || !categories.length) return null;
+  const { total, segments } = makeupSegments(categories, makeup);
+  if (!(total > 0)) return null;
+  const bar = h("div", {
+    class: "tp-makeup-bar",
+    "data-testid": "memory-makeup-bar",
+    role: "img",
+    "aria-label": segments.map((s) => `${s.label} ${formatBytes(s.bytes)}`).join(", ")
+  });
+  const legend = h("div", { class: "tp-makeup-legend" });
+  for (const s of segments) {
+    const seg = h("span", { class: `tp-makeup-seg tp-cat-${s.index}`, "data-category": s.category, title: `${s.label}: ${formatBytes(s.bytes)} (${formatPercent(s.bytes, total)})` });
+    seg.style.width = (100 * s.share).toFixed(3) + "%";
+    bar.append(seg);
+    legend.append(h(
+      "span",
+      { class: "tp-makeup-key" },
+      h("span", { class: `tp-makeup-swatch tp-cat-${s.index}` }),
+      `${s.label} `,
+      h("b", { text: formatBytes(s.bytes) }),
+      ` (${formatPercent(s.bytes, total)})`
+    ));
+  }
+  const note = [`What ${series.name}'s peak holds: ${formatBytes(total)}`];
+  if (makeup.before > 0) note.push(`${formatBytes(makeup.before)} of it allocated before the profiled block`);
+  const layers = h("ol", { class: "tp-makeup-layers", "data-testid": "memory-makeup-layers" });
+  for (const [path, row, bytes, per] of makeup.layers) {
+    const parts = categories.map((c, k) => per[k] > 0 ? `${categoryLabel(c)} ${formatBytes(per[k])}` : "").filter(Boolean).join(", ");
+    const name = row >= 0 ? h("button", { type: "button", class: "tp-link", "data-row": row, title: "Show this layer in the table", text: path }) : h("span", { text: path });
+    layers.append(h(
+      "li",
+      {},
+      name,
+      h("span", { class: "tp-makeup-bytes", text: ` ${formatBytes(bytes)} (${formatPercent(bytes, total)})` }),
+      h("span", { class: "tp-makeup-parts", text: parts ? ` · ${parts}` : "" })
+    ));
+  }
+  return h(
+    "div",
+    { class: "tp-makeup", "data-testid": "memory-makeup" },
+    h("div", { class: "tp-makeup-title", text: note.join(" · ") }),
+    bar,
+    legend,
+    h("div", { class: "tp-makeup-title", text: "Layers holding the most at the peak" }),
+    layers
+  );
+}
+
+// src/views/memory.js
 function downsampleMinMax(t, v, buckets) {
   const n = t.length;
   if (n <= 2 * buckets || buckets < 1) return Array.from({ length: n }, (_, i) => i);
@@ -1969,7 +2031,8 @@ var MemoryView = class {
     this.peakButton = h("button", { type: "button", class: "tp-btn", "data-testid": "memory-peak", title: "Open the layer running at the peak in the table", text: "Peak layer" });
     this.chart = svg("svg", { class: "tp-mem-chart", "data-testid": "memory-chart", role: "img", height: MEMORY_HEIGHT });
     this.head = h("div", { class: "tp-mem-head" }, picker, legend, this.peakButton, this.readout);
-    this.el.append(this.head, this.chart);
+    this.makeupBox = h("div", { class: "tp-makeup-box" });
+    this.el.append(this.head, this.chart, this.makeupBox);
     this.series = memory.devices[this.device];
     this.scales = memoryScales(this.series, 800, MEMORY_HEIGHT);
     this.cursor = null;
@@ -1981,14 +2044,11 @@ var MemoryView = class {
     this.chart.addEventListener("mouseleave", this.move);
     this.chart.addEventListener("click", this.click);
     this.head.addEventListener("click", this.headClick);
+    this.makeupBox.addEventListener("click", this.headClick);
   }
   /** Open row i in the table (the whole run's), selected, its ancestors expanded. @param {number} i */
   select(i) {
-    const { ctx, data } = this;
-    const st = ctx.state();
-    const values = { view: ctx.rowsView, step: "", selected: data.path[i], expanded: expandTo(data, i, 0, st.expandedList) };
-    if (!visibleRows(data, { ...st, expanded: new Set(values.expanded), root: 0 }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
-    ctx.change(values);
+    openRow(this.ctx, i);
   }
   /** The readout with the cursor off the line: the device's peak and where it was. */
   idle() {
@@ -2009,6 +2069,8 @@ var MemoryView = class {
     this.cursor = /** @type {SVGElement} */
     parts.at(-1);
     chart.replaceChildren(...parts);
+    const makeup = buildMakeup(this.data, series);
+    this.makeupBox.replaceChildren(...makeup ? [makeup] : []);
     chart.setAttribute("aria-label", `Allocated memory over the run on ${series.name}` + (series.peak ? `, peak ${formatBytes(series.peak.v)}` : ""));
     this.idle();
   }
@@ -2053,6 +2115,10 @@ var MemoryView = class {
       event.target.closest("button")
     );
     if (!button) return;
+    if (button.dataset.row !== void 0) {
+      this.select(Number(button.dataset.row));
+      return;
+    }
     if (button === this.peakButton) {
       if (this.series.peak && this.series.peak.row > 0) this.select(this.series.peak.row);
       return;
@@ -2071,6 +2137,7 @@ var MemoryView = class {
     this.chart.removeEventListener("mouseleave", this.move);
     this.chart.removeEventListener("click", this.click);
     this.head.removeEventListener("click", this.headClick);
+    this.makeupBox.removeEventListener("click", this.headClick);
   }
 };
 function create3(ctx) {
