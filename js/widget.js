@@ -415,15 +415,37 @@ function makeMatcher(data, search) {
   if (tests.length === 0) return null;
   const names = lowered(data, data.roles.name);
   const paths = tests.some((t) => t.onPath) ? lowered(data, data.roles.path) : names;
-  return (i) => tests.some((t) => t.test(
-    /** @type {string} */
-    (t.onPath ? paths : names)[i]
-  ));
+  const types = data.roles.type ? lowered(data, data.roles.type) : [];
+  const module = data.moduleCode;
+  return (i) => tests.some((t) => {
+    if (t.onPath) return t.test(
+      /** @type {string} */
+      paths[i]
+    );
+    if (t.test(
+      /** @type {string} */
+      names[i]
+    )) return true;
+    const type = data.kind[i] === module ? types[i] : null;
+    return typeof type === "string" && t.test(type);
+  });
 }
-function matchRange(vocab, search, name) {
+function matchesType(vocab, search, type) {
+  if (!type) return false;
+  const lower = type.toLowerCase();
+  return parseSearch(vocab, search).some((t) => !t.onPath && t.test(lower));
+}
+function matchRange(vocab, search, name, path) {
   const lower = name.toLowerCase();
   for (const t of parseSearch(vocab, search)) {
-    if (t.onPath) continue;
+    if (t.onPath) {
+      if (path === void 0 || !t.pattern || !t.test(path.toLowerCase())) continue;
+      const p = path.toLowerCase();
+      const nameAt = p.endsWith(lower) ? p.length - lower.length : -1;
+      const at = isGlob(t.pattern) ? -1 : p.lastIndexOf(t.pattern);
+      if (at >= 0 && nameAt >= 0 && at + t.pattern.length > nameAt) return [Math.max(0, at - nameAt), Math.min(name.length, at + t.pattern.length - nameAt)];
+      return [0, name.length];
+    }
     if (!isGlob(t.pattern)) {
       const at = lower.indexOf(t.pattern);
       if (at >= 0 && t.pattern.length) return [at, at + t.pattern.length];
@@ -2564,10 +2586,13 @@ var TableView = class {
       slot.replaceChildren();
     }
     const label = slot.nextElementSibling;
-    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i]) : null);
+    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i], table.path[i]) : null);
     const badge = label.nextElementSibling;
     badge.textContent = bwd ? "bwd" : "";
-    badge.nextElementSibling.textContent = typeTag(table, i);
+    const tag = typeTag(table, i);
+    const tagEl = badge.nextElementSibling;
+    if (st.search && tag && matchesType(table.vocab, st.search, tag)) tagEl.replaceChildren(h("mark", { text: tag }));
+    else tagEl.textContent = tag;
     nameCell.title = nodeTitle(table, i, viewed.folded);
     let cell = nameCell.nextElementSibling;
     for (const col of this.numeric) {
@@ -2768,6 +2793,7 @@ __export(top_exports, {
   byType: () => byType,
   controls: () => controls6,
   create: () => create6,
+  foldStepLayers: () => foldStepLayers,
   shortOpName: () => shortOpName,
   topColumn: () => topColumn,
   topLayers: () => topLayers
@@ -2796,6 +2822,27 @@ function topLayers(data, root, selfColumn, limit = 100) {
     ops.sort((a, b) => b.value - a.value || a.row - b.row);
     return { row: i, value: values[i], ops };
   });
+}
+function foldStepLayers(data, ranked) {
+  const prefix = data.vocab.step_prefix;
+  const groups = /* @__PURE__ */ new Map();
+  for (const t of ranked) {
+    const path = data.path[t.row];
+    const inStep = !!prefix && path.startsWith(prefix);
+    const cut = inStep ? path.indexOf("/") : -1;
+    const key = cut > 0 ? path.slice(cut + 1) : inStep ? prefix + "*" : path;
+    let g = groups.get(key);
+    if (!g) groups.set(key, g = { row: t.row, value: 0, best: -Infinity, key, steps: 0, ops: /* @__PURE__ */ new Map() });
+    g.value += t.value;
+    if (inStep) g.steps++;
+    if (t.value > g.best) [g.best, g.row] = [t.value, t.row];
+    for (const o of t.ops) {
+      const op = g.ops.get(data.name[o.row]);
+      if (op) op.value += o.value;
+      else g.ops.set(data.name[o.row], { ...o });
+    }
+  }
+  return [...groups.values()].map((g) => ({ row: g.row, value: g.value, key: g.key, steps: g.steps, ops: [...g.ops.values()].sort((a, b) => b.value - a.value || a.row - b.row) })).sort((a, b) => b.value - a.value || a.row - b.row);
 }
 function byType(data, root = 0) {
   const moduleCode = data.moduleCode;
@@ -2859,14 +2906,20 @@ function create6(ctx) {
   const layersBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-layers" });
   const typesBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-types" });
   const layersTitle = h("h3", { class: "tp-top-title" });
+  const foldBox = (
+    /** @type {HTMLInputElement} */
+    h("input", { type: "checkbox", "data-testid": "top-fold-steps", checked: true })
+  );
+  const foldLabel = h("label", { class: "tp-ctl tp-top-fold", title: "Add up each layer over the ProfilerStep#N rows it ran in" }, foldBox, " fold steps");
   const typesTitle = h("h3", { class: "tp-top-title" });
   const el = h(
     "div",
     { class: `tp-panel tp-panel-${ctx.view}`, "data-view": ctx.view },
-    h("section", { class: "tp-top-section" }, layersTitle, layersBox),
+    h("section", { class: "tp-top-section" }, h("div", { class: "tp-top-head" }, layersTitle, foldLabel), layersBox),
     h("section", { class: "tp-top-section" }, typesTitle, typesBox)
   );
   let viewed = viewedTable(data, "");
+  let last = null;
   function line(rank, name, title, tag, value, pct, share, note) {
     const label = labelElement();
     fillLabel(label, name, null);
@@ -2908,11 +2961,18 @@ function create6(ctx) {
     ctx.change({ view: ctx.rowsView, selected: path, expanded: expandTo(viewed.table, i, viewed.root, ctx.state().expandedList) });
   }
   el.addEventListener("click", onClick);
+  foldBox.addEventListener("change", () => last && face.update(
+    last,
+    viewed,
+    /** @type {any} */
+    null
+  ));
   el.addEventListener("dblclick", onOpen);
   el.addEventListener("keydown", onOpen);
-  return {
+  const face = {
     el,
     update(st, nextViewed) {
+      last = st;
       viewed = nextViewed;
       const table = viewed.table;
       const root = viewed.root;
@@ -2921,25 +2981,31 @@ function create6(ctx) {
       const base = table.num[spec.percent_of || table.vocab.threshold_column][root];
       const label = spec.label;
       const match = makeMatcher(table, st.search);
-      const top = topLayers(table, root, selfColumn, match ? Infinity : 100).filter((t) => !match || match(t.row)).slice(0, 100);
+      const steps = root === 0 && !viewed.folded && stepRows(table).length > 1;
+      foldLabel.hidden = !steps;
+      const fold = steps && foldBox.checked;
+      const layers = topLayers(table, root, selfColumn, match || fold ? Infinity : 100).filter((t) => !match || match(t.row));
+      const top = (fold ? foldStepLayers(table, layers) : layers.map((t) => ({ ...t, key: "", steps: 0 }))).slice(0, 100);
       layersTitle.textContent = `Layers by ${label} (their ops folded in)${match ? ` · matching “${st.search.trim()}”` : ""}`;
       const selected = rowOfPath(table, st.selected);
       layersBox.replaceChildren(...top.map((t, k) => {
         const i = t.row;
         const ops = t.ops.slice(0, 3).map((o) => `${shortOpName(table, o.row)} ${cellPercent(o.value, t.value) || formatTime(o.value)}`).join(", ");
         const tag = typeTag(table, i);
-        const where = table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i];
+        const where = t.key || (table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i]);
+        const inSteps = t.steps > 1 ? `in ${t.steps} steps` : "";
+        const note = [inSteps, ops ? "ops: " + ops : ""].filter(Boolean).join(" · ");
         const row = line(
           k + 1,
           where,
-          `${table.path[i]}
+          `${table.path[i]}${inSteps ? ` (the costliest of its ${t.steps} steps; the time adds them up)` : ""}
 ${label}: ${formatTime(t.value)}${ops ? "\nops: " + ops : ""}
 Double-click or Enter: show in the table`,
           tag,
           formatTime(t.value),
           cellPercent(t.value, base),
           100 * t.value / base,
-          ops ? "ops: " + ops : ""
+          note
         );
         row.dataset.path = table.path[i];
         row.tabIndex = 0;
@@ -2972,6 +3038,7 @@ calls: ${calls(g)}`,
     destroy() {
     }
   };
+  return face;
 }
 var controls6 = { search: true };
 
@@ -3217,6 +3284,7 @@ export {
   makeMatcher,
   markDelta,
   matchRange,
+  matchesType,
   memoryPath,
   memoryReadout,
   memoryScales,

@@ -163,6 +163,15 @@ def test_each_view_opens_and_insights_link_to_the_table(browser, adam_steps):
     assert state["view"] == "table" and state["selected"] == found.iloc[0]["paths"][0]
     assert in_view(page, state["selected"])
     assert page.locator('[data-testid="scroller"] .tp-row.tp-selected').get_attribute("data-path") == state["selected"]
+    # Top: the optimizer's step of every ProfilerStep#N is one line, its times added up.
+    page.click('[data-testid="view-top"]')
+    wait_rendered(page)
+    names = page.locator('[data-testid="top-layers"] .tp-top-name .tp-label').all_text_contents()
+    assert names.count("Optimizer.step#Adam.step") == 1 and [n for n in names if n.startswith("ProfilerStep#")] == ["ProfilerStep#*"]
+    assert "in 4 steps" in page.locator('[data-testid="top-layers"] .tp-top-row').nth(names.index("Optimizer.step#Adam.step")).inner_text()
+    page.uncheck('[data-testid="top-fold-steps"]')
+    names = page.locator('[data-testid="top-layers"] .tp-top-name .tp-label').all_text_contents()
+    assert sum(n.endswith("/Optimizer.step#Adam.step") for n in names) == 4, "unfolded: one line per step"
     # Steps: a bar per step, its parts adding up to the step's split; a click shows that step.
     page.click('[data-testid="view-steps"]')
     wait_rendered(page)
@@ -207,4 +216,24 @@ def test_the_memory_view_shows_what_the_peak_is_made_of(browser, resnet18_step, 
     wait_rendered(page)
     state = page_state(page, "torchprofReport")
     assert state["view"] == "table" and state["selected"] == name and in_view(page, name)
+    assert page.errors == []
+
+
+def test_search_finds_module_types_and_marks_path_matches(browser, resnet18_step, tmp_path):
+    prof = resnet18_step[0]
+    path = tmp_path / "search.html"
+    prof.to_html(str(path), min_pct=0)
+    page = open_report(browser, path)
+    page.fill('[data-testid="search"]', "BatchNorm2d")
+    wait_rendered(page)
+    rows = page.locator('[data-testid="scroller"] [role="row"][data-path]')
+    tags = page.locator('[data-testid="scroller"] .tp-tag mark').all_text_contents()
+    assert tags and set(tags) == {"BatchNorm2d"}, "the class is what matched, and it is marked"
+    assert "ResNet.bn1" in rows.evaluate_all("rs => rs.map(r => r.dataset.path)")
+    page.fill('[data-testid="search"]', "path:layer1.0.co")
+    wait_rendered(page)
+    marked = page.locator('[data-testid="scroller"] [role="row"][data-path] .tp-label').evaluate_all(
+        "ls => ls.filter(l => l.querySelector('mark')).map(l => [l.closest('[role=row]').dataset.path, l.querySelector('mark').textContent])")
+    assert ["ResNet.layer1.0.conv1", "co"] in marked and ["ResNet.layer1.0.conv2", "co"] in marked
+    assert not [p for p, _ in marked if "layer1.0.co" not in p.lower()], "only the rows the path matched"
     assert page.errors == []

@@ -71,3 +71,29 @@ test("the memory make-up: categories in the vocabulary's order, empty ones left 
   assert.deepEqual(segments.map((s) => [s.category, s.share]), [[cats[0], 0.6], [cats[1], 0.3], [cats[3], 0.1]]);
   assert.equal(categoryLabel("optimizer_state"), "optimizer state");
 });
+
+test("the Top view folds each layer of every ProfilerStep#N into one line, its times added up", async () => {
+  const { foldStepLayers } = await import("../../js/src/views/top.js");
+  const data = decodePayload(payloadFrom([
+    { path: "profile", name: "profile", kind: "region", parent: -1, cpu_us: 100 },
+    { path: "ProfilerStep#1", name: "ProfilerStep#1", kind: "region", parent: 0, cpu_us: 40 },
+    { path: "ProfilerStep#1/Optimizer.step#SGD.step", name: "Optimizer.step#SGD.step", kind: "region", parent: 1, cpu_us: 30 },
+    { path: "ProfilerStep#1/Optimizer.step#SGD.step/aten::add_", name: "aten::add_", kind: "op", parent: 2, cpu_us: 20 },
+    { path: "ProfilerStep#2", name: "ProfilerStep#2", kind: "region", parent: 0, cpu_us: 50 },
+    { path: "ProfilerStep#2/Optimizer.step#SGD.step", name: "Optimizer.step#SGD.step", kind: "region", parent: 4, cpu_us: 35 },
+    { path: "ProfilerStep#2/Optimizer.step#SGD.step/aten::add_", name: "aten::add_", kind: "op", parent: 5, cpu_us: 25 },
+    { path: "loss", name: "loss", kind: "region", parent: 0, cpu_us: 10 },
+  ]));
+  const ranked = [
+    { row: 5, value: 35, ops: [{ row: 6, value: 25 }] },
+    { row: 2, value: 30, ops: [{ row: 3, value: 20 }] },
+    { row: 7, value: 10, ops: [] },
+    { row: 1, value: 5, ops: [] },
+    { row: 4, value: 4, ops: [] },
+  ];
+  assert.deepEqual(foldStepLayers(data, ranked), [
+    { row: 5, value: 65, key: "Optimizer.step#SGD.step", steps: 2, ops: [{ row: 6, value: 45 }] },
+    { row: 7, value: 10, key: "loss", steps: 0, ops: [] },
+    { row: 1, value: 9, key: "ProfilerStep#*", steps: 2, ops: [] },
+  ]);
+});

@@ -8,7 +8,7 @@ import { markDelta } from "../colours.js";
 import { exactTitle, fillLabel, h, labelElement, measureTexts, typeTag } from "../dom.js";
 import { cellPercent, formatBytes, formatCount, formatTime } from "../format.js";
 import { resolveSort, shownValues, sortsAscending } from "../rows.js";
-import { matchRange } from "../search.js";
+import { matchRange, matchesType } from "../search.js";
 import { rowOfPath, toggleExpanded, viewedTable } from "../tree.js";
 
 /** @import { Data, Folded, Context, ViewFace, FullState, Viewed, Visible } from "../types.js" */
@@ -339,11 +339,14 @@ class TableView {
       slot.replaceChildren();
     }
     const label = slot.nextElementSibling;
-    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i]) : null);
+    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i], table.path[i]) : null);
     // Every backward row says so (not only the first): the badge; a module says its class.
     const badge = label.nextElementSibling;
     badge.textContent = bwd ? "bwd" : "";
-    badge.nextElementSibling.textContent = typeTag(table, i);
+    const tag = typeTag(table, i);
+    const tagEl = badge.nextElementSibling;
+    if (st.search && tag && matchesType(table.vocab, st.search, tag)) tagEl.replaceChildren(h("mark", { text: tag }));
+    else tagEl.textContent = tag;
     nameCell.title = nodeTitle(table, i, viewed.folded);
     let cell = nameCell.nextElementSibling;
     for (const col of this.numeric) {

@@ -81,10 +81,11 @@ def path_test(pattern: str) -> Callable[[str], bool]:
     return test
 
 
-def row_matcher(search: str | Iterable[str] | None) -> Callable[[str, str], bool] | None:
-    """The search rule: ``(name, path) -> matches`` (either case), or None when nothing is searched.
-    A pattern matches names (:func:`text_test`); one starting ``path:`` matches paths
-    (:func:`path_test`). Several patterns: any."""
+def row_matcher(search: str | Iterable[str] | None) -> Callable[..., bool] | None:
+    """The search rule: ``(name, path, type=None) -> matches`` (either case), or None when nothing
+    is searched. A pattern matches names, and a module's class (``type``: ``Conv2d`` finds every
+    convolution) (:func:`text_test`); one starting ``path:`` matches paths (:func:`path_test`).
+    Several patterns: any."""
     if isinstance(search, str):
         search = [search] if search.strip() else []
     tests: list[tuple[bool, Callable[[str], bool]]] = []
@@ -97,9 +98,10 @@ def row_matcher(search: str | Iterable[str] | None) -> Callable[[str, str], bool
     if not tests:
         return None
 
-    def matches(name: str, path: str) -> bool:
+    def matches(name: str, path: str, type: str | None = None) -> bool:
         n, p = name.lower(), path.lower()
-        return any(test(p if on_path else n) for on_path, test in tests)
+        t = type.lower() if type else None
+        return any(test(p) if on_path else test(n) or (t is not None and test(t)) for on_path, test in tests)
 
     return matches
 
@@ -141,6 +143,8 @@ def select_rows(
     use_pct = min_pct > 0 and not is_missing(base) and base != 0
     match = row_matcher(search)
     paths = cols["path"] if match is not None else []  # full paths only when a search reads them
+    types = cols["type"]
+    module = NodeKind.MODULE.label
     end = subtree_end(tree, root)
 
     shown[root] = True
@@ -155,7 +159,7 @@ def select_rows(
             v = values[i]
             if is_missing(v) or 100.0 * abs(v) / abs(base) < min_pct:
                 continue
-        if match is not None and not match(names[i], paths[i]):
+        if match is not None and not match(names[i], paths[i], types[i] if kinds[i] == module else None):
             continue
         shown[i] = True
     # Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.
