@@ -385,6 +385,11 @@ function textTest(pattern) {
   const re = globToRegExp(pattern);
   return (t) => re.test(t);
 }
+function typeTest(pattern) {
+  if (!isGlob(pattern)) return (t) => t === pattern;
+  const re = globToRegExp(pattern);
+  return (t) => re.test(t);
+}
 function pathTest(pattern) {
   if (!isGlob(pattern)) return (t) => t.includes(pattern);
   const re = globToRegExp(pattern);
@@ -404,9 +409,10 @@ function parseSearch(vocab, search) {
       const p = raw.toLowerCase();
       if (p.startsWith(prefix)) {
         const pattern = p.slice(prefix.length).trim();
-        return { onPath: true, pattern, test: pathTest(pattern) };
+        const test = pathTest(pattern);
+        return { onPath: true, pattern, test, ofType: test };
       }
-      return { onPath: false, pattern: p, test: textTest(p) };
+      return { onPath: false, pattern: p, test: textTest(p), ofType: typeTest(p) };
     })
   );
 }
@@ -427,13 +433,13 @@ function makeMatcher(data, search) {
       names[i]
     )) return true;
     const type = data.kind[i] === module ? types[i] : null;
-    return typeof type === "string" && t.test(type);
+    return typeof type === "string" && t.ofType(type);
   });
 }
 function matchesType(vocab, search, type) {
   if (!type) return false;
   const lower = type.toLowerCase();
-  return parseSearch(vocab, search).some((t) => !t.onPath && t.test(lower));
+  return parseSearch(vocab, search).some((t) => !t.onPath && t.ofType(lower));
 }
 function matchRange(vocab, search, name, path) {
   const lower = name.toLowerCase();
@@ -3326,6 +3332,7 @@ export {
   topColumn,
   topLayers,
   typeHue,
+  typeTest,
   viewLabel,
   viewedTable,
   virtualWindow,

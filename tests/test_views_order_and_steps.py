@@ -158,6 +158,7 @@ def test_search_matches_names_and_paths_only_behind_path():
     # A module's class matches too ("Conv2d" finds every convolution), never on a path search.
     assert row_matcher("Conv2d")("conv1", "ResNet.conv1", "Conv2d") and not row_matcher("Conv2d")("conv1", "ResNet.conv1")
     assert row_matcher("batchnorm*")("bn1", "x", "BatchNorm2d") and not row_matcher("path:conv2d")("conv1", "x", "Conv2d")
+    assert not row_matcher("conv2")("conv1", "ResNet.conv1", "Conv2d"), "a class matches whole: conv2 is not every Conv2d"
 
 
 def test_natural_sort_orders_numbered_names_as_numbers():

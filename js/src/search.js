@@ -89,6 +89,18 @@ export function textTest(pattern) {
 }
 
 /**
+ * _views/rows.py type_test: one lower-cased pattern against a lower-cased module class: a glob
+ * of the whole class, anything else the whole class (`conv2` finds layers named conv2, not every
+ * Conv2d).
+ * @param {string} pattern @returns {(t: string) => boolean}
+ */
+export function typeTest(pattern) {
+  if (!isGlob(pattern)) return (t) => t === pattern;
+  const re = globToRegExp(pattern);
+  return (t) => re.test(t);
+}
+
+/**
  * _views/rows.py path_test: a glob matches the whole path or any tail of it that starts after a
  * `.` or `/` (`layer4.*.conv?` finds `resnet.layer4.0.conv1`); anything else is a substring.
  * @param {string} pattern @returns {(t: string) => boolean}
@@ -106,7 +118,7 @@ export function pathTest(pattern) {
 /**
  * The search, parsed: each pattern lower-cased, on names or (behind `path:`) on paths.
  * @param {Vocab} vocab @param {string|string[]|undefined} search
- * @returns {{onPath: boolean, pattern: string, test: (t: string) => boolean}[]}
+ * @returns {{onPath: boolean, pattern: string, test: (t: string) => boolean, ofType: (t: string) => boolean}[]}
  */
 export function parseSearch(vocab, search) {
   let patterns = search;
@@ -116,9 +128,10 @@ export function parseSearch(vocab, search) {
     const p = raw.toLowerCase();
     if (p.startsWith(prefix)) {
       const pattern = p.slice(prefix.length).trim();
-      return { onPath: true, pattern, test: pathTest(pattern) };
+      const test = pathTest(pattern);
+      return { onPath: true, pattern, test, ofType: test };
     }
-    return { onPath: false, pattern: p, test: textTest(p) };
+    return { onPath: false, pattern: p, test: textTest(p), ofType: typeTest(p) };
   });
 }
 
@@ -140,7 +153,7 @@ export function makeMatcher(data, search) {
     if (t.onPath) return t.test(/** @type {string} */ (paths[i]));
     if (t.test(/** @type {string} */ (names[i]))) return true;
     const type = data.kind[i] === module ? types[i] : null;
-    return typeof type === "string" && t.test(type);
+    return typeof type === "string" && t.ofType(type);
   });
 }
 
@@ -151,7 +164,7 @@ export function makeMatcher(data, search) {
 export function matchesType(vocab, search, type) {
   if (!type) return false;
   const lower = type.toLowerCase();
-  return parseSearch(vocab, search).some((t) => !t.onPath && t.test(lower));
+  return parseSearch(vocab, search).some((t) => !t.onPath && t.ofType(lower));
 }
 
 /**

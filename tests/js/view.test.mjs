@@ -87,6 +87,7 @@ test("search matches names (a substring, or a glob of the whole name); path: mat
   assert.deepEqual(all(data, { search: "nothing" }), ["profile"]);
   assert.deepEqual(all(data, { search: "Linear" }), ["profile", "Net", "fc2", "fc1"], "a module's class matches");
   assert.deepEqual(all(data, { search: "lin*" }), ["profile", "Net", "fc2", "fc1"], "a glob on the class too");
+  assert.deepEqual(all(data, { search: "linea" }), ["profile"], "a class matches whole, never a part of it");
   assert.deepEqual(all(data, { search: "   " }), all(data), "a blank search filters nothing");
   assert.deepEqual(all(data, { search: ["fc1", "optim*"] }), ["profile", "Net", "fc1", "Optimizer.step#SGD.step"]);
 });

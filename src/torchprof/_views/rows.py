@@ -64,6 +64,15 @@ def text_test(pattern: str) -> Callable[[str], bool]:
     return lambda text: pattern in text
 
 
+def type_test(pattern: str) -> Callable[[str], bool]:
+    """One lower-cased pattern against one lower-cased module class: a glob of the whole class
+    (``batchnorm*``), anything else the whole class (``conv2d``; ``conv2`` finds layers named
+    conv2, not every ``Conv2d``)."""
+    if any(ch in pattern for ch in "*?["):
+        return _glob_test(pattern)
+    return lambda text: text == pattern
+
+
 _PATH_PARTS = re.compile(r"[./]")
 
 
@@ -83,25 +92,27 @@ def path_test(pattern: str) -> Callable[[str], bool]:
 
 def row_matcher(search: str | Iterable[str] | None) -> Callable[..., bool] | None:
     """The search rule: ``(name, path, type=None) -> matches`` (either case), or None when nothing
-    is searched. A pattern matches names, and a module's class (``type``: ``Conv2d`` finds every
-    convolution) (:func:`text_test`); one starting ``path:`` matches paths (:func:`path_test`).
+    is searched. A pattern matches names (:func:`text_test`) and a module's whole class (``type``,
+    :func:`type_test`: ``Conv2d`` finds every convolution); one starting ``path:`` matches paths
+    (:func:`path_test`).
     Several patterns: any."""
     if isinstance(search, str):
         search = [search] if search.strip() else []
-    tests: list[tuple[bool, Callable[[str], bool]]] = []
+    tests: list[tuple[bool, Callable[[str], bool], Callable[[str], bool]]] = []
     for pattern in search or ():
         p = pattern.lower()
         if p.startswith(PATH_SEARCH):
-            tests.append((True, path_test(p[len(PATH_SEARCH) :].strip())))
+            on_path = path_test(p[len(PATH_SEARCH) :].strip())
+            tests.append((True, on_path, on_path))
         else:
-            tests.append((False, text_test(p)))
+            tests.append((False, text_test(p), type_test(p)))
     if not tests:
         return None
 
     def matches(name: str, path: str, type: str | None = None) -> bool:
         n, p = name.lower(), path.lower()
         t = type.lower() if type else None
-        return any(test(p) if on_path else test(n) or (t is not None and test(t)) for on_path, test in tests)
+        return any(test(p) if on_path else test(n) or (t is not None and of_type(t)) for on_path, test, of_type in tests)
 
     return matches
 
