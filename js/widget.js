@@ -812,6 +812,29 @@ function openRowValues(ctx, i) {
 function openRow(ctx, i) {
   if (i >= 0 && i < ctx.data.n) ctx.change(openRowValues(ctx, i));
 }
+function hotPathIn(data, viewed) {
+  const hot = data.fields.hot_path;
+  if (!hot || !Array.isArray(hot.open)) return [];
+  const prefix = data.vocab.step_prefix;
+  const out = [];
+  for (
+    const p of
+    /** @type {string[]} */
+    hot.open
+  ) {
+    const inStep = !!prefix && p.startsWith(prefix);
+    const cut = inStep ? p.indexOf("/") : -1;
+    if (inStep && cut < 0) continue;
+    const key = cut > 0 ? p.slice(cut + 1) : p;
+    const path = viewed.folded ? key : viewed.root === 0 ? p : `${viewed.table.path[viewed.root]}/${key}`;
+    if (rowOfPath(viewed.table, path) >= 0) out.push(path);
+  }
+  return out;
+}
+function stepOpening(data, step, list, showOps) {
+  const viewed = viewedTable(data, step);
+  return withPaths(withPaths(list, defaultExpanded(viewed.table, showOps, viewed.root)), hotPathIn(data, viewed));
+}
 
 // src/columns.js
 function widthSamples(unit, lo, hi) {
@@ -1035,8 +1058,7 @@ function pickChange(c, data, st, target) {
   }
   if (target === c.sort) return { sort_by: c.sort.value, ascending: sortsAscending(data, c.sort.value) };
   if (c.step && target === c.step) {
-    const viewed = viewedTable(data, c.step.value);
-    return { step: c.step.value, zoom: "", expanded: withPaths(st.expandedList, defaultExpanded(viewed.table, !!st.show_ops, viewed.root)) };
+    return { step: c.step.value, zoom: "", expanded: stepOpening(data, c.step.value, st.expandedList, !!st.show_ops) };
   }
   return null;
 }
@@ -2270,7 +2292,14 @@ ${title}` },
       /** @type {HTMLElement} */
       event.target.closest("[data-step]")
     );
-    if (button) this.ctx.change({ step: button.dataset.step, view: this.ctx.rowsView, selected: "", zoom: "" });
+    if (!button) return;
+    const { ctx } = this;
+    const st = ctx.state();
+    const step = (
+      /** @type {string} */
+      button.dataset.step
+    );
+    ctx.change({ step, view: ctx.rowsView, selected: "", zoom: "", expanded: stepOpening(ctx.data, step, st.expandedList, !!st.show_ops) });
   }
   /** @param {import("../types.js").FullState} st */
   update(st) {
@@ -3277,6 +3306,7 @@ export {
   headlineOf,
   hiddenCounts,
   hiddenNote,
+  hotPathIn,
   hotRows,
   inflate,
   inputChange,
@@ -3324,6 +3354,7 @@ export {
   stateDefaults,
   stateReader,
   stateValue,
+  stepOpening,
   stepRows,
   tableLayout,
   textTest,

@@ -4,7 +4,7 @@
 // table from another view (Insights, Steps, Memory): ancestors expanded, selected, scrolled to.
 import { h } from "./dom.js";
 import { visibleRows } from "./rows.js";
-import { expandTo, rowOfPath } from "./tree.js";
+import { defaultExpanded, expandTo, rowOfPath, viewedTable, withPaths } from "./tree.js";
 
 /** @import { Data, Context } from "./types.js" */
 
@@ -72,4 +72,35 @@ export function openRowValues(ctx, i) {
 /** Opens row `i` of the whole run in the table (see openRowValues). @param {Context} ctx @param {number} i */
 export function openRow(ctx, i) {
   if (i >= 0 && i < ctx.data.n) ctx.change(openRowValues(ctx, i));
+}
+
+/**
+ * The whole run's hot path as the paths to open in the part of the run viewed: in one step, the
+ * same layers in that step (`ProfilerStep#2/Net.fc` for `ProfilerStep#5/Net.fc`); in the steps
+ * folded into one tree, the layers without their step. Paths the viewed table lacks are left out.
+ * @param {Data} data @param {import("./types.js").Viewed} viewed @returns {string[]}
+ */
+export function hotPathIn(data, viewed) {
+  const hot = data.fields.hot_path;
+  if (!hot || !Array.isArray(hot.open)) return [];
+  const prefix = data.vocab.step_prefix;
+  const out = [];
+  for (const p of /** @type {string[]} */ (hot.open)) {
+    const inStep = !!prefix && p.startsWith(prefix);
+    const cut = inStep ? p.indexOf("/") : -1;
+    if (inStep && cut < 0) continue; // the step row itself: the viewed root
+    const key = cut > 0 ? p.slice(cut + 1) : p;
+    const path = viewed.folded ? key : viewed.root === 0 ? p : `${viewed.table.path[viewed.root]}/${key}`;
+    if (rowOfPath(viewed.table, path) >= 0) out.push(path);
+  }
+  return out;
+}
+
+/**
+ * The rows a step opens with, as the whole run does: two levels below its root and the hot path.
+ * @param {Data} data @param {string} step @param {string[]} list the expanded paths now @param {boolean} showOps
+ */
+export function stepOpening(data, step, list, showOps) {
+  const viewed = viewedTable(data, step);
+  return withPaths(withPaths(list, defaultExpanded(viewed.table, showOps, viewed.root)), hotPathIn(data, viewed));
 }

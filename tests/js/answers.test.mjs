@@ -97,3 +97,26 @@ test("the Top view folds each layer of every ProfilerStep#N into one line, its t
     { row: 1, value: 9, key: "ProfilerStep#*", steps: 2, ops: [] },
   ]);
 });
+
+test("a step opens on the run's hot path: the same layers in that step, or in the folded steps", async () => {
+  const { hotPathIn } = await import("../../js/src/answers.js");
+  const data = decodePayload(payloadFrom([
+    { path: "profile", name: "profile", kind: "region", parent: -1, cpu_us: 100 },
+    { path: "ProfilerStep#1", name: "ProfilerStep#1", kind: "region", parent: 0, cpu_us: 40 },
+    { path: "ProfilerStep#1/Net", name: "Net", kind: "module", parent: 1, cpu_us: 30 },
+    { path: "ProfilerStep#1/Net.enc", name: "enc", kind: "module", parent: 2, cpu_us: 25 },
+    { path: "ProfilerStep#1/Net.enc.fc", name: "fc", kind: "module", parent: 3, cpu_us: 20 },
+    { path: "ProfilerStep#2", name: "ProfilerStep#2", kind: "region", parent: 0, cpu_us: 60 },
+    { path: "ProfilerStep#2/Net", name: "Net", kind: "module", parent: 5, cpu_us: 50 },
+    { path: "ProfilerStep#2/Net.enc", name: "enc", kind: "module", parent: 6, cpu_us: 45 },
+    { path: "ProfilerStep#2/Net.enc.fc", name: "fc", kind: "module", parent: 7, cpu_us: 40 },
+  ], { hot_path: { rows: [0, 5, 6, 7, 8], open: ["ProfilerStep#2", "ProfilerStep#2/Net", "ProfilerStep#2/Net.enc"], layer: 8 } }));
+  assert.deepEqual(hotPathIn(data, { table: data, root: 0, folded: null }), ["ProfilerStep#2/Net", "ProfilerStep#2/Net.enc"]);
+  assert.deepEqual(hotPathIn(data, { table: data, root: 1, folded: null }), ["ProfilerStep#1/Net", "ProfilerStep#1/Net.enc"]);
+  const folded = decodePayload(payloadFrom([
+    { path: "all steps", name: "all steps", kind: "region", parent: -1, cpu_us: 50 },
+    { path: "Net", name: "Net", kind: "module", parent: 0, cpu_us: 40 },
+    { path: "Net.enc", name: "enc", kind: "module", parent: 1, cpu_us: 35 },
+  ]));
+  assert.deepEqual(hotPathIn(data, { table: folded, root: 0, folded: /** @type {any} */ ({}) }), ["Net", "Net.enc"]);
+});

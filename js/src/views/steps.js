@@ -3,6 +3,7 @@
 // forward, backward, optimizer, communication, the rest: src/torchprof/_tree/steps.py, the
 // vocabulary's `step_parts`), slow steps marked, and how much the steps' wall times spread. A
 // click on a step shows it: the table of that step alone.
+import { stepOpening } from "../answers.js";
 import { h } from "../dom.js";
 import { formatPercent, formatTime, missing } from "../format.js";
 
@@ -86,7 +87,11 @@ class StepsView {
   /** @param {Event} event */
   onClick(event) {
     const button = /** @type {HTMLElement|null} */ (/** @type {HTMLElement} */ (event.target).closest("[data-step]"));
-    if (button) this.ctx.change({ step: button.dataset.step, view: this.ctx.rowsView, selected: "", zoom: "" });
+    if (!button) return;
+    const { ctx } = this;
+    const st = ctx.state();
+    const step = /** @type {string} */ (button.dataset.step);
+    ctx.change({ step, view: ctx.rowsView, selected: "", zoom: "", expanded: stepOpening(ctx.data, step, st.expandedList, !!st.show_ops) });
   }
 
   /** @param {import("../types.js").FullState} st */
