@@ -1742,6 +1742,7 @@ var controls = { ops: true, search: true };
 // src/views/insights.js
 var insights_exports = {};
 __export(insights_exports, {
+  badge: () => badge,
   controls: () => controls2,
   create: () => create2,
   insightRows: () => insightRows,
@@ -1858,6 +1859,7 @@ function create2(ctx) {
   return new InsightsView(ctx);
 }
 var offered = (data) => Array.isArray(data.fields.insights) && !!data.vocab.insight_columns;
+var badge = (data) => Array.isArray(data.fields.insights) && data.fields.insights.length ? String(data.fields.insights.length) : "";
 var controls2 = {};
 
 // src/views/memory.js
@@ -2622,10 +2624,10 @@ var TableView = class {
     }
     const label = slot.nextElementSibling;
     fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i], table.path[i]) : null);
-    const badge = label.nextElementSibling;
-    badge.textContent = bwd ? "bwd" : "";
+    const badge2 = label.nextElementSibling;
+    badge2.textContent = bwd ? "bwd" : "";
     const tag = typeTag(table, i);
-    const tagEl = badge.nextElementSibling;
+    const tagEl = badge2.nextElementSibling;
     if (st.search && tag && matchesType(table.vocab, st.search, tag)) tagEl.replaceChildren(h("mark", { text: tag }));
     else tagEl.textContent = tag;
     nameCell.title = nodeTitle(table, i, viewed.folded);
@@ -3092,6 +3094,14 @@ function mount(root, model, data) {
   const headline = buildHeadline(data);
   if (headline) summary.append(headline);
   const controls7 = buildControls(data, offered4.map(([name, view]) => [name, view.controls || {}]));
+  for (const [name, view] of offered4) {
+    const count = view.badge ? view.badge(data) : "";
+    const button = [...controls7.switcher.children].find((b) => (
+      /** @type {HTMLElement} */
+      b.dataset.view === name
+    ));
+    if (count && button) button.append(h("span", { class: "tp-switch-badge", text: count }));
+  }
   const body = h("div", { class: "tp-body" });
   root.replaceChildren(summary, controls7.bar, controls7.note, body);
   const state = stateReader(model, data.vocab);

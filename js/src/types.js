@@ -225,4 +225,5 @@ export {};
  * @property {ControlUse} [controls]
  * @property {(data: Data) => boolean} [offered]
  * @property {boolean} [listsRows] the view rows are shown in when another view opens one
+ * @property {(data: Data) => string} [badge] a count its switcher button shows ("" for none)
  */

@@ -64,6 +64,12 @@ function mount(root, model, data) {
   const headline = buildHeadline(data);
   if (headline) summary.append(headline);
   const controls = buildControls(data, offered.map(([name, view]) => [name, view.controls || {}]));
+  // A view may say how many things it lists (the Insights view: its findings) on its button.
+  for (const [name, view] of offered) {
+    const count = view.badge ? view.badge(data) : "";
+    const button = [...controls.switcher.children].find((b) => /** @type {HTMLElement} */ (b).dataset.view === name);
+    if (count && button) button.append(h("span", { class: "tp-switch-badge", text: count }));
+  }
   const body = h("div", { class: "tp-body" });
   root.replaceChildren(summary, controls.bar, controls.note, body);
   const state = stateReader(model, data.vocab);

@@ -126,5 +126,8 @@ export function create(ctx) {
 /** A profile's payload carries its findings (a comparison's has none to show). @param {Data} data */
 export const offered = (data) => Array.isArray(data.fields.insights) && !!data.vocab.insight_columns;
 
+/** Its button says how many findings there are. @param {Data} data */
+export const badge = (data) => (Array.isArray(data.fields.insights) && data.fields.insights.length ? String(data.fields.insights.length) : "");
+
 /** The Insights view acts on none of the shared controls. @type {import("../types.js").ControlUse} */
 export const controls = {};
