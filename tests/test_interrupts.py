@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import gc
 import json
 import os
 import random
@@ -413,7 +414,11 @@ class State:
 
 
 def _traced(tracer: LineInterrupt | None, fn: Any) -> bool:
-    """Run ``fn`` under ``tracer``; whether it raised KeyboardInterrupt."""
+    """Run ``fn`` under ``tracer``; whether it raised KeyboardInterrupt. The cyclic GC is paused
+    meanwhile: it could run an earlier step's finalizers (a session's temporary trace removed) at
+    a traced line, where the interrupt is unraisable, whenever the GC's thresholds happen to fall."""
+    collecting = gc.isenabled()
+    gc.disable()
     sys.settrace(tracer)
     try:
         fn()
@@ -421,6 +426,8 @@ def _traced(tracer: LineInterrupt | None, fn: Any) -> bool:
         return True
     finally:
         sys.settrace(None)
+        if collecting:
+            gc.enable()
     return False
 
 

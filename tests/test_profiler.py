@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import subprocess
 import sys
@@ -260,16 +261,25 @@ def test_no_kineto_lines_reach_stderr():
         """
         import torch, torchprof
         m = torch.nn.Linear(4, 4)
-        with torchprof.Profiler() as prof:
-            m(torch.randn(2, 4))
-        print(len(prof.df))
-        import sys; print("user message", file=sys.stderr)
+        import os, sys
+        fds = []
+        for block in range(4):  # fd 2's swaps reuse one temporary file: no descriptor leaks per block
+            with torchprof.Profiler() as prof:
+                m(torch.randn(2, 4))
+                os.write(2, f"user line {block}\\n".encode())
+            fds.append(len(os.listdir("/proc/self/fd")))
+            print(len(prof.df))
+        print("user message", file=sys.stderr)
+        print("fds", fds)
         """
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "USDT" not in run.stderr and "gpuGetDeviceCount" not in run.stderr, run.stderr
     assert "user message" in run.stderr
+    assert [f"user line {b}" for b in range(4)] == [line for line in run.stderr.splitlines() if line.startswith("user line")]
+    fds = ast.literal_eval(run.stdout.splitlines()[-1].removeprefix("fds "))
+    assert len(set(fds[1:])) == 1, fds
 
 
 def test_functional_convolution_counts_its_real_stride():

@@ -256,18 +256,24 @@ def _raises(fn):
 
 
 def test_the_users_own_inductor_config_changes_in_the_block_survive_its_end(mlp):
-    """The keys torchprof patches for compiled graphs are put back only where they still hold its
-    values: a change the user made in the block stays (before, every key was reverted)."""
+    """The keys torchprof patches for compiled graphs (under capture_compiled(); a Profiler alone
+    patches none: graphs compile in its block as without it) are put back only where they still
+    hold its values: a change the user made in the block stays (before, every key was reverted)."""
     import torch._inductor.config as config
 
     before = config.trace.provenance_tracking_level
+    user_pass = config.post_grad_custom_post_pass
     try:
         with torchprof.Profiler():
-            assert config.cpp.enable_kernel_profile is True  # torchprof's, while it runs
-            config.trace.provenance_tracking_level = 2  # the user's own, set in the block
-            mlp(X)
-        assert config.trace.provenance_tracking_level == 2
-        assert config.cpp.enable_kernel_profile is False  # torchprof's own change is undone
+            assert config.trace.provenance_tracking_level == before
+            assert config.post_grad_custom_post_pass is user_pass
+            with torchprof.capture_compiled():
+                assert config.trace.provenance_tracking_level == 1  # torchprof's, while it captures
+                assert config.post_grad_custom_post_pass is not user_pass
+                config.trace.provenance_tracking_level = 2  # the user's own, set in the block
+                mlp(X)
+            assert config.trace.provenance_tracking_level == 2
+            assert config.post_grad_custom_post_pass is user_pass  # torchprof's own change is undone
     finally:
         config.trace.provenance_tracking_level = before
 

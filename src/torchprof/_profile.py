@@ -114,6 +114,20 @@ class Result:
         ranks = self.ranks
         return by_rank(self.tree, ranks[0] if ranks else None, self.recording.wall_us)
 
+    def by_thread(self) -> pd.DataFrame:
+        """One row per thread that recorded events, most CPU time first: its CPU time (µs, its
+        outermost ranges: the root's CPU total is their sum), the part of it spent compiling
+        ``torch.compile``'d graphs, its share of the total, and what it did (``compiling`` for
+        a thread that only compiled, as Inductor's compile workers, else ``running``). ``thread``
+        is the profiler's thread id."""
+        import pandas as pd
+
+        total = sum(t["cpu_us"] for t in self.tree.threads)
+        rows = [{"thread": t["thread"], "did": "compiling" if t["cpu_us"] and t["compile_us"] >= 0.99 * t["cpu_us"] else "running",
+                 "cpu_us": t["cpu_us"], "compile_us": t["compile_us"],
+                 "share": t["cpu_us"] / total if total else float("nan")} for t in self.tree.threads]  # fmt: skip
+        return pd.DataFrame(rows, columns=["thread", "did", "cpu_us", "compile_us", "share"])
+
     def by_type(self, depth: int | None = None) -> pd.DataFrame:
         """Module metrics aggregated by class; ``depth`` = module nesting level (root = 0)."""
         from ._views.frame import by_type

@@ -190,7 +190,7 @@ class Profiler:
     def _fold(self, events: EventColumns, modules: dict[str, ModuleInfo]) -> None:
         assert self._builder is not None
         self._builder.modules.update(modules)
-        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs())
+        self._builder.compiled.graphs.update(CaptureSession.compiled_graphs(events.name))
         if self._session is not None:  # DDP's buckets as they are now, for this cycle's all-reduces
             self._builder.comm.ddp = self._session.ddp_buckets()
         self._builder.add(events)
@@ -294,8 +294,10 @@ class Profiler:
                 # interrupted (Ctrl-C while a big profile is read) is simply repeated.
                 builder = self._new_builder()
                 events = session.cycle_columns()
-                builder.modules.update(session.modules)
-                builder.compiled.graphs.update(session.compiled_graphs())
+                # Graphs compiled before the block get their layer maps now (outside it).
+                graphs = session.compiled_graphs(events.name if events is not None else ())
+                builder.modules.update(session.module_infos(bool(graphs)))
+                builder.compiled.graphs.update(graphs)
                 builder.comm.ddp = buckets
                 if events is not None:
                     builder.add(events)
@@ -317,6 +319,7 @@ class Profiler:
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
                                            interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += _unmapped_notes(builder, session.unmapped_compiled())
             notes += [note for note in (comm_note(builder.comm),) if note]
             if notes:
                 meta["warnings"] = notes
@@ -378,6 +381,13 @@ def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, 
             if plan.missing() < plans[path].missing():
                 plans[path] = plan
     return commit_replays(builder, plans)
+
+
+def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
+    """What the user reads when compiled graphs ran whose layers torchprof could not learn."""
+    ids = sorted({key.rsplit(" ", 1)[0] for key in builder.compiled.unmapped})
+    return [f"torch.compile'd graph {cid} has no layer map ({reasons.get(cid, 'compiled with no layer map kept')}): "
+            "its time stays on the module that ran it and its FLOPs are unknown (NaN)" for cid in ids]  # fmt: skip
 
 
 def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:

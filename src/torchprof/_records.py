@@ -110,6 +110,10 @@ class CompiledNode:
     the node's own op; with ``seq`` it names one op call of the eager program."""
     seq: int = -1
     """The autograd sequence number of that op call (a backward node carries its forward op's)."""
+    bwd: bool | None = None
+    """The node is backward work (AOTAutograd's partitioner tag), wherever Inductor runs it: the
+    gradient ``mm`` of a forward ``mm`` is an eager op call of its own, a forward node recomputed
+    in the backward graph is not. None in maps written before torchprof recorded it."""
 
 
 @dataclass
@@ -141,7 +145,7 @@ class CompiledGraph:
 
     def to_json(self) -> dict[str, Any]:
         return {"compile_id": self.compile_id, "backward": self.backward,
-                "nodes": {k: [n.op, n.shapes, n.concrete, [list(m) for m in n.modules], n.source, n.seq]
+                "nodes": {k: [n.op, n.shapes, n.concrete, [list(m) for m in n.modules], n.source, n.seq, n.bwd]
                           for k, n in self.nodes.items()},
                 "kernels": [[k.name, k.extern, k.nodes] for k in self.kernels]}  # fmt: skip
 
@@ -149,7 +153,8 @@ class CompiledGraph:
     def from_json(cls, value: Any) -> CompiledGraph:
         """What :meth:`to_json` wrote; raises ``TypeError``/``ValueError``/``KeyError`` otherwise."""
         nodes = {str(k): CompiledNode(str(n[0]), list(n[1]), list(n[2]), [(str(a), str(b)) for a, b in n[3]],
-                                      str(n[4]) if len(n) > 4 else "", int(n[5]) if len(n) > 5 else -1)
+                                      str(n[4]) if len(n) > 4 else "", int(n[5]) if len(n) > 5 else -1,
+                                      None if len(n) <= 6 or n[6] is None else bool(n[6]))
                  for k, n in dict(value["nodes"]).items()}  # fmt: skip
         kernels = [CompiledKernel(str(k[0]), bool(k[1]), [str(x) for x in k[2]]) for k in value["kernels"]]
         return cls(str(value["compile_id"]), bool(value["backward"]), nodes, kernels)

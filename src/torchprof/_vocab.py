@@ -199,6 +199,18 @@ COMPILED_BOOKKEEPING = frozenset({
     "TorchDynamo Cache Lookup", "AOTDispatcher Runtime Wrapper Prologue", "Pregraph bytecode", COMPILED_FORWARD,
     COMPILED_BACKWARD,
 })  # fmt: skip
+#: Compiler work recorded inside the block (a graph compiled there): Dynamo's and Inductor's
+#: ranges - ``dynamo`` around a frame's compile, ``entire_backward_compile`` around a backward
+#: graph's, ``compile_file`` on Inductor's compile worker threads, ``<phase> (dynamo_timed)``,
+#: ``<phase>_data: ...`` markers. The outermost one and everything inside it land in one
+#: "(compilation)" row where it ran: compile time, never op time, and no op of it is counted.
+COMPILATION_RANGES = frozenset({
+    "dynamo", "entire_frame_compile", "entire_backward_compile", "compile_file", "inductor_compile", "backend_compile",
+    "compile_fx_inner", "code_gen", "create_aot_dispatcher_function",
+})  # fmt: skip
+COMPILATION_SUFFIX = " (dynamo_timed)"
+COMPILATION_MARKER = "_data: "
+COMPILATION = "(compilation)"
 #: Key of the block torchprof adds to the chrome traces it writes (module types, parameter counts).
 TRACE_META_KEY = "torchprof"
 #: The row that holds backward work no layer's forward op created (AccumulateGrad, a loss

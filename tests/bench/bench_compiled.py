@@ -1,16 +1,18 @@
 """What profiling a ``torch.compile``d model costs, measured side by side in one run.
 
-    .venv/bin/python tests/bench/bench_compiled.py [--rounds 9]
+    .venv/bin/python tests/bench/bench_compiled.py [--rounds 9] [--cold-rounds 3] [--threads 1]
 
-Two costs:
-1. **Steady state:** a compiled training step (small CNN, transformer block; Inductor on the CPU)
-   under ``torchprof.Profiler()`` vs a bare ``torch.profiler.profile()`` (its defaults, which
-   are what torchprof's default records: no shapes) and vs no profiler. Each round times every variant once, shuffled;
-   medians are printed with the ratio torchprof / torch.profiler.
-2. **First compile:** the first (compiling) step of a fresh ``torch.compile``: cold (empty
-   caches), again after ``torch._dynamo.reset()`` (warm: Inductor's FX-graph cache hits), and
-   under ``capture_compiled()`` (what a Profiler does): capture makes Inductor lower the graphs
-   again rather than reuse its FX-graph cache, so compare it with the warm compile.
+For a small CNN and a transformer block (Inductor on the CPU), each training step in a ``with``
+block under ``torchprof.Profiler()``, a bare ``torch.profiler.profile()`` (its defaults, which are
+what torchprof's default records: no shapes) and no profiler; each round runs every variant once,
+shuffled; medians of the block's wall time and of the process's CPU time are printed with the
+ratio torchprof / torch.profiler:
+
+1. **warm:** the model compiled and warmed up before the block (steady-state profiling);
+2. **cold:** the first step after ``torch._dynamo.reset()``, which compiles inside the block
+   (Inductor's caches warm, as after the first compile of a session);
+3. **first read:** reading the warm profile the first time (``prof.df``: the layer maps of its
+   graphs are learnt then, outside the block) and again (maps kept).
 """
 
 from __future__ import annotations
@@ -22,84 +24,99 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
+
+
+def timed(variants: dict[str, Callable[[], Any]], step: Callable[[], None], rounds: int, skip: int,
+          before: Callable[[], None] | None = None) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """Median (wall s, CPU s) of ``step`` in each variant's block, rounds shuffled."""
+    wall: dict[str, list[float]] = {name: [] for name in variants}
+    cpu: dict[str, list[float]] = {name: [] for name in variants}
+    for round_ in range(rounds + skip):
+        order = list(variants)
+        random.shuffle(order)
+        for name in order:
+            if before is not None:
+                before()
+            ctx = variants[name]()
+            t0, c0 = time.perf_counter(), time.process_time()
+            if ctx is None:
+                step()
+            else:
+                with ctx:
+                    step()
+            if round_ >= skip:
+                wall[name].append(time.perf_counter() - t0)
+                cpu[name].append(time.process_time() - c0)
+    return {name: (statistics.median(wall[name]), statistics.median(cpu[name])) for name in variants}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--cold-rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="intra-op threads (default 1: on a shared machine OpenMP's spinning threads swamp the timings)")  # fmt: skip
     args = parser.parse_args()
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torchprof-bench-inductor-"))
 
     import torch
+
+    torch.set_num_threads(args.threads)
     import torch._dynamo
     from torch.profiler import ProfilerActivity, profile
 
     import torchprof
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from test_compiled import Block, SmallCNN  # the models the compile tests check
+    from compiled_models import Block, SmallCNN  # models of the compile tests
 
+    variants = {
+        "no profiler": lambda: None,
+        "torch.profiler": lambda: profile(activities=[ProfilerActivity.CPU]),
+        "torchprof": lambda: torchprof.Profiler(),
+    }
     cases = {"SmallCNN (2x3x32x32)": (SmallCNN, (2, 3, 32, 32)), "transformer block (4x32x32)": (Block, (4, 32, 32))}
-    print(f"{'model':28} {'variant':16} {'median ms':>10} {'ratio':>7}")
+    print(f"{'model':28} {'step':6} {'variant':15} {'wall ms':>9} {'ratio':>6} {'CPU ms':>9} {'ratio':>6}")
     for label, (make, shape) in cases.items():
-        torch._dynamo.reset()
         torch.manual_seed(0)
         model = make()
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         x = torch.randn(*shape)
+        compiled: list[Any] = []
 
-        def build(model=model, opt=opt, x=x):  # bound now: one model per case
-            compiled = torch.compile(model)
-
-            def train_step() -> None:
-                compiled(x).pow(2).mean().backward()
-                opt.step()
-                opt.zero_grad()
-
-            return train_step
-
-        # First compile: cold, warm (after a reset), then under capture.
-        compile_s = []
-        for _ in range(2):
+        def compile_model() -> None:
             torch._dynamo.reset()
-            step = build()
-            t0 = time.perf_counter()
-            step()
-            compile_s.append(time.perf_counter() - t0)
-        cold, plain_compile = compile_s
-        torch._dynamo.reset()
-        step = build()
-        t0 = time.perf_counter()
-        with torchprof.capture_compiled():
-            step()
-        captured_compile = time.perf_counter() - t0
+            compiled[:] = [torch.compile(model)]  # noqa: B023 - this case's model
 
-        variants = {
-            "no profiler": lambda: None,
-            "torch.profiler": lambda: profile(activities=[ProfilerActivity.CPU]),
-            "torchprof": lambda: torchprof.Profiler(),
-        }
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for round_ in range(args.rounds + 2):  # two warm-up rounds
-            order = list(variants)
-            random.shuffle(order)
-            for name in order:
-                ctx = variants[name]()
-                t0 = time.perf_counter()
-                if ctx is None:
-                    step()
-                else:
-                    with ctx:
-                        step()
-                elapsed = time.perf_counter() - t0
-                if round_ >= 2:
-                    times[name].append(elapsed)
-        medians = {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
-        for name, ms in medians.items():
-            ratio = ms / medians["torch.profiler"]
-            print(f"{label:28} {name:16} {ms:10.2f} {ratio:7.2f}")
-        print(f"{label:28} {'first compile':16} cold {cold:.1f}s, warm {plain_compile:.1f}s, under capture "
-              f"{captured_compile:.1f}s ({captured_compile / plain_compile:.2f}x warm)")
+        def step() -> None:
+            compiled[0](x).pow(2).mean().backward()  # noqa: B023
+            opt.step()  # noqa: B023
+            opt.zero_grad()  # noqa: B023
+
+        compile_model()
+        step()  # compiles (Inductor's caches now hold this model's graphs)
+        results = {"warm": timed(variants, step, args.rounds, skip=2),
+                   "cold": timed(variants, step, args.cold_rounds, skip=0, before=compile_model)}  # fmt: skip
+        for kind, medians in results.items():
+            base_wall, base_cpu = medians["torch.profiler"]
+            for name, (wall, cpu) in medians.items():
+                print(f"{label:28} {kind:6} {name:15} {wall * 1e3:9.2f} {wall / base_wall:6.2f} {cpu * 1e3:9.2f} {cpu / base_cpu:6.2f}")
+        compile_model()
+        step()
+        step()
+        with torchprof.Profiler() as prof:
+            step()
+        t0 = time.perf_counter()
+        prof.df
+        first = time.perf_counter() - t0
+        with torchprof.Profiler() as again:
+            step()
+        t0 = time.perf_counter()
+        again.df
+        later = time.perf_counter() - t0
+        print(f"{label:28} first read of a warm profile {first:.2f}s (layer maps learnt), a later profile's {later:.3f}s")
 
 
 if __name__ == "__main__":

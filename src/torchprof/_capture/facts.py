@@ -146,6 +146,9 @@ class RunFacts:
 def dynamo_delta(before: dict[str, Counter[str]], after: dict[str, Counter[str]]) -> dict[str, Any]:
     """What Dynamo counted inside the block: ``frames`` compiled, ``graph_breaks`` by reason (its
     first line) and ``unique_graphs``; empty when it counted nothing."""
+    if before == after:  # the common case, in one comparison
+        return {}
+
     def grown(category: str) -> Counter[str]:
         diff = Counter(after.get(category, Counter()))
         diff.subtract(before.get(category, Counter()))

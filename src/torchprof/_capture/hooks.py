@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._records import ModuleInfo, module_range_name, safe_text
+from . import compiled_calls
 from .interrupts import run_all
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class ModuleTracker:
             self._thread_recorded = recorded
         try:
             _GLOBAL_HOOKS.attach(self)
+            compiled_calls.attach(_GLOBAL_HOOKS)
         except BaseException:
             run_all([self.remove, self.scrub])
             raise
@@ -134,7 +136,7 @@ class ModuleTracker:
         """Remove the hooks and close any range left open (a module that raised mid-forward).
 
         Every part runs even if one before it was interrupted; each can be repeated."""
-        run_all([lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos,
+        run_all([compiled_calls.detach, lambda: _GLOBAL_HOOKS.detach(self), self._close_open_ranges, self._collect_infos,
                  lambda: self.calls.remove_hooks() if self.calls is not None else None])
 
     def _close_open_ranges(self) -> None:
@@ -208,7 +210,8 @@ class ModuleTracker:
                     return
         sig = None
         if self.calls is not None and (not stack or stack[-1][4] is PASS_THROUGH):
-            sig = self.calls.root_call(module, named[0], args, id(module) in self._wrapper_of)
+            compiled = id(module) in self._wrapper_of or module.__dict__.get("_compiled_call_impl") is not None
+            sig = self.calls.root_call(module, named[0], args, compiled)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
         stack.append([module, named[0], rf, 0, sig])
@@ -406,12 +409,12 @@ class GlobalHooks:
     """torchprof's one pair of global module hooks, the same functions under the same ids in every
     session: a tracker attaches to them while it profiles.
 
-    torch.compile guards on torch's global hook tables: a frame compiled while our hooks are in
-    them (``module.compile()`` compiles ``nn.Module._call_impl``, which reads the tables in its own
-    code) checks that the same hook ids are there. With new hooks per session, every session would
-    compile such frames again; with the same ids, Dynamo keeps one version with our hooks and one
-    without, and reuses both. For other frames the hooks are hidden while Dynamo compiles
-    (:func:`torchprof._capture.compiled.hooks_hidden_while_compiling`), so nothing is compiled again.
+    torch.compile guards on torch's global hook tables where a compiled frame reads them. The hooks
+    are out of the tables while Dynamo compiles
+    (:func:`torchprof._capture.compiled.hooks_hidden_while_compiling`), and while a
+    ``module.compile()``'d module's compiled ``_call_impl`` runs, whose own code reads them
+    (:mod:`torchprof._capture.compiled_calls`): nothing is compiled with them, so nothing is
+    compiled again. The same ids are put back each time, so a table read elsewhere stays the same.
     """
 
     def __init__(self) -> None:
@@ -461,6 +464,35 @@ class GlobalHooks:
         nn_module._global_forward_pre_hooks.pop(self._ids[0], None)
         nn_module._global_forward_hooks.pop(self._ids[1], None)
         nn_module._global_forward_hooks_always_called.pop(self._ids[1], None)
+
+    # -- for module.compile()'d modules (see torchprof._capture.compiled_calls) -----------------
+    def functions(self) -> tuple[Callable[..., None], Callable[..., None]]:
+        """The dynamo-safe enter and exit functions the hooks call."""
+        if self._fns is None:
+            self._fns = dynamo_safe(self._enter, self._exit)
+        return self._fns
+
+    def recording(self) -> bool:
+        """A Profiler owns the hooks and has not paused them (a schedule's idle steps)."""
+        owner = self.owner
+        return owner is not None and not owner._paused
+
+    def hide_while_compiled(self) -> bool:
+        """Take the hooks out of the tables for a compiled call; True when they were in them."""
+        if not self._in_tables:
+            return False
+        self.hide()
+        return True
+
+    def show_again(self) -> None:
+        self.show()
+
+    @staticmethod
+    def skip_in_dynamo(fn: Callable[..., Any]) -> None:
+        """Dynamo never compiles ``fn``'s own frame (it still compiles what ``fn`` calls)."""
+        from torch._C._dynamo.eval_frame import _FrameAction, _FrameExecStrategy, set_code_exec_strategy
+
+        set_code_exec_strategy(fn.__code__, _FrameExecStrategy(_FrameAction.SKIP, _FrameAction.DEFAULT))
 
     def scrub(self) -> None:
         """Take our hook functions out of torch's tables wherever they are (an interrupt may have

@@ -226,7 +226,8 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
     runs: list[ReplayRun] = []
     for root in roots:
         modules = [m for _, m in named_modules(root.module)]
-        if root.compiled or any(type(m).__name__ == "OptimizedModule" for m in modules):
+        if root.compiled or any(type(m).__name__ == "OptimizedModule" or m.__dict__.get("_compiled_call_impl") is not None
+                                for m in modules):  # fmt: skip
             continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
         if root.skip is not None:
             runs.append(ReplayRun(path=root.path, count=0, error=root.skip))

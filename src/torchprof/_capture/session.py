@@ -12,7 +12,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._files import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
-from . import compiled
+from . import compiled, compiled_warm, kernels
 from .distributed import ddp_buckets
 from .hooks import ModuleTracker
 from .interrupts import hold, lifecycle, release, run_all
@@ -150,22 +150,32 @@ class CaptureSession:
         """The ``torch.profiler.profile`` this session runs (None before it started)."""
         return self._torch_profile
 
-    @property
-    def modules(self) -> dict[str, ModuleInfo]:
+    def module_infos(self, compiled_ran: bool) -> dict[str, ModuleInfo]:
         """What the hooks learnt about each module path seen so far (every submodule of the roots
         too when compiled graphs ran, whose layers the hooks cannot see)."""
         if self._tracker is None:
             return {}
-        return self._tracker.collect(submodules=bool(compiled.graphs()))
+        return self._tracker.collect(submodules=compiled_ran)
+
+    @property
+    def modules(self) -> dict[str, ModuleInfo]:
+        return self.module_infos(bool(compiled.graphs()))
 
     def ddp_buckets(self) -> list[dict[str, Any]]:
         """How the profiled DistributedDataParallel modules bucket their gradients (read now)."""
         return ddp_buckets(self._tracker.roots()) if self._tracker is not None else []
 
     @staticmethod
-    def compiled_graphs() -> dict[str, CompiledGraph]:
-        """Which layer each kernel of the graphs compiled under capture (in this process) computes."""
-        return compiled.graphs()
+    def compiled_graphs(names: Iterable[str] = ()) -> dict[str, CompiledGraph]:
+        """Which layer each kernel of compiled graphs computes: those compiled under capture (in
+        this process), and those among ``names`` (a cycle's event names) compiled before it,
+        learnt now (after the block)."""
+        return compiled_warm.maps(names)
+
+    @staticmethod
+    def unmapped_compiled() -> dict[str, str]:
+        """Why compiled graphs that ran have no layer map, by compile id."""
+        return dict(compiled_warm.failures)
 
     @lifecycle
     def start(self) -> None:
@@ -207,11 +217,12 @@ class CaptureSession:
         try:
             hold(self)  # from here a Ctrl-C that lands in the start waits until it is complete
             _active = self
-            # Graphs torch.compile compiles during the run record which layer each kernel computes;
-            # our hooks stay out of what Dynamo compiles.
+            # Our hooks stay out of what Dynamo compiles (a graph compiled in the block is the one
+            # compiled without us, cache hits included), and fused C++ kernels are ranges. Which
+            # layer each kernel computes is learnt when the profile is first read.
             self._compile_capture = contextlib.ExitStack()
-            self._compile_capture.enter_context(compiled.capture_compiled())
             self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
+            self._compile_capture.enter_context(kernels.recorded())
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
             self._torch_on = True
             with quiet_native_stderr():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .._records import CompiledGraph, CompiledKernel, EventColumns, KnownTensor, ModuleInfo, parse_module_range
 from .._vocab import (
     BACKWARD_PREFIX,
+    COMPILATION,
     COMPILED_BACKWARD,
     COMPILED_REGION_PREFIX,
     DEVICE_RANGES,
@@ -27,12 +28,13 @@ from . import flops as _flops
 from .activity import cycle_activity
 from .backward import ForwardIndex
 from .comm import CommState, attribute_comm
-from .compiled import FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
+from .compiled import COMPILATION_ROLE, FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
 from .finish import finish_tree
 from .memory import MemoryLedger
 from .nesting import nest
 from .nodes import (
+    KEY_COMPILATION,
     KEY_COMPILED_BACKWARD,
     KEY_DEVICE_RANGES,
     KEY_DEVICE_WITHOUT_OP,
@@ -87,6 +89,7 @@ class TreeBuilder:
         self.replayed = False
         self.shapeless: dict[str, int] = {}
         self.replay_problems: dict[str, str] = {}
+        self.unknown_flop_nodes: set[int] = set()  # ops of unknown cost: their rows and all above are NaN
         self.steps: list[dict[str, Any]] = []
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
         # Kept bytes, peaks, the timeline and what the peak is made of (see torchprof._tree.memory).
@@ -120,6 +123,11 @@ class TreeBuilder:
         # Compiled regions: which graph ran, and the FLOPs and ops of unknown cost inside them.
         self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
         self.compiled_unknown: dict[str, int] = {}
+        self.compilation_nodes: set[int] = set()  # "(compilation)" rows: compile time, no ops
+        # Per thread (the source's thread id): [CPU ns of its outermost ranges, of them compiling];
+        # and the time any thread ran a range (their union, summed over cycles).
+        self.threads: dict[Any, list[int]] = {}
+        self.cpu_union_ns = 0
         self.unmapped_graph_nodes: set[int] = set()
         self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
         self.peak_flops: Peak | None = None  # what the mfu column is measured against (set by whoever builds)
@@ -244,6 +252,9 @@ class TreeBuilder:
         forward_node = self._forward_node
         recompute_of = self._recompute_of
         runs: dict[int, GraphRun] = {}  # graph-call event -> its run
+        compiling = self.compilation_nodes
+        threads = self.threads
+        spans: list[tuple[int, int]] = []  # every thread's outermost ranges
         runs_seen: set[tuple[int, int]] = set()
         root = self.root
         n_kind, n_bwd, n_owner, n_children, n_covered = nodes.kind, nodes.bwd, nodes.owner, nodes.children, nodes.covered
@@ -273,12 +284,35 @@ class TreeBuilder:
                 n_cpu[pnode] -= e - s
             else:
                 pnode = root
+                if k != DEVICE:
+                    row = threads.get(tids[i])
+                    if row is None:
+                        row = threads[tids[i]] = [0, 0]
+                    row[0] += e - s
+                    spans.append((s, e))
+            if compiling and pnode in compiling:
+                # Inside a compilation range: Dynamo's tracing and Inductor's passes run ops too
+                # (on fake tensors); all of it is the compile's time, none of it a layer's op. (Its
+                # part inside the parent came off the parent's self time above: it goes back.)
+                node_of[i] = pnode
+                n_cpu[pnode] += e - s  # (e is cut at the parent's end above)
+                continue
             name = names[i]
             node = -1
             info = name_info.get(name)
             if info is None:
                 info = info_of(name, k)
             key, mpath, mtype, bwd_name, role, has_formula = info
+            if role == COMPILATION_ROLE:
+                node = n_children[pnode].get(KEY_COMPILATION, -1)
+                if node < 0:
+                    node = nodes.add(pnode, REGION, COMPILATION, None, n_bwd[pnode], KEY_COMPILATION)
+                compiling.add(node)
+                threads.setdefault(tids[i], [0, 0])[1] += e - s
+                node_of[i] = node
+                n_calls[node] += 1
+                n_cpu[node] += e - s
+                continue
             kernel: CompiledKernel | None = None
             if runs and p in runs:  # a kernel or extern op of a compiled graph
                 run = runs[p]
@@ -339,6 +373,7 @@ class TreeBuilder:
                     runtime_by_corr[c] = p
             elif k == REGION and name.startswith(STEP_PREFIX):
                 self.steps.append({"step": _step_number(name[len(STEP_PREFIX):]), "start_ns": s, "wall_us": (e - s) / 1000.0, "node": node})
+        self.cpu_union_ns += _union(spans)
         return node_of, runtime_by_corr, flop_ops, mem_events
 
     def _backward_target(self, pnode: int, owner: int, unattributed: dict[int, int]) -> int:
@@ -375,7 +410,13 @@ class TreeBuilder:
             run.anchor = owner if owner >= 0 else self._compiled_region_node(pnode)
             runs[i] = run
             if run.graph is None:
+                # Its kernels' FLOPs are unknown: the graph's row (and every row above) says so.
                 self.unmapped_graph_nodes.add(node)
+                self.unknown_flop_nodes.add(node)
+            else:
+                # The map counts all of the graph's work: what runs inside it besides the map's
+                # kernels (allocations, a fallback op) is covered by it, not counted again.
+                self._compiled_flops(node, run, None)
 
     def _compiled_region_node(self, nid: int) -> int:
         """The nearest ``Torch-Compiled Region`` node at or above ``nid`` (``nid`` if none)."""
@@ -442,12 +483,14 @@ class TreeBuilder:
             chain.append(node)
         return chain
 
-    def _compiled_flops(self, node: int, run: GraphRun, kernel: CompiledKernel) -> None:
+    def _compiled_flops(self, node: int, run: GraphRun, kernel: CompiledKernel | None) -> None:
         """A compiled kernel's FLOPs come from its graph nodes' shapes (its events have no useful
-        arguments); its node is then covered, so nothing inside it is counted again."""
-        cached = self._kernel_flops.get(id(kernel))
+        arguments); its node is then covered, so nothing inside it is counted again. Without a
+        kernel: the graph run's own node, with the graph's work no kernel of its map runs."""
+        key = id(kernel) if kernel is not None else id(run.graph)
+        cached = self._kernel_flops.get(key)
         if cached is None:
-            cached = self._kernel_flops[id(kernel)] = self.compiled.flops_of(run, kernel)
+            cached = self._kernel_flops[key] = self.compiled.flops_of(run, kernel)
         macs, flops, unknown = cached
         nodes = self.nodes
         nodes.macs[node] += macs
@@ -456,6 +499,8 @@ class TreeBuilder:
         self.saw_shapes = True
         for op in unknown:
             self.compiled_unknown[op] = self.compiled_unknown.get(op, 0) + 1
+        if unknown:
+            self.unknown_flop_nodes.add(node)
 
     def _recompute_node(self, module_node: int, recompute_of: dict[int, int]) -> int:
         """The "(recompute)" child of a module's forward node: where a module that activation
@@ -754,3 +799,16 @@ class _StepsAt:
         if k >= 0 and t < self._spans[k][1]:
             return self._spans[k][2]
         return -1
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    """Total length of the union of intervals. O(n log n)."""
+    total, end = 0, None
+    for s, e in sorted(spans):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total

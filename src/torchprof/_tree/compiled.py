@@ -25,14 +25,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._records import CompiledGraph, CompiledKernel, CompiledNode, ModuleInfo, graph_key
-from .._vocab import COMPILED_BACKWARD, COMPILED_FORWARD, COMPILED_GRAPH_PREFIX, COMPILED_REGION_PREFIX
+from .._vocab import (
+    COMPILATION_MARKER,
+    COMPILATION_RANGES,
+    COMPILATION_SUFFIX,
+    COMPILED_BACKWARD,
+    COMPILED_FORWARD,
+    COMPILED_GRAPH_PREFIX,
+    COMPILED_REGION_PREFIX,
+)
 from . import flops as _flops
 
 # Roles of an event name in a compiled region (cached per name with the other name facts).
-NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE = range(5)
+NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE, COMPILATION_ROLE = range(6)
+GRAPH_LEVEL = -1  # the plan's key for a graph's work that no kernel of its map runs
 _GENERATED_EVENT = re.compile(r"^graph_\d+_(cpp_.*)$")
 _DYNAMO_ROOT = re.compile(r"^[A-Z]\['[^']*'\]")
 _DYNAMO_ITEM = re.compile(r"\._modules\['([^']*)'\]|\['([^']*)'\]")
+_PASS_THROUGH = frozenset({"__self__", "_orig_mod", "__func__"})
 
 
 def role_of(name: str) -> int:
@@ -44,6 +54,8 @@ def role_of(name: str) -> int:
         return BACKWARD_ROLE
     if name.startswith(COMPILED_GRAPH_PREFIX):
         return GRAPH_ROLE
+    if name in COMPILATION_RANGES or name.endswith(COMPILATION_SUFFIX) or COMPILATION_MARKER in name:
+        return COMPILATION_ROLE
     return NOT_COMPILED
 
 
@@ -57,20 +69,30 @@ class GraphRun:
     """The module path the graph's ``L['self']`` stands for; None for a compiled function."""
     backward: bool
     next_extern: int = 0
-    by_name: dict[str, CompiledKernel] = field(default_factory=dict)
+    by_name: dict[str, list[CompiledKernel]] = field(default_factory=dict)
+    calls_of: dict[str, int] = field(default_factory=dict)
     anchor: int = -1
     """The tree node the graph's modules hang below (the owner module's node)."""
 
     def kernel(self, name: str) -> CompiledKernel | None:
-        """The graph's kernel an event directly inside this run is."""
+        """The graph's kernel an event directly inside this run is. A generated kernel's name
+        can stand for several call sites (Inductor defines identical kernels once, as in two
+        equal layers): the n-th call of a name in a run is its n-th call site."""
         if self.graph is None:
             return None
         match = _GENERATED_EVENT.match(name)
-        generated = match.group(1) if match else name if name.startswith("triton_") else None
+        generated = match.group(1) if match else name if name.startswith(("triton_", "cpp_")) else None
         if generated is not None:
             if not self.by_name:
-                self.by_name = {k.name: k for k in self.graph.kernels if not k.extern}
-            return self.by_name.get(generated)
+                for k in self.graph.kernels:
+                    if not k.extern:
+                        self.by_name.setdefault(k.name, []).append(k)
+            sites = self.by_name.get(generated)
+            if not sites:
+                return None
+            n = self.calls_of.get(generated, 0)
+            self.calls_of[generated] = n + 1
+            return sites[n] if n < len(sites) else sites[-1]
         kernels = self.graph.kernels
         for j in range(self.next_extern, len(kernels)):
             if kernels[j].extern and kernels[j].name == name:
@@ -88,6 +110,7 @@ class CompiledRegions:
         self.compile_id_of_seq: dict[int, str] = {}
         self.unmapped: set[str] = set()  # graph keys that ran but were compiled without a map
         self._plans: dict[str, dict[tuple[str, int], tuple[int, int, list[str]]]] = {}
+        self._bases: dict[tuple[str, str | None, str], str] = {}  # (graph, owner, Dynamo root) -> module path
 
     def run(self, compile_id: str | None, backward: bool, owner: str | None) -> GraphRun:
         graph = self.graphs.get(graph_key(compile_id, backward)) if compile_id is not None else None
@@ -106,29 +129,30 @@ class CompiledRegions:
             node = run.graph.nodes.get(name)
             if node is None or not node.modules:
                 continue
-            root_cls = node.modules[0][1]
             for fqn, cls_name in node.modules:
-                classes.setdefault(self._path(fqn, run.owner, root_cls), cls_name)
-            path = self._path(node.modules[-1][0], run.owner, root_cls)
+                classes.setdefault(self._path(fqn, run), cls_name)
+            path = self._path(node.modules[-1][0], run)
             if path not in paths:
                 paths.append(path)
         if not paths:
             return None
         target = paths[0] if len(paths) == 1 else _common_ancestor(paths)
+        if not target:
+            return None  # modules of unrelated roots: the work stays where it ran
         for path in list(classes):
             info = self.modules.get(path)
             if info is not None:
                 classes[path] = info.type
         return target, classes
 
-    def flops_of(self, run: GraphRun, kernel: CompiledKernel) -> tuple[int, int, list[str]]:
+    def flops_of(self, run: GraphRun, kernel: CompiledKernel | None) -> tuple[int, int, list[str]]:
         """MACs and FLOPs of a kernel, and the ops among its work whose cost is unknown (see
-        :meth:`_plan`)."""
+        :meth:`_plan`); with no kernel, of the graph's work no kernel of the map runs."""
         assert run.graph is not None
         plan = self._plans.get(run.graph.compile_id)
         if plan is None:
             plan = self._plans[run.graph.compile_id] = self._plan(run.graph.compile_id)
-        return plan.get((run.graph.key, id(kernel)), (0, 0, []))
+        return plan.get((run.graph.key, id(kernel) if kernel is not None else GRAPH_LEVEL), (0, 0, []))
 
     def _plan(self, compile_id: str) -> dict[tuple[str, int], tuple[int, int, list[str]]]:
         """FLOPs of a compiled frame's kernels, counted as eager counts them.
@@ -148,36 +172,107 @@ class CompiledRegions:
             for kernel in graph.kernels:
                 for name in kernel.nodes:
                     owner.setdefault((graph.key, name), kernel)
+        # An eager op call is (source op, sequence number, forward or backward work): a backward
+        # graph's gradient matmuls share their forward matmul's op and number, but are calls of
+        # their own; a forward node recomputed in the backward graph is the forward call again.
         calls: dict[tuple[Any, ...], list[tuple[CompiledGraph, str, CompiledNode]]] = {}
         for graph in graphs:
             for name, node in graph.nodes.items():
                 source = node.source or node.op
-                key = (source, node.seq) if node.seq >= 0 else (source, graph.key, name)
+                key = (source, node.seq, node.bwd) if node.seq >= 0 else (source, graph.key, name)
                 calls.setdefault(key, []).append((graph, name, node))
         plan: dict[tuple[str, int], tuple[int, int, list[str]]] = {}
-        for (source, *_), members in calls.items():
-            home_backward = "backward" in source
+        for (source, *rest), members in calls.items():
+            phase = rest[1] if len(rest) == 2 else None
+            home_backward = phase if isinstance(phase, bool) else "backward" in source
             home = [m for m in members if m[0].backward == home_backward] or members
             homed = [m for m in home if (m[0].key, m[1]) in owner]
-            if not homed:
-                continue  # no kernel runs it (a view Inductor folded away)
-            exact = [m for m in homed if m[2].op == source]
+            exact = [m for m in homed if _counts_as(m[2].op, source)]
             if exact:
                 counted = [(m, m[2].shapes, m[2].concrete) for m in exact]
             else:
-                widest: list[int] = max((shape for m in members for shape in m[2].shapes if _is_sizes(shape)), key=_numel, default=[])
-                counted = [(homed[0], [widest] * 8, [None] * 8)]
+                counted = [((homed or home)[0], _decomposed_arguments(source, [m[2] for m in members]), [None] * 8)]
             for (graph, name, _), shapes, concrete in counted:
                 macs, flops, unknown = _cost(source, shapes, concrete)
-                key2 = (graph.key, id(owner[(graph.key, name)]))
+                if not (macs or flops or unknown):
+                    continue
+                # Work no kernel of the map runs (a view Inductor folded away costs nothing; an
+                # op Inductor runs as a fallback without provenance, as a scatter, does) counts
+                # at the graph's own row: the model's total stays whole.
+                runner = owner.get((graph.key, name))
+                key2 = (graph.key, id(runner) if runner is not None else GRAPH_LEVEL)
                 m0, f0, u0 = plan.get(key2, (0, 0, []))
                 plan[key2] = (m0 + macs, f0 + flops, u0 + unknown)
         return plan
 
-    def _path(self, fqn: str, owner: str | None, root_cls: str) -> str:
+    def _path(self, fqn: str, run: GraphRun) -> str:
+        """The tree path of a module Dynamo names ``fqn`` (``L['self'].block1.conv``)."""
+        token = _root_token(fqn)
         rel = _relative(fqn)
-        base = owner if owner is not None and fqn.startswith("L['self']") else root_cls
+        assert run.graph is not None
+        key = (run.graph.key, run.owner, token)
+        base = self._bases.get(key)
+        if base is None:
+            base = self._bases[key] = self._base(token, run)
         return f"{base}.{rel}" if rel else base
+
+    def _base(self, token: str, run: GraphRun) -> str:
+        """The module path a Dynamo root (``L['self']``, ``L['model']``, ``G['net']``) stands for:
+        the module whose range the graph ran in, when the graph's modules below that root are its
+        submodules (the compiled frame is its forward, whatever its ``self`` is called); else the
+        root's class name (a compiled function that calls a model)."""
+        assert run.graph is not None
+        owner = run.owner
+        root_cls: str | None = None
+        below: list[tuple[str, str]] = []
+        for node in run.graph.nodes.values():
+            for fqn, cls_name in node.modules:
+                if _root_token(fqn) != token:
+                    continue
+                rel = _relative(fqn)
+                if not rel:
+                    root_cls = cls_name
+                elif len(below) < 8:
+                    below.append((rel, cls_name))
+        if owner is not None:
+            info = self.modules.get(owner)
+            if root_cls is not None and info is not None and info.type == root_cls:
+                return owner
+            if below and all(f"{owner}.{rel}" in self.modules for rel, _ in below):
+                return owner
+            if root_cls is None and not self.modules:
+                return owner  # nothing to check against (a trace without module infos)
+        if root_cls is not None:
+            return root_cls
+        return owner if owner is not None else (below[0][1] if below else "compiled")
+
+
+#: Ops Inductor puts in place of an eager op, with its arguments in the same order: counted as
+#: that op (the low-memory max pooling of ``max_pool{n}d_with_indices``).
+_SAME_ARGUMENTS = {"prims::_low_memory_max_pool_with_offsets": "max_pool"}
+#: Where a decomposed gather gradient scatters its incoming gradient: the op, and which of its
+#: arguments holds the gradient values (eager counts one addition per incoming gradient).
+_SCATTERS = {"aten::scatter_add": 3, "aten::index_put": 2, "aten::index_add": 3}
+
+
+def _counts_as(op: str, source: str) -> bool:
+    """A node of op ``op`` is the eager call of ``source`` itself, arguments and all."""
+    alias = _SAME_ARGUMENTS.get(op)
+    return op == source or (alias is not None and alias in source)
+
+
+def _decomposed_arguments(source: str, members: list[CompiledNode]) -> list[Any]:
+    """Argument shapes to count a decomposed op call by its eager formula. The formulas of
+    decomposed ops count per element of their input (normalisation, softmax, activations): the
+    largest tensor among its nodes' arguments. A gather's gradient (max pooling's, nearest
+    upsampling's) counts per incoming gradient: the values its scatter adds."""
+    if source.endswith("_backward"):
+        for node in members:
+            at = _SCATTERS.get(node.op)
+            if at is not None and at < len(node.shapes) and _is_sizes(node.shapes[at]):
+                return [node.shapes[at]] * 8
+    widest: list[int] = max((shape for m in members for shape in m.shapes if _is_sizes(shape)), key=_numel, default=[])
+    return [widest] * 8
 
 
 def _is_sizes(shape: Any) -> bool:
@@ -204,12 +299,20 @@ def _cost(op: str, shapes: list[Any], concrete: list[Any]) -> tuple[int, int, li
     return macs, flops, []
 
 
+def _root_token(fqn: str) -> str:
+    """The Dynamo source a module name starts from: ``L['self'].block1`` -> ``L['self']``."""
+    match = _DYNAMO_ROOT.match(fqn)
+    return match.group(0) if match else ""
+
+
 def _relative(fqn: str) -> str:
     """Dynamo's module name as a ``named_modules()`` path: ``L['self'].block1.conv`` ->
-    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``."""
+    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``. The way
+    through a bound method (``model.compile()`` compiles ``self._call_impl``: ``__self__``) or
+    ``torch.compile``'s wrapper (``_orig_mod``) is no module of its own."""
     rel = _DYNAMO_ROOT.sub("", fqn)
     rel = _DYNAMO_ITEM.sub(lambda m: "." + (m.group(1) or m.group(2)), rel)
-    return rel.lstrip(".")
+    return ".".join(part for part in rel.split(".") if part and part not in _PASS_THROUGH)
 
 
 def _common_ancestor(paths: list[str]) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 OP, REGION, MODULE, RUNTIME, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE))
 NAN = float("nan")
 #: How ``unsupported_ops`` names the runs of compiled graphs whose kernels have no layer map.
-UNMAPPED_GRAPH = "compiled graph without a layer map (compiled before profiling; see torchprof.capture_compiled)"
+UNMAPPED_GRAPH = "compiled graph without a layer map (see summary['warnings'])"
 US = 1000.0  # ns per µs
 #: ``df.kind`` of each event kind, one string object each (not one per row).
 _KIND_LABEL = {k: v.label for k, v in NODE_KIND_OF_EVENT.items()}
@@ -115,6 +115,26 @@ class Finishing:
 
     def per_row(self, values: list[Any]) -> list[Any]:
         return [values[nid] for nid in self.order]
+
+    @cached_property
+    def flops_unknown(self) -> list[bool]:
+        """Rows whose FLOPs are unknown: an op of unknown cost (``TreeBuilder.unknown_flop_nodes``)
+        at or below them. A row that leaves out part of its work shows NaN, never a low number."""
+        unknown = [False] * len(self.nodes)
+        marked = self.builder.unknown_flop_nodes
+        if marked:
+            parent = self.nodes.parent
+            for nid in marked:
+                unknown[nid] = True
+            for nid in range(len(unknown) - 1, 0, -1):  # children after parents: one reverse sweep
+                if unknown[nid]:
+                    unknown[parent[nid]] = True
+        return unknown
+
+    def counted(self, column: str) -> list[float]:
+        """A FLOP column's subtree totals per row, NaN where part of them is unknown."""
+        total, unknown = self.sums.total[column], self.flops_unknown
+        return [NAN if unknown[nid] else float(total[nid]) for nid in self.order]
 
     def us(self, values: list[int]) -> list[float]:
         return [values[nid] / US for nid in self.order]
@@ -227,8 +247,8 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
     "act_cuda_mem": _over_time(act_values, True),
     "peak_cuda_mem": _over_time(peak_values, True),
     "params": lambda f: _params(f),
-    "macs": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["macs"])]),
-    "flops": _counted(lambda f: [float(v) for v in f.per_row(f.sums.total["flops"])]),
+    "macs": _counted(lambda f: f.counted("macs")),
+    "flops": _counted(lambda f: f.counted("flops")),
     "mfu": lambda f: [NAN] * len(f.order),  # needs the finished times and FLOPs: set in finish_tree
     "input_shapes": lambda f: [_shape_text(f.nodes.shapes[nid]) for nid in f.order],
     "source": lambda f: f.per_row(f.nodes.source),
@@ -293,6 +313,9 @@ def finish_tree(builder: TreeBuilder) -> Tree:
                         key=lambda r: (-r[2], r[0])),
         memory=memory_report(builder.ledger, builder.tensors, order, lambda nid: paths[row_of[nid]], columns["module"]) if builder.memory else {},
         peak_flops=peak.to_json() if peak is not None else {},
+        cpu_union_us=builder.cpu_union_ns / US if builder.threads else NAN,
+        threads=[{"thread": tid, "cpu_us": cpu / US, "compile_us": compile_ns / US}
+                 for tid, (cpu, compile_ns) in sorted(builder.threads.items(), key=lambda kv: -kv[1][0])],
     )
 
 

@@ -83,6 +83,8 @@ def to_json(tree: Tree, recording: Recording) -> dict[str, Any]:
         "ranks": tree.ranks,
         "by_rank": [{k: _jsonable(v) for k, v in row.items()} for row in tree.by_rank],
         "memory": tree.memory,
+        "threads": [{k: _jsonable(v) for k, v in row.items()} for row in tree.threads],
+        "cpu_union_us": _jsonable(tree.cpu_union_us),
         "overruns": tree.overruns,
         "peak_flops": tree.peak_flops,
         "capture": {
@@ -150,6 +152,8 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             ranks=list(data.get("ranks", [])),
             by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
             memory=_memory(data.get("memory"), n),
+            threads=[{k: _from_json(v) for k, v in dict(row).items()} for row in data.get("threads", [])],
+            cpu_union_us=float(_from_json(data.get("cpu_union_us"))),
             overruns=_overruns(data.get("overruns", []), n),
             peak_flops=dict(data.get("peak_flops") or {}),
         )

@@ -63,6 +63,10 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "events": tree.event_count,
         "nodes": len(tree),
     }
+    if tree.threads:
+        out["threads"] = len(busy_threads(tree))
+        out["threads_at_once"] = threads_at_once(tree)
+        out["compile_cpu_us"] = sum(t["compile_us"] for t in tree.threads)
     if tree.overruns:
         row, ranges, _ = tree.overruns[0]
         out["overrun_top"] = {"name": c["name"][row], "ranges": ranges, "rows": len(tree.overruns)}
@@ -85,6 +89,25 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     if warnings:
         out["warnings"] = warnings
     return out
+
+
+#: A thread counts as busy when it holds at least this share of the run's CPU time.
+BUSY_THREAD_SHARE = 0.01
+
+
+def busy_threads(tree: Tree) -> list[dict[str, Any]]:
+    """The threads whose CPU time the root's total sums (those with a share of it worth naming)."""
+    total = sum(t["cpu_us"] for t in tree.threads)
+    return [t for t in tree.threads if total and t["cpu_us"] >= BUSY_THREAD_SHARE * total]
+
+
+def threads_at_once(tree: Tree) -> bool:
+    """Several threads ran at the same time for a share of the run worth naming, so the CPU
+    total sums their work and can exceed the wall time (a hand-off, as a backward pass on
+    autograd's thread while the caller waits, sums nothing twice)."""
+    total = sum(t["cpu_us"] for t in tree.threads)
+    union = tree.cpu_union_us
+    return len(busy_threads(tree)) > 1 and not is_missing(union) and total - union > BUSY_THREAD_SHARE * union
 
 
 def allocator_check(tree: Tree, meta: dict[str, Any]) -> tuple[dict[str, float], list[str]] | None:

@@ -199,6 +199,13 @@ class Tree:
     for one source."""
     by_rank: list[dict[str, Any]] = field(default_factory=list)
     """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
+    threads: list[dict[str, Any]] = field(default_factory=list)
+    """The CPU time of each thread that recorded events (its outermost ranges), most first:
+    ``thread`` (the trace's thread id), ``cpu_us`` and, of it, ``compile_us`` (compiling a
+    ``torch.compile``'d graph). The root's CPU total is their sum."""
+    cpu_union_us: float = float("nan")
+    """The time any thread ran a recorded range: the union of the threads' outermost ranges.
+    The CPU total exceeds it by the time threads ran at once."""
     overruns: list[list[Any]] = field(default_factory=list)
     """Ranges that outlived the range they ran in (async collectives such as ``hccl:all_to_all``),
     one ``[row, ranges, overrun_us]`` per row, largest first: each such range counts only up to

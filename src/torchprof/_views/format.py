@@ -130,7 +130,16 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
 
     cpu, fwd, bwd, other = get("cpu_us"), get("forward_cpu_us"), get("backward_cpu_us"), get("other_cpu_us")
     add("wall", get("wall_us"), time_us(get("wall_us")), "Wall-clock time of the profiled block")
-    add("CPU", cpu, time_us(cpu), "CPU time covered by the tree's root")
+    threads = s.get("threads", 1)
+    if isinstance(threads, int) and threads > 1 and s.get("threads_at_once"):
+        add("CPU", cpu, f"{time_us(cpu)} over {threads} threads",
+            f"CPU time covered by the tree's root, summed over {threads} threads (prof.by_thread() gives each)")  # fmt: skip
+    else:
+        add("CPU", cpu, time_us(cpu), "CPU time covered by the tree's root")
+    compiling = get("compile_cpu_us")
+    if not is_missing(compiling) and compiling > 0:
+        add("compiling", compiling, f"{time_us(compiling)} ({percent(compiling, cpu)})",
+            "CPU time torch.compile spent compiling inside the block, in the (compilation) rows: not op time")  # fmt: skip
     if fwd > 0:
         add("forward", fwd, f"{time_us(fwd)} ({percent(fwd, cpu)})", "CPU time in module forward passes")
     if bwd > 0:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._tree.hotpath import hot_path
+from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
 from .._vocab import COLUMN, NARROW_DROP_ORDER, NodeKind
 from .cells import ViewColumn, cell_text, view_columns
@@ -123,6 +124,8 @@ def render_table(
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.name in ("flops", "macs") for c in layout.columns):
         notes.append(_unknown_flops_note(tree.unsupported_ops))
+    if threads_at_once(tree):
+        notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
     for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
         out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
     return "\n".join(out)
