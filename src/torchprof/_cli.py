@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._options import (
     OutputError,
+    add_options,
     check_output_paths,
     expanded_like_table,
     options_end,
@@ -34,6 +35,7 @@ from ._options import (
 )
 from ._torchrun import launched_by_torchrun, report_rank
 from ._views.format import printable
+from ._vocab import DEFAULT_SORT
 
 if TYPE_CHECKING:
     from ._profile import Result
@@ -48,30 +50,6 @@ EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
 
 
 # -- the command line ------------------------------------------------------------------------------
-def _add_view_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
-    # Demo options may repeat these after the model name; SUPPRESS keeps the earlier values.
-    d = (lambda v: v) if defaults else (lambda v: argparse.SUPPRESS)
-    parser.add_argument("--html", metavar="FILE", default=d(None), help="also write a self-contained interactive HTML report")
-    parser.add_argument("--csv", metavar="FILE", default=d(None), help="also write the table (prof.df) as CSV")
-    parser.add_argument("--trace", metavar="FILE", default=d(None), help="also write a chrome trace (Perfetto, chrome://tracing)")
-    parser.add_argument("--md", metavar="FILE", default=d(None),
-                        help="also write a summary to paste into an issue or a chat (Markdown, at most 4 KB); '-' prints "
-                             "only that summary on stdout")  # fmt: skip
-    parser.add_argument("--peak-flops", metavar="F", default=d(None),
-                        help="what MFU is measured against: FLOP/s (1.2e14) or a data type of the device (bf16, fp32, tf32, "
-                             "fp16, fp8); default: the device recognised at the run's data type")  # fmt: skip
-    parser.add_argument("--min-pct", metavar="P", type=float, default=d(1.0), help="hide rows below P%% of the total (default 1)")
-    parser.add_argument("--sort", metavar="COL", default=d("cpu_us"), help="order siblings by this column (default cpu_us)")
-    parser.add_argument("--ops", action="store_true", default=d(False), help="also show the aten ops inside each layer")
-    parser.add_argument("--depth", metavar="N", type=int, default=d(None), help="show the tree N levels deep")
-    parser.add_argument("--width", metavar="N", type=int, default=d(120), help="fit the table in N characters (default 120; 0: no limit)")
-    parser.add_argument("--memory", action="store_true", default=d(False), help="record memory allocated per layer")
-    parser.add_argument("--shapes", action="store_true", default=d(False), help="record every op's input shapes (torch's record_shapes: slower); FLOPs then count code outside layers too")
-    parser.add_argument("--stack", action="store_true", default=d(False), help="record Python source locations (slower)")
-    parser.add_argument("--cuda", action="store_true", default=d(False), help="record GPU kernels (default: when CUDA is available)")
-    parser.add_argument("--no-flops", dest="flops", action="store_false", default=d(True), help="do not count FLOPs and MACs")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torchprof",
@@ -85,13 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  torchprof demo vit_b_16 --batch 2 --html vit.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    _add_view_options(parser)
-    parser.add_argument("-m", dest="module", metavar="module", help="run a library module as a script (like python -m)")
-    parser.add_argument("--out", metavar="DIR", default=None,
-                        help="under torchrun: the folder each rank writes its trace to (default ./torchprof-<run id>); "
-                             "rank 0 prints the merged job")  # fmt: skip
-    parser.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"), default=None,
-                        help="compare two runs (chrome traces or saved profiles) instead of running a script")  # fmt: skip
+    add_options(parser, "cli")
     return parser
 
 
@@ -102,10 +74,8 @@ def build_demo_parser() -> argparse.ArgumentParser:
                     "torchvision model with random weights and print the layer tree.",
     )  # fmt: skip
     parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, help=f"a torchvision model name (default {DEFAULT_MODEL})")
-    parser.add_argument("--batch", type=int, default=8, help="batch size (default 8)")
-    parser.add_argument("--size", type=int, default=None, help="image height and width (default: what the model expects, 224 for most)")
-    parser.add_argument("--list", action="store_true", help="list the model names and exit")
-    _add_view_options(parser, defaults=False)
+    # The view options may repeat after the model name; without defaults, they keep earlier values.
+    add_options(parser, "demo", suppress=frozenset({"cli"}))
     return parser
 
 
@@ -295,7 +265,7 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     sort = args.sort if any(w == "--sort" or w.startswith("--sort=") for w in argv) else None
     problem = None
     try:
-        resolve_sort(sort, "cpu_us")
+        resolve_sort(sort, DEFAULT_SORT)
         check_output_paths(html=args.html, csv=args.csv)
     except (ValueError, OutputError) as exc:
         problem = str(exc)

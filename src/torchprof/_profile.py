@@ -11,6 +11,7 @@ from ._files import write_text
 from ._records import Recording
 from ._tree.summary import summarize
 from ._tree.tree import Tree
+from ._vocab import DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -211,15 +212,15 @@ class Result:
     # -- terminal -------------------------------------------------------------------------------
     def table(
         self,
-        min_pct: float = 1,
-        sort_by: str | Sequence[str] | None = "cpu_us",
+        min_pct: float = DEFAULT_MIN_PCT,
+        sort_by: str | Sequence[str] | None = DEFAULT_SORT,
         show_ops: bool = False,
         filter: Iterable[str] | str | None = None,
         *,
         ascending: bool = False,
         max_depth: int | None = None,
         colour: bool = False,
-        width: int | None = 120,
+        width: int | None = DEFAULT_WIDTH,
     ) -> str:
         """The tree table as a string (see :meth:`display`)."""
         from ._views.table import render_table
@@ -235,8 +236,8 @@ class Result:
 
     def display(
         self,
-        min_pct: float = 1,
-        sort_by: str | Sequence[str] | None = "cpu_us",
+        min_pct: float = DEFAULT_MIN_PCT,
+        sort_by: str | Sequence[str] | None = DEFAULT_SORT,
         show_ops: bool = False,
         filter: Iterable[str] | str | None = None,
         **options: Any,

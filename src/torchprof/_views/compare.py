@@ -22,6 +22,8 @@ from .._vocab import (
     COMPARE_VIEW_COLUMNS,
     COMPARE_VIEW_EXTRA,
     COMPARE_VIEWS,
+    DEFAULT_MIN_PCT,
+    DEFAULT_WIDTH,
     Column,
     Status,
     is_missing,
@@ -31,7 +33,7 @@ from .html import FALLBACK_CLASS, FALLBACK_CSS, report_page
 from .payload import payload, payload_json
 from .rows import is_step_row, select_rows, sibling_order
 from .state import check_choice, check_state
-from .table import DEFAULT_WIDTH, DEPTH_COLOURS, ELIDED, MAX_GUIDES, NAME_MIN, NAME_SOFT_LIMIT, RESET, clip_middle
+from .table import DEPTH_COLOURS, ELIDED, MAX_GUIDES, NAME_MIN, NAME_SOFT_LIMIT, RESET, clip_middle
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -227,7 +229,7 @@ def render_table(
     diff: Diff,
     items: list[tuple[str, str, str]],
     *,
-    min_pct: float = 1.0,
+    min_pct: float = DEFAULT_MIN_PCT,
     sort_by: str | Sequence[str] | None = None,
     ascending: bool = False,
     show_ops: bool = False,

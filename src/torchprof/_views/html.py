@@ -12,7 +12,7 @@ from typing import Any
 
 from .._tree.aggregate import across_steps
 from .._tree.tree import Tree
-from .._vocab import COLUMN, NodeKind
+from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, NodeKind
 from .cells import cell_text, view_columns
 from .format import summary_line
 from .insights import Finding
@@ -127,8 +127,8 @@ FALLBACK_CSS = (
 )
 
 
-def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_rows: int = 200,
-                 sort_by: str = "cpu_us") -> str:  # fmt: skip
+def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = DEFAULT_MIN_PCT, max_rows: int = 200,
+                 sort_by: str = DEFAULT_SORT) -> str:  # fmt: skip
     """A plain HTML table of the top rows, for front ends with no widget manager (nbconvert,
     GitHub, a notebook reopened without its widget state), with :data:`FALLBACK_CSS` so a
     notebook shows it only where the widget cannot render.

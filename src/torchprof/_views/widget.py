@@ -18,7 +18,7 @@ import traitlets
 
 from .._tree.aggregate import across_steps
 from .._tree.tree import Tree
-from .._vocab import ALL_STEPS, STATE, STATE_KEYS, StateKey
+from .._vocab import ALL_STEPS, DEFAULT_MIN_PCT, DEFAULT_SORT, STATE, STATE_KEYS, StateKey
 from .html import WIDGET_VIEW, static_file, static_table
 from .insights import Finding
 from .payload import payload, payload_bytes
@@ -143,7 +143,7 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def static_bundle(tree: Tree, summary: dict[str, Any], *, min_pct: float = 1.0, sort_by: str = "cpu_us") -> dict[str, str]:
+def static_bundle(tree: Tree, summary: dict[str, Any], *, min_pct: float = DEFAULT_MIN_PCT, sort_by: str = DEFAULT_SORT) -> dict[str, str]:
     """The profile as a front end without widgets shows it: the terminal table as text/plain and
     the static HTML table (nbconvert, GitHub, consoles, a notebook reopened without its widgets)."""
     return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by, hot=True, headline=summary.get("headline")),
