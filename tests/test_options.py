@@ -85,3 +85,11 @@ def test_the_columns_a_narrow_table_drops_are_columns_a_view_shows():
     assert set(_vocab.NARROW_DROP_ORDER) <= set(_vocab.VIEW_COLUMNS)
     assert set(_vocab.COMPARE_NARROW_DROP_ORDER) <= set(_vocab.COMPARE_VIEW_COLUMNS)
     assert len(set(_vocab.NARROW_DROP_ORDER)) == len(_vocab.NARROW_DROP_ORDER)
+
+
+def test_every_column_unit_rollup_dtype_and_family_is_one_the_vocabulary_names():
+    from typing import get_args
+
+    for c in (*_vocab.COLUMNS, *_vocab.COMPARE_COLUMNS, *_vocab.COMPARE_VIEW_EXTRA):
+        assert c.unit in get_args(_vocab.Unit) and c.rollup in get_args(_vocab.Rollup), c.name
+        assert c.dtype in get_args(_vocab.Dtype) and c.family in (None, *get_args(_vocab.Family)), c.name

@@ -263,6 +263,16 @@ def is_missing(value: object) -> bool:
 
 
 
+#: How a column's values are written (:attr:`Column.unit`).
+Unit = Literal["time", "bytes", "count", "int", "fraction", "text", "bool"]
+#: How a column's value over several nodes, steps or ranks is made (:attr:`Column.rollup`).
+Rollup = Literal["total", "self", "count", "max", "none"]
+#: What a column's values are stored as (:attr:`Column.dtype`).
+Dtype = Literal["float", "int", "str", "bool"]
+#: The colour family of a column's bar (:attr:`Column.family`).
+Family = Literal["cpu", "cuda", "bwd", "mem"]
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of the profile, as every view shows it."""
@@ -271,18 +281,18 @@ class Column:
     """The ``prof.df`` column name. Units are in the name: ``_us`` µs, ``_mem`` bytes."""
     label: str
     """The header in the terminal table, the static HTML, the widget and its CSV."""
-    unit: str
+    unit: Unit
     """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``fraction`` (a
     share written as a percentage), ``text``, ``bool``."""
     about: str
     """One sentence for tooltips and docs/columns.md."""
-    dtype: str = "float"
+    dtype: Dtype = "float"
     """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
-    rollup: str = "none"
+    rollup: Rollup = "none"
     """``total``: a node's value includes its children's; ``self``: it excludes them; ``count``:
     a per-node count that adds up across groups; ``max``: a high-water mark, whose value over
     several steps or ranks is the largest of theirs; ``none``: not additive (text, depth)."""
-    family: str | None = None
+    family: Family | None = None
     """``cpu``, ``cuda``, ``bwd`` or ``mem``: colours the bar and groups related columns."""
     percent_of: str | None = None
     """The column whose root value is 100% for this column's percentages and bars."""
@@ -310,7 +320,7 @@ class Column:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _time(name: str, label: str, about: str, *, family: str, percent_of: str, rollup: str = "total",
+def _time(name: str, label: str, about: str, *, family: Family, percent_of: str, rollup: Rollup = "total",
           layer_alt: str | None = None, needs: str | None = None, subtree: str | None = None) -> Column:  # fmt: skip
     return Column(name, label, "time", about, rollup=rollup, family=family, percent_of=percent_of,
                   layer_alt=layer_alt, sortable=True, threshold=True, needs=needs, subtree=subtree)  # fmt: skip
@@ -322,7 +332,7 @@ def _time(name: str, label: str, about: str, *, family: str, percent_of: str, ro
 RANK_METRICS: tuple[str, ...] = ("cpu_us", "cuda_us", "bwd_cpu_us", "bwd_cuda_us")
 #: The figures whose rank spread (slowest rank minus fastest) the tables show.
 RANK_SPREAD_METRICS: tuple[str, ...] = ("cpu_us", "cuda_us")
-_RANK_LABELS = {"cpu_us": ("CPU", "cpu"), "cuda_us": ("CUDA", "cuda"), "bwd_cpu_us": ("CPU bwd", "bwd"),
+_RANK_LABELS: dict[str, tuple[str, Family]] = {"cpu_us": ("CPU", "cpu"), "cuda_us": ("CUDA", "cuda"), "bwd_cpu_us": ("CPU bwd", "bwd"),
                 "bwd_cuda_us": ("CUDA bwd", "bwd")}  # fmt: skip
 
 
