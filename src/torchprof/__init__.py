@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._capture.compiled import capture_compiled
-from ._capture.session import ProfilerError, ProfilerWarning
 from ._comparison import Comparison, compare
-from ._files import TraceError
+from ._errors import ProfilerError, ProfilerWarning, TraceError
 from ._legacy import Profile
 from ._load import load, load_trace
 from ._profile import Result

@@ -14,7 +14,6 @@ What it shares with the notebook magic (option splitting, output files, view sta
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import runpy
 import sys
@@ -23,8 +22,9 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._demo import DEMO, build_demo_parser, demo_step, model_names, unknown_model
+from ._errors import OutputError
 from ._options import (
-    OutputError,
     add_options,
     check_output_paths,
     expanded_like_table,
@@ -41,10 +41,8 @@ if TYPE_CHECKING:
     from ._profile import Result
     from ._profiler import Profiler
 
-DEMO = "demo"
 #: Endings of the files the command line opens instead of running (traces and saved profiles).
 PROFILE_FILE_SUFFIXES = (".json", ".json.gz")
-DEFAULT_MODEL = "resnet18"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
 
@@ -64,18 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     add_options(parser, "cli")
-    return parser
-
-
-def build_demo_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="torchprof demo",
-        description="Profile one training step (forward, backward, SGD step, after one warm-up step) of a "
-                    "torchvision model with random weights and print the layer tree.",
-    )  # fmt: skip
-    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, help=f"a torchvision model name (default {DEFAULT_MODEL})")
-    # The view options may repeat after the model name; without defaults, they keep earlier values.
-    add_options(parser, "demo", suppress=frozenset({"cli"}))
     return parser
 
 
@@ -255,7 +241,7 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """``torchprof --compare BASE NEW [--html FILE] [--csv FILE] [--min-pct P] [--sort COL] [--ops]
     [--depth N]``: the diff tree of two traces or saved profiles; --csv writes ``cmp.df``."""
     from ._comparison import compare
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._views.compare import resolve_sort
 
     try:
@@ -312,7 +298,7 @@ def _write_csv(df: Any, path: str) -> str:
 def open_file(args: argparse.Namespace) -> int:
     """Print the tree of a chrome trace or a saved profile (and write the requested files), as
     for a script run, instead of running the file."""
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._load import open_profile_file
 
     path = args.target
@@ -339,7 +325,7 @@ def run_script(args: argparse.Namespace) -> int:
     of ours or runpy's), after the profile collected until then; the exit code is the script's
     (``sys.exit(n)``), 1 for an exception and 130 for Ctrl-C, as the interpreter itself gives.
     """
-    from ._capture.session import ProfilerError
+    from ._errors import ProfilerError
 
     if args.module is not None:
         label = args.module
@@ -415,7 +401,7 @@ def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
     sys.stderr.flush()
 
 
-# -- the demo -----------------------------------------------------------------------------------------
+# -- the demo (its models and training step: _demo.py) ----------------------------------------------
 def run_demo(args: argparse.Namespace) -> int:
     """Profile one training step of a torchvision model (random weights, random data)."""
     demo = build_demo_parser()
@@ -429,20 +415,16 @@ def run_demo(args: argparse.Namespace) -> int:
         print(printable(f"torchprof demo: error: {problem}"), file=sys.stderr)
         return EXIT_USAGE
     try:
-        import torchvision  # noqa: F401
+        names = model_names()
     except ImportError:
         print("torchprof demo: error: the demo needs torchvision (pip install 'jupyter-torchprof[demo]')", file=sys.stderr)
         return EXIT_USAGE
-    from torchvision import models
-
-    names = models.list_models()
     if args.list:
         print("\n".join(names))
         return 0
-    if args.model not in names:
-        close = difflib.get_close_matches(args.model, names, n=5, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; torchprof demo --list shows them all"
-        print(f"torchprof demo: error: torchvision has no model {args.model!r}{hint}", file=sys.stderr)
+    problem = unknown_model(args.model, names)
+    if problem:
+        print(f"torchprof demo: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if args.batch < 1 or (args.size is not None and args.size < 16):
         print("torchprof demo: error: --batch must be 1 or more and --size 16 or more", file=sys.stderr)
@@ -471,78 +453,3 @@ def run_demo(args: argparse.Namespace) -> int:
     title = (f"torchprof demo: {args.model}, one training step (forward, backward, SGD step) on {shape}, "
              f"random weights; {time.perf_counter() - t0:.1f}s with the warm-up step")  # fmt: skip
     return _report(prof.result, args, title=title)
-
-
-def demo_step(name: str, *, batch: int = 8, size: int | None = None) -> tuple[Any, str]:
-    """A closure running one training step of torchvision model ``name`` on random data, and a
-    description of the input. Classification, segmentation, video, detection and optical-flow
-    models each get the input their family expects."""
-    import torch
-    from torchvision import models
-
-    family = models.get_model_builder(name).__module__.split(".")[2]  # torchvision.models.<family>...
-    kwargs: dict[str, Any] = {"weights": None}
-    if family in ("detection", "segmentation"):
-        kwargs["weights_backbone"] = None  # the default would download ImageNet weights
-    if name in ("googlenet", "inception_v3", "quantized_googlenet", "quantized_inception_v3"):
-        kwargs["init_weights"] = False  # scipy-based truncated-normal init is slow and irrelevant here
-    torch.manual_seed(0)
-    model = models.get_model(name, **kwargs)
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-    inputs: tuple[Any, ...]
-    if family == "video":
-        s = size or (224 if name.startswith(("mvit", "swin3d", "s3d")) else 112)
-        x = torch.randn(batch, 3, 16, s, s)
-        inputs, shape = (x,), f"{batch}x3x16x{s}x{s}"
-    elif family == "optical_flow":
-        s = size or 128
-        inputs, shape = (torch.randn(batch, 3, s, s), torch.randn(batch, 3, s, s)), f"2 x {batch}x3x{s}x{s}"
-    elif family == "detection":
-        s = size or 320
-        images = [torch.rand(3, s, s) for _ in range(batch)]
-        targets = [_detection_target(s) for _ in range(batch)]
-        inputs, shape = (images, targets), f"{batch} images 3x{s}x{s} with one box each"
-    else:
-        s = size or (299 if "inception" in name else 224)
-        inputs, shape = (torch.randn(batch, 3, s, s),), f"{batch}x3x{s}x{s}"
-
-    def step() -> None:
-        loss = scalar_loss(model(*inputs))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step, shape
-
-
-def _detection_target(size: int) -> dict[str, Any]:
-    import torch
-
-    box = torch.tensor([[size * 0.2, size * 0.2, size * 0.7, size * 0.8]])
-    masks = torch.zeros(1, size, size, dtype=torch.uint8)
-    masks[0, size // 5 : size * 4 // 5, size // 5 : size * 7 // 10] = 1
-    keypoints = torch.cat([torch.rand(1, 17, 2) * size * 0.5 + size * 0.2, torch.ones(1, 17, 1)], dim=2)
-    return {"boxes": box, "labels": torch.tensor([1]), "masks": masks, "keypoints": keypoints}
-
-
-def scalar_loss(output: Any) -> Any:
-    """One number to call backward on, from whatever a model returns (a tensor, a dict of
-    losses or outputs, a tuple with auxiliary logits, a list of flow refinements)."""
-    import torch
-
-    total = None
-    stack = [output]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            if item.requires_grad and item.is_floating_point():
-                total = item.float().mean() if total is None else total + item.float().mean()
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    if total is None:
-        raise RuntimeError("the model returned no tensor that needs a gradient")
-    return total

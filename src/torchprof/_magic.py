@@ -18,7 +18,9 @@ from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from ._options import OutputError, check_output_paths, magic_options, options_end, state_from_options, takes_value, write_outputs
+from ._errors import CellSyntaxError as CellSyntaxError  # re-exported: its home before _errors.py
+from ._errors import OutputError
+from ._options import check_output_paths, magic_options, options_end, state_from_options, takes_value, write_outputs
 from ._views.format import printable
 
 if TYPE_CHECKING:
@@ -123,7 +125,7 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
     exception propagates for IPython to show as usual; our own frames are hidden from it.
     """
     __tracebackhide__ = True
-    from ._capture.session import ProfilerError
+    from ._errors import ProfilerError
 
     user_ns = shell.user_ns
     try:
@@ -159,20 +161,6 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
         raise
     show(shell, prof, args)
     return None if quiet else value
-
-
-class CellSyntaxError(Exception):
-    """The code does not parse. Shown exactly as IPython shows a syntax error in a plain cell
-    (the cell's line and a caret); a SyntaxError raised from a magic would come with the
-    magic's whole call stack instead."""
-
-    def __init__(self, shell: Any, error: SyntaxError) -> None:
-        super().__init__(f"{type(error).__name__}: {error}")
-        self.error = error
-        self._shell = shell
-
-    def _render_traceback_(self) -> list[str]:  # IPython's hook for an exception's own display
-        return self._shell.SyntaxTB.structured_traceback(type(self.error), self.error, [])
 
 
 def compile_source(shell: Any, source: str, first_line: int = 1) -> tuple[Any, Any, bool]:
@@ -213,7 +201,7 @@ def _execute(shell: Any, body: Any, last: Any) -> Any:
 
 def make_profiler(user_ns: dict[str, Any], args: Any) -> Profiler:
     """The Profiler for these options, root modules labelled by their variable names."""
-    from ._capture.session import ProfilerError
+    from ._errors import ProfilerError
     from ._profiler import Profiler
 
     model = resolve_model(user_ns, args.model) if args.model else None

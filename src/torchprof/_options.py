@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._errors import OutputError as OutputError  # re-exported: its home before _errors.py
 from ._vocab import OPTIONS, STATE, EntryPoint, Option
 
 if TYPE_CHECKING:
@@ -64,10 +65,6 @@ def magic_options(func: Any) -> Any:
     for option in reversed(options_of("magic")):  # the last decorator applied is listed first
         func = magic_arguments.argument(*option.flags, **argparse_keywords(option))(func)
     return magic_arguments.magic_arguments()(func)
-
-
-class OutputError(Exception):
-    """A requested output file cannot be written (its folder is missing, a write failed)."""
 
 
 def takes_value(parser: argparse.ArgumentParser) -> set[str]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
-from .._files import TraceError
+from .._errors import TraceError
 from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
 from .tree import Columns, PathColumn, RankRow, Tree
