@@ -78,79 +78,6 @@ function formatValue(unit, v) {
   return missing(v) ? "-" : String(v);
 }
 
-// src/columns.js
-function widthSamples(unit, lo, hi) {
-  const top = Math.max(Math.abs(lo), Math.abs(hi));
-  if (!Number.isFinite(top)) return [];
-  if (unit === "int") return [String(Math.round(hi)), String(Math.round(lo))];
-  const out = /* @__PURE__ */ new Set([formatValue(unit, hi), formatValue(unit, lo)]);
-  const values = [];
-  for (let e = -3; 10 ** e <= top * 10; e++) for (const m of [9.999, 99.99, 999.9, 1023.9]) values.push(m * 10 ** e);
-  if (unit === "bytes") for (let k = 0; 1024 ** k <= top; k++) values.push(1023.9 * 1024 ** k);
-  for (const v of values) {
-    if (v > top) continue;
-    out.add(formatValue(unit, v));
-    if (lo < 0) out.add(formatValue(unit, -v));
-  }
-  return [...out];
-}
-function percentSamples(lo, hi, base) {
-  if (!base || Number.isNaN(base)) return [];
-  const out = /* @__PURE__ */ new Set(["9.9%", formatPercent(hi, base), formatPercent(lo, base)]);
-  if (Math.abs(hi / base) >= 0.1) out.add("99%");
-  if (lo < 0) out.add("-9.9%");
-  out.delete("");
-  return [...out];
-}
-var NODE_MIN = 168;
-var CELL_PAD = 16;
-var PCT_GAP = 4;
-function tableLayout(cols, available, nodeMin = NODE_MIN) {
-  const widths = (pct) => cols.map((c) => Math.ceil(Math.max(c.head, c.value + (pct && c.pct ? PCT_GAP + c.pct : 0)) + CELL_PAD));
-  const sum = (w) => w.reduce((a, b) => a + b, 0);
-  const withPct = widths(true);
-  if (nodeMin + sum(withPct) <= available) return { showPct: true, widths: withPct, minWidth: nodeMin + sum(withPct) };
-  const bare = widths(false);
-  return { showPct: false, widths: bare, minWidth: nodeMin + sum(bare) };
-}
-var NODE = "node";
-function hasData(data, name) {
-  if (name === data.roles.calls) return data.n > 0;
-  const values = data.num[name];
-  if (!values || data.allNaN[name]) return false;
-  for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
-  return false;
-}
-function columnsFor(data, folded = null) {
-  const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
-  const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
-  for (const name of data.vocab.view_columns) {
-    const spec = data.spec[name];
-    if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
-    const self = data.vocab.columns.find((c) => c.subtree === name);
-    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true });
-    if (folded && name === data.vocab.threshold_column && folded.low[name]) {
-      for (
-        const [spread, word] of
-        /** @type {const} */
-        [["low", "min"], ["high", "max"]]
-      ) {
-        cols.push({
-          key: name,
-          label: `${spec.label} ${word}`,
-          type: spec.unit,
-          title: `The ${word === "min" ? "least" : "most"} ${spec.label} of any of the ${folded.count} steps (0 where a step did not run the row)`,
-          of: spec.percent_of,
-          family: spec.family,
-          spread,
-          sortable: false
-        });
-      }
-    }
-  }
-  return cols;
-}
-
 // src/dom.js
 function h(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -191,45 +118,16 @@ function exactTitle(v, unit) {
   exactFormat ??= new Intl.NumberFormat("en-US", { maximumFractionDigits: 3 });
   return missing(v) ? "" : `${exactFormat.format(v)} ${unit}`;
 }
-function tailStart(name) {
-  const n = name.length;
-  if (n <= 6) return n;
-  return n - Math.min(12, Math.ceil(n * 0.4));
-}
-function labelParts(name, range) {
-  const cut = tailStart(name);
-  const runs = (from, to) => {
-    const out = [];
-    const points = [from, to];
-    if (range) {
-      for (const p of range) if (p > from && p < to) points.push(p);
-    }
-    points.sort((a, b) => a - b);
-    for (let k = 0; k + 1 < points.length; k++) {
-      const [a, b] = [points[k], points[k + 1]];
-      if (b > a) out.push({ text: name.slice(a, b), mark: !!range && a >= range[0] && b <= range[1] });
-    }
-    return out;
-  };
-  return { head: runs(0, cut), tail: runs(cut, name.length) };
-}
 function labelElement() {
-  return h("span", { class: "tp-label" }, h("span", { class: "tp-label-head" }), h("span", { class: "tp-label-tail" }));
+  return h("span", { class: "tp-label" });
 }
 function fillLabel(label, name, range) {
-  const parts = labelParts(name, range);
-  const [head, tail] = (
-    /** @type {HTMLElement[]} */
-    [label.firstElementChild, label.lastElementChild]
-  );
-  for (
-    const [box, runs] of
-    /** @type {const} */
-    [[head, parts.head], [tail, parts.tail]]
-  ) {
-    if (runs.length === 1 && !runs[0].mark) box.textContent = runs[0].text;
-    else box.replaceChildren(...runs.map((r) => r.mark ? h("mark", { text: r.text }) : r.text));
+  if (!range || range[1] <= range[0]) {
+    if (label.childNodes.length !== 1 || label.textContent !== name) label.textContent = name;
+    return;
   }
+  const [a, b] = range;
+  label.replaceChildren(...[name.slice(0, a), h("mark", { text: name.slice(a, b) }), name.slice(b)].filter((part) => part !== ""));
 }
 function typeTag(data, i) {
   return data.kind[i] === data.moduleCode && data.type[i] !== data.name[i] ? data.type[i] || "" : "";
@@ -487,6 +385,11 @@ function textTest(pattern) {
   const re = globToRegExp(pattern);
   return (t) => re.test(t);
 }
+function typeTest(pattern) {
+  if (!isGlob(pattern)) return (t) => t === pattern;
+  const re = globToRegExp(pattern);
+  return (t) => re.test(t);
+}
 function pathTest(pattern) {
   if (!isGlob(pattern)) return (t) => t.includes(pattern);
   const re = globToRegExp(pattern);
@@ -506,9 +409,10 @@ function parseSearch(vocab, search) {
       const p = raw.toLowerCase();
       if (p.startsWith(prefix)) {
         const pattern = p.slice(prefix.length).trim();
-        return { onPath: true, pattern, test: pathTest(pattern) };
+        const test = pathTest(pattern);
+        return { onPath: true, pattern, test, ofType: test };
       }
-      return { onPath: false, pattern: p, test: textTest(p) };
+      return { onPath: false, pattern: p, test: textTest(p), ofType: typeTest(p) };
     })
   );
 }
@@ -517,15 +421,37 @@ function makeMatcher(data, search) {
   if (tests.length === 0) return null;
   const names = lowered(data, data.roles.name);
   const paths = tests.some((t) => t.onPath) ? lowered(data, data.roles.path) : names;
-  return (i) => tests.some((t) => t.test(
-    /** @type {string} */
-    (t.onPath ? paths : names)[i]
-  ));
+  const types = data.roles.type ? lowered(data, data.roles.type) : [];
+  const module = data.moduleCode;
+  return (i) => tests.some((t) => {
+    if (t.onPath) return t.test(
+      /** @type {string} */
+      paths[i]
+    );
+    if (t.test(
+      /** @type {string} */
+      names[i]
+    )) return true;
+    const type = data.kind[i] === module ? types[i] : null;
+    return typeof type === "string" && t.ofType(type);
+  });
 }
-function matchRange(vocab, search, name) {
+function matchesType(vocab, search, type) {
+  if (!type) return false;
+  const lower = type.toLowerCase();
+  return parseSearch(vocab, search).some((t) => !t.onPath && t.ofType(lower));
+}
+function matchRange(vocab, search, name, path) {
   const lower = name.toLowerCase();
   for (const t of parseSearch(vocab, search)) {
-    if (t.onPath) continue;
+    if (t.onPath) {
+      if (path === void 0 || !t.pattern || !t.test(path.toLowerCase())) continue;
+      const p = path.toLowerCase();
+      const nameAt = p.endsWith(lower) ? p.length - lower.length : -1;
+      const at = isGlob(t.pattern) ? -1 : p.lastIndexOf(t.pattern);
+      if (at >= 0 && nameAt >= 0 && at + t.pattern.length > nameAt) return [Math.max(0, at - nameAt), Math.min(name.length, at + t.pattern.length - nameAt)];
+      return [0, name.length];
+    }
     if (!isGlob(t.pattern)) {
       const at = lower.indexOf(t.pattern);
       if (at >= 0 && t.pattern.length) return [at, at + t.pattern.length];
@@ -848,6 +774,143 @@ function ancestry(data, root, i) {
   return [root];
 }
 
+// src/answers.js
+function hotRows(data) {
+  const hot = data.fields.hot_path;
+  return new Set(hot && Array.isArray(hot.rows) ? hot.rows.filter((r) => r > 0 && r < data.n) : []);
+}
+function headlineOf(data) {
+  const text = typeof data.summary.headline === "string" ? data.summary.headline : "";
+  const layer = data.fields.hot_path?.layer;
+  const bottleneck = data.summary.bottleneck;
+  let row = typeof layer === "number" && layer > 0 && layer < data.n ? layer : -1;
+  if (row < 0 && bottleneck && typeof bottleneck.path === "string") row = rowOfPath(data, bottleneck.path);
+  return { text, row };
+}
+function buildHeadline(data) {
+  const { text, row } = headlineOf(data);
+  if (!text) return null;
+  const line = h("div", { class: "tp-headline", "data-testid": "headline" });
+  const names = row > 0 ? [data.summary.bottleneck?.layer, data.summary.bottleneck?.path, data.path[row], data.name[row]] : [];
+  const name = names.find((n) => typeof n === "string" && n && text.includes(n)) || "";
+  const at = name ? text.indexOf(name) : -1;
+  if (at < 0) {
+    line.textContent = text;
+    return line;
+  }
+  const link = h("button", { type: "button", class: "tp-link", "data-testid": "headline-layer", "data-row": row, title: "Show this layer in the table", text: name });
+  line.append(text.slice(0, at), link, text.slice(at + name.length));
+  return line;
+}
+function openRowValues(ctx, i) {
+  const { data } = ctx;
+  const st = ctx.state();
+  const values = { view: ctx.rowsView, step: "", selected: data.path[i], expanded: expandTo(data, i, 0, st.expandedList) };
+  if (!visibleRows(data, { ...st, expanded: new Set(values.expanded), root: 0 }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
+  return values;
+}
+function openRow(ctx, i) {
+  if (i >= 0 && i < ctx.data.n) ctx.change(openRowValues(ctx, i));
+}
+function hotPathIn(data, viewed) {
+  const hot = data.fields.hot_path;
+  if (!hot || !Array.isArray(hot.open)) return [];
+  const prefix = data.vocab.step_prefix;
+  const out = [];
+  for (
+    const p of
+    /** @type {string[]} */
+    hot.open
+  ) {
+    const inStep = !!prefix && p.startsWith(prefix);
+    const cut = inStep ? p.indexOf("/") : -1;
+    if (inStep && cut < 0) continue;
+    const key = cut > 0 ? p.slice(cut + 1) : p;
+    const path = viewed.folded ? key : viewed.root === 0 ? p : `${viewed.table.path[viewed.root]}/${key}`;
+    if (rowOfPath(viewed.table, path) >= 0) out.push(path);
+  }
+  return out;
+}
+function stepOpening(data, step, list, showOps) {
+  const viewed = viewedTable(data, step);
+  return withPaths(withPaths(list, defaultExpanded(viewed.table, showOps, viewed.root)), hotPathIn(data, viewed));
+}
+
+// src/columns.js
+function widthSamples(unit, lo, hi) {
+  const top = Math.max(Math.abs(lo), Math.abs(hi));
+  if (!Number.isFinite(top)) return [];
+  if (unit === "int") return [String(Math.round(hi)), String(Math.round(lo))];
+  const out = /* @__PURE__ */ new Set([formatValue(unit, hi), formatValue(unit, lo)]);
+  const values = [];
+  for (let e = -3; 10 ** e <= top * 10; e++) for (const m of [9.999, 99.99, 999.9, 1023.9]) values.push(m * 10 ** e);
+  if (unit === "bytes") for (let k = 0; 1024 ** k <= top; k++) values.push(1023.9 * 1024 ** k);
+  for (const v of values) {
+    if (v > top) continue;
+    out.add(formatValue(unit, v));
+    if (lo < 0) out.add(formatValue(unit, -v));
+  }
+  return [...out];
+}
+function percentSamples(lo, hi, base) {
+  if (!base || Number.isNaN(base)) return [];
+  const out = /* @__PURE__ */ new Set(["9.9%", formatPercent(hi, base), formatPercent(lo, base)]);
+  if (Math.abs(hi / base) >= 0.1) out.add("99%");
+  if (lo < 0) out.add("-9.9%");
+  out.delete("");
+  return [...out];
+}
+var NODE_MIN = 168;
+var NODE_MAX = 440;
+var CELL_PAD = 16;
+var PCT_GAP = 4;
+function tableLayout(cols, available, nodeMin = NODE_MIN, nodeNeed2 = 0) {
+  const node = Math.ceil(Math.max(nodeMin, Math.min(NODE_MAX, nodeNeed2)));
+  const widths = (pct) => cols.map((c) => Math.ceil(Math.max(c.head, c.value + (pct && c.pct ? PCT_GAP + c.pct : 0)) + CELL_PAD));
+  const sum = (w) => w.reduce((a, b) => a + b, 0);
+  const withPct = widths(true);
+  if (node + sum(withPct) <= available) return { showPct: true, widths: withPct, minWidth: node + sum(withPct), node };
+  const bare = widths(false);
+  return { showPct: false, widths: bare, minWidth: node + sum(bare), node };
+}
+var NODE = "node";
+function hasData(data, name) {
+  if (name === data.roles.calls) return data.n > 0;
+  const values = data.num[name];
+  if (!values || data.allNaN[name]) return false;
+  for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
+  return false;
+}
+function columnsFor(data, folded = null) {
+  const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
+  const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
+  for (const name of data.vocab.view_columns) {
+    const spec = data.spec[name];
+    if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
+    const self = data.vocab.columns.find((c) => c.subtree === name);
+    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true });
+    if (folded && name === data.vocab.threshold_column && folded.low[name]) {
+      for (
+        const [spread, word] of
+        /** @type {const} */
+        [["low", "min"], ["high", "max"]]
+      ) {
+        cols.push({
+          key: name,
+          label: `${spec.label} ${word}`,
+          type: spec.unit,
+          title: `The ${word === "min" ? "least" : "most"} ${spec.label} of any of the ${folded.count} steps (0 where a step did not run the row)`,
+          of: spec.percent_of,
+          family: spec.family,
+          spread,
+          sortable: false
+        });
+      }
+    }
+  }
+  return cols;
+}
+
 // src/controls.js
 var SLIDER_STEPS = 1e3;
 var SLIDER_DECADES = [-2, 2];
@@ -995,8 +1058,7 @@ function pickChange(c, data, st, target) {
   }
   if (target === c.sort) return { sort_by: c.sort.value, ascending: sortsAscending(data, c.sort.value) };
   if (c.step && target === c.step) {
-    const viewed = viewedTable(data, c.step.value);
-    return { step: c.step.value, zoom: "", expanded: withPaths(st.expandedList, defaultExpanded(viewed.table, !!st.show_ops, viewed.root)) };
+    return { step: c.step.value, zoom: "", expanded: stepOpening(data, c.step.value, st.expandedList, !!st.show_ops) };
   }
   return null;
 }
@@ -1677,20 +1739,205 @@ function create(ctx) {
 }
 var controls = { ops: true, search: true };
 
+// src/views/insights.js
+var insights_exports = {};
+__export(insights_exports, {
+  badge: () => badge,
+  controls: () => controls2,
+  create: () => create2,
+  insightRows: () => insightRows,
+  offered: () => offered
+});
+function insightRows(data) {
+  const found = Array.isArray(data.fields.insights) ? data.fields.insights : [];
+  const [rule, atStake, share, paths, message, advice] = data.vocab.insight_columns || [];
+  return found.map((f) => {
+    const figures = [];
+    if (!missing(f[share] ?? NaN)) figures.push(`${formatPercent(f[share], 1)} of the ${missing(f[atStake] ?? NaN) ? "memory peak" : "run"}`);
+    if (!missing(f[atStake] ?? NaN)) figures.push(`${formatTime(f[atStake])} at stake`);
+    const list = Array.isArray(f[paths]) ? f[paths] : [];
+    return {
+      rule: String(f[rule] ?? ""),
+      title: String(f[rule] ?? "").replace(/_/g, " "),
+      figures: figures.join(" · "),
+      message: String(f[message] ?? ""),
+      advice: String(f[advice] ?? ""),
+      links: list.map((p) => ({ path: String(p), row: rowOfPath(data, String(p)) }))
+    };
+  });
+}
+var InsightsView = class {
+  /** @param {Context} ctx */
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.el = h("div", { class: `tp-panel tp-panel-${ctx.view} tp-insights`, "data-view": ctx.view, "data-testid": ctx.view });
+    this.onClick = this.onClick.bind(this);
+    this.el.addEventListener("click", this.onClick);
+    this.build();
+  }
+  build() {
+    const rows = insightRows(this.ctx.data);
+    if (!rows.length) {
+      this.el.replaceChildren(h("p", {
+        class: "tp-insights-none",
+        "data-testid": "insights-none",
+        text: "No findings: none of torchprof's rules (data loading, host syncs, device idle, exposed communication, optimizer, torch.compile, activations, low MFU, memory limit, Python overhead) fired on this profile."
+      }));
+      return;
+    }
+    const list = h("ol", { class: "tp-insight-list", role: "list" });
+    rows.forEach((r, k) => {
+      const first = r.links.find((l) => l.row >= 0);
+      const links = h("span", { class: "tp-insight-paths" });
+      for (const l of r.links.slice(0, 8)) {
+        if (l.row >= 0) links.append(h("button", { type: "button", class: "tp-link", "data-row": l.row, title: "Show this row in the table", text: l.path }));
+        else links.append(h("span", { text: l.path }));
+      }
+      if (r.links.length > 8) links.append(h("span", { text: `… ${r.links.length - 8} more` }));
+      list.append(h(
+        "li",
+        {
+          class: "tp-insight",
+          "data-testid": "insight",
+          "data-rule": r.rule,
+          "data-row": first ? first.row : null,
+          tabindex: "0",
+          title: first ? "Click to show it in the table" : null
+        },
+        h(
+          "div",
+          { class: "tp-insight-head" },
+          h("span", { class: "tp-insight-rank", text: `${k + 1}.` }),
+          h("b", { class: "tp-insight-rule", text: r.title }),
+          h("span", { class: "tp-insight-figures", text: r.figures })
+        ),
+        h("div", { class: "tp-insight-message", text: r.message }),
+        h("div", { class: "tp-insight-advice" }, h("span", { class: "tp-stat-k", text: "Try: " }), r.advice),
+        links
+      ));
+    });
+    this.el.replaceChildren(h("div", { class: "tp-insights-note", text: `${rows.length} finding${rows.length === 1 ? "" : "s"}, the most time at stake first` }), list);
+    this.el.addEventListener("keydown", (event) => {
+      const item = (
+        /** @type {HTMLElement} */
+        event.target.closest(".tp-insight")
+      );
+      if (item && (event.key === "Enter" || event.key === " ") && event.target === item) {
+        event.preventDefault();
+        this.open(item);
+      }
+    });
+  }
+  /** @param {Element} el */
+  open(el) {
+    const row = Number(
+      /** @type {HTMLElement} */
+      el.dataset.row
+    );
+    if (el.getAttribute("data-row") !== null && row >= 0) openRow(this.ctx, row);
+  }
+  /** @param {Event} event */
+  onClick(event) {
+    const target = (
+      /** @type {HTMLElement} */
+      event.target
+    );
+    const link = target.closest(".tp-link[data-row]");
+    if (link) return this.open(link);
+    const item = target.closest(".tp-insight");
+    if (item && !window.getSelection()?.toString()) this.open(item);
+  }
+  update() {
+  }
+  resized() {
+  }
+  destroy() {
+    this.el.removeEventListener("click", this.onClick);
+  }
+};
+function create2(ctx) {
+  return new InsightsView(ctx);
+}
+var offered = (data) => Array.isArray(data.fields.insights) && !!data.vocab.insight_columns;
+var badge = (data) => Array.isArray(data.fields.insights) && data.fields.insights.length ? String(data.fields.insights.length) : "";
+var controls2 = {};
+
 // src/views/memory.js
 var memory_exports = {};
 __export(memory_exports, {
   bandRects: () => bandRects,
-  controls: () => controls2,
-  create: () => create2,
+  controls: () => controls3,
+  create: () => create3,
   downsampleMinMax: () => downsampleMinMax,
   memoryPath: () => memoryPath,
   memoryReadout: () => memoryReadout,
   memoryScales: () => memoryScales,
-  offered: () => offered,
+  offered: () => offered2,
   phaseAt: () => phaseAt,
   pointAt: () => pointAt
 });
+
+// src/makeup.js
+function categoryLabel(category) {
+  return category.replace(/_/g, " ");
+}
+function makeupSegments(categories, makeup) {
+  const total = makeup.categories.reduce((a, b) => a + Math.max(0, b || 0), 0);
+  const segments = categories.map((c, k) => ({ category: c, index: k, label: categoryLabel(c), bytes: Math.max(0, makeup.categories[k] || 0) })).filter((s) => s.bytes > 0).map((s) => ({ ...s, share: total > 0 ? s.bytes / total : 0 }));
+  return { total, segments };
+}
+function buildMakeup(data, series) {
+  const makeup = series.makeup;
+  const categories = data.vocab.memory_categories || [];
+  if (!makeup || !categories.length) return null;
+  const { total, segments } = makeupSegments(categories, makeup);
+  if (!(total > 0)) return null;
+  const bar = h("div", {
+    class: "tp-makeup-bar",
+    "data-testid": "memory-makeup-bar",
+    role: "img",
+    "aria-label": segments.map((s) => `${s.label} ${formatBytes(s.bytes)}`).join(", ")
+  });
+  const legend = h("div", { class: "tp-makeup-legend" });
+  for (const s of segments) {
+    const seg = h("span", { class: `tp-makeup-seg tp-cat-${s.index}`, "data-category": s.category, title: `${s.label}: ${formatBytes(s.bytes)} (${formatPercent(s.bytes, total)})` });
+    seg.style.width = (100 * s.share).toFixed(3) + "%";
+    bar.append(seg);
+    legend.append(h(
+      "span",
+      { class: "tp-makeup-key" },
+      h("span", { class: `tp-makeup-swatch tp-cat-${s.index}` }),
+      `${s.label} `,
+      h("b", { text: formatBytes(s.bytes) }),
+      ` (${formatPercent(s.bytes, total)})`
+    ));
+  }
+  const note = [`What ${series.name}'s peak holds: ${formatBytes(total)}`];
+  if (makeup.before > 0) note.push(`${formatBytes(makeup.before)} of it allocated before the profiled block`);
+  const layers = h("ol", { class: "tp-makeup-layers", "data-testid": "memory-makeup-layers" });
+  for (const [path, row, bytes, per] of makeup.layers) {
+    const parts = categories.map((c, k) => per[k] > 0 ? `${categoryLabel(c)} ${formatBytes(per[k])}` : "").filter(Boolean).join(", ");
+    const name = row >= 0 ? h("button", { type: "button", class: "tp-link", "data-row": row, title: "Show this layer in the table", text: path }) : h("span", { text: path });
+    layers.append(h(
+      "li",
+      {},
+      name,
+      h("span", { class: "tp-makeup-bytes", text: ` ${formatBytes(bytes)} (${formatPercent(bytes, total)})` }),
+      h("span", { class: "tp-makeup-parts", text: parts ? ` · ${parts}` : "" })
+    ));
+  }
+  return h(
+    "div",
+    { class: "tp-makeup", "data-testid": "memory-makeup" },
+    h("div", { class: "tp-makeup-title", text: note.join(" · ") }),
+    bar,
+    legend,
+    h("div", { class: "tp-makeup-title", text: "Layers holding the most at the peak" }),
+    layers
+  );
+}
+
+// src/views/memory.js
 function downsampleMinMax(t, v, buckets) {
   const n = t.length;
   if (n <= 2 * buckets || buckets < 1) return Array.from({ length: n }, (_, i) => i);
@@ -1836,7 +2083,8 @@ var MemoryView = class {
     this.peakButton = h("button", { type: "button", class: "tp-btn", "data-testid": "memory-peak", title: "Open the layer running at the peak in the table", text: "Peak layer" });
     this.chart = svg("svg", { class: "tp-mem-chart", "data-testid": "memory-chart", role: "img", height: MEMORY_HEIGHT });
     this.head = h("div", { class: "tp-mem-head" }, picker, legend, this.peakButton, this.readout);
-    this.el.append(this.head, this.chart);
+    this.makeupBox = h("div", { class: "tp-makeup-box" });
+    this.el.append(this.head, this.chart, this.makeupBox);
     this.series = memory.devices[this.device];
     this.scales = memoryScales(this.series, 800, MEMORY_HEIGHT);
     this.cursor = null;
@@ -1848,14 +2096,11 @@ var MemoryView = class {
     this.chart.addEventListener("mouseleave", this.move);
     this.chart.addEventListener("click", this.click);
     this.head.addEventListener("click", this.headClick);
+    this.makeupBox.addEventListener("click", this.headClick);
   }
   /** Open row i in the table (the whole run's), selected, its ancestors expanded. @param {number} i */
   select(i) {
-    const { ctx, data } = this;
-    const st = ctx.state();
-    const values = { view: ctx.rowsView, step: "", selected: data.path[i], expanded: expandTo(data, i, 0, st.expandedList) };
-    if (!visibleRows(data, { ...st, expanded: new Set(values.expanded), root: 0 }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
-    ctx.change(values);
+    openRow(this.ctx, i);
   }
   /** The readout with the cursor off the line: the device's peak and where it was. */
   idle() {
@@ -1876,6 +2121,8 @@ var MemoryView = class {
     this.cursor = /** @type {SVGElement} */
     parts.at(-1);
     chart.replaceChildren(...parts);
+    const makeup = buildMakeup(this.data, series);
+    this.makeupBox.replaceChildren(...makeup ? [makeup] : []);
     chart.setAttribute("aria-label", `Allocated memory over the run on ${series.name}` + (series.peak ? `, peak ${formatBytes(series.peak.v)}` : ""));
     this.idle();
   }
@@ -1920,6 +2167,10 @@ var MemoryView = class {
       event.target.closest("button")
     );
     if (!button) return;
+    if (button.dataset.row !== void 0) {
+      this.select(Number(button.dataset.row));
+      return;
+    }
     if (button === this.peakButton) {
       if (this.series.peak && this.series.peak.row > 0) this.select(this.series.peak.row);
       return;
@@ -1938,21 +2189,146 @@ var MemoryView = class {
     this.chart.removeEventListener("mouseleave", this.move);
     this.chart.removeEventListener("click", this.click);
     this.head.removeEventListener("click", this.headClick);
+    this.makeupBox.removeEventListener("click", this.headClick);
   }
 };
-function create2(ctx) {
+function create3(ctx) {
   return new MemoryView(ctx);
 }
-var offered = (data) => !!data.memory;
-var controls2 = {};
+var offered2 = (data) => !!data.memory;
+var controls3 = {};
+
+// src/views/steps.js
+var steps_exports = {};
+__export(steps_exports, {
+  controls: () => controls4,
+  create: () => create4,
+  offered: () => offered3,
+  partLabel: () => partLabel,
+  stepBars: () => stepBars
+});
+var PART_WORDS = (
+  /** @type {Record<string, string>} */
+  { data: "data loading", comm: "communication", other: "other (Python, idle)" }
+);
+function partLabel(part) {
+  const bare = part.replace(/_us$/, "");
+  return PART_WORDS[bare] ?? bare;
+}
+function stepBars(data) {
+  const parts = (
+    /** @type {string[]} */
+    data.vocab.step_parts || []
+  );
+  const [idleKey, slowKey] = (
+    /** @type {string[]} */
+    data.vocab.step_extra || []
+  );
+  const steps = data.steps.map((s) => {
+    const values = parts.map((p) => missing(s[p] ?? NaN) ? 0 : Math.max(0, s[p]));
+    return {
+      step: String(s.step),
+      wall: s.wall_us ?? NaN,
+      values,
+      total: values.reduce((a, b) => a + b, 0),
+      idle: idleKey ? s[idleKey] ?? NaN : NaN,
+      slow: slowKey ? !!s[slowKey] : false
+    };
+  });
+  const longest = Math.max(0, ...steps.map((s) => s.total));
+  const walls = steps.map((s) => s.wall).filter((v) => !missing(v)).sort((a, b) => a - b);
+  const median = walls.length ? walls.length % 2 ? walls[(walls.length - 1) / 2] : (walls[walls.length / 2 - 1] + walls[walls.length / 2]) / 2 : NaN;
+  const min = walls.length ? walls[0] : NaN;
+  const max = walls.length ? walls[walls.length - 1] : NaN;
+  return {
+    parts,
+    steps: steps.map((s) => ({ ...s, shares: s.values.map((v) => longest > 0 ? v / longest : 0) })),
+    median,
+    min,
+    max,
+    spread: median > 0 ? (max - min) / median : NaN
+  };
+}
+var StepsView = class {
+  /** @param {Context} ctx */
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.el = h("div", { class: `tp-panel tp-panel-${ctx.view} tp-steps-view`, "data-view": ctx.view, "data-testid": ctx.view });
+    this.onClick = this.onClick.bind(this);
+    this.el.addEventListener("click", this.onClick);
+    this.build();
+  }
+  build() {
+    const bars = stepBars(this.ctx.data);
+    const legend = h("div", { class: "tp-steps-legend" });
+    bars.parts.forEach((p, k) => legend.append(h("span", { class: "tp-steps-key" }, h("span", { class: `tp-part tp-part-${k}` }), partLabel(p))));
+    const slow = bars.steps.filter((s) => s.slow).map((s) => "#" + s.step);
+    const spread = `${bars.steps.length} steps · wall median ${formatTime(bars.median)}, min ${formatTime(bars.min)}, max ${formatTime(bars.max)}` + (missing(bars.spread) ? "" : ` · spread ${formatPercent(bars.spread, 1)} of the median`) + (slow.length ? ` · slow: ${slow.join(", ")}` : " · no slow step");
+    const list = h("div", { class: "tp-steps-list", role: "list" });
+    for (const s of bars.steps) {
+      const bar = h("span", { class: "tp-steps-bar" });
+      s.values.forEach((v, k) => {
+        if (v <= 0) return;
+        const seg = h("span", { class: `tp-part tp-part-${k}`, title: `${partLabel(bars.parts[k])}: ${formatTime(v)} (${formatPercent(v, s.total)})` });
+        seg.style.width = (100 * s.shares[k]).toFixed(3) + "%";
+        bar.append(seg);
+      });
+      const title = bars.parts.map((p, k) => `${partLabel(p)} ${formatTime(s.values[k])}`).join("\n") + (missing(s.idle) ? "" : `
+device idle ${formatTime(s.idle)}`);
+      list.append(h(
+        "button",
+        { type: "button", class: `tp-steps-row${s.slow ? " tp-slow" : ""}`, role: "listitem", "data-testid": "step-bar", "data-step": s.step, title: `step ${s.step}: click to show it
+${title}` },
+        h("span", { class: "tp-steps-name", text: `#${s.step}` }),
+        bar,
+        h("span", { class: "tp-steps-wall", text: formatTime(s.wall) + (missing(s.idle) ? "" : ` · idle ${formatTime(s.idle)}`) }),
+        h("span", { class: "tp-steps-flag", text: s.slow ? "slow" : "" })
+      ));
+    }
+    this.el.replaceChildren(h("div", { class: "tp-steps-note", "data-testid": "steps-spread", text: spread }), legend, list);
+  }
+  /** @param {Event} event */
+  onClick(event) {
+    const button = (
+      /** @type {HTMLElement|null} */
+      /** @type {HTMLElement} */
+      event.target.closest("[data-step]")
+    );
+    if (!button) return;
+    const { ctx } = this;
+    const st = ctx.state();
+    const step = (
+      /** @type {string} */
+      button.dataset.step
+    );
+    ctx.change({ step, view: ctx.rowsView, selected: "", zoom: "", expanded: stepOpening(ctx.data, step, st.expandedList, !!st.show_ops) });
+  }
+  /** @param {import("../types.js").FullState} st */
+  update(st) {
+    for (const b of this.el.querySelectorAll("[data-step]")) b.setAttribute("aria-current", String(
+      /** @type {HTMLElement} */
+      b.dataset.step === st.step
+    ));
+  }
+  resized() {
+  }
+  destroy() {
+    this.el.removeEventListener("click", this.onClick);
+  }
+};
+function create4(ctx) {
+  return new StepsView(ctx);
+}
+var offered3 = (data) => data.steps.length > 0 && Array.isArray(data.vocab.step_parts);
+var controls4 = {};
 
 // src/views/table.js
 var table_exports = {};
 __export(table_exports, {
   OVERSCAN: () => OVERSCAN,
   ROW_HEIGHT: () => ROW_HEIGHT,
-  controls: () => controls3,
-  create: () => create3,
+  controls: () => controls5,
+  create: () => create5,
   keyAction: () => keyAction,
   listsRows: () => listsRows,
   virtualWindow: () => virtualWindow
@@ -2117,6 +2493,33 @@ ${table.spec[R.macs].label}: ${formatCount(table.num[R.macs][i])}` : exactTitle(
   }
   if (table.spec[col.key].delta) markDelta(cell, v);
 }
+var NAMES_MEASURED = 2e3;
+function nodeNeed(host, table, root, rows, cache) {
+  const shown = rows.slice(0, NAMES_MEASURED);
+  const fresh = /* @__PURE__ */ new Set();
+  for (const i of shown) {
+    if (!cache.has("n" + table.name[i])) fresh.add("n" + table.name[i]);
+    const tag = typeTag(table, i);
+    if (tag && !cache.has("t" + tag)) fresh.add("t" + tag);
+  }
+  if (fresh.size) {
+    const keys = [...fresh];
+    const names = measureTexts(host, "tp-label", keys.filter((k) => k[0] === "n").map((k) => k.slice(1)));
+    const tags = measureTexts(host, "tp-tag", keys.filter((k) => k[0] === "t").map((k) => k.slice(1)));
+    let a = 0;
+    let b = 0;
+    for (const k of keys) cache.set(k, 1.04 * (k[0] === "n" ? names[a++] : tags[b++]));
+    if (names.every((w) => w === 0) && keys.length) for (const k of keys) cache.delete(k);
+  }
+  const indent = parseFloat(getComputedStyle(host).getPropertyValue("--tp-indent")) || 14;
+  let need = 0;
+  for (const i of shown) {
+    const tag = typeTag(table, i);
+    const w = 4 + (table.depth[i] - table.depth[root]) * indent + 18 + (cache.get("n" + table.name[i]) || 0) + (table.backward[i] ? 36 : 0) + (tag ? 8 + (cache.get("t" + tag) || 0) : 0) + CELL_PAD / 2 + 1;
+    if (w > need) need = w;
+  }
+  return Math.ceil(need);
+}
 var TableView = class {
   /** @param {Context} ctx */
   constructor(ctx) {
@@ -2142,6 +2545,9 @@ var TableView = class {
     this.viewed = viewedTable(this.data, "");
     this.selectedRow = -1;
     this.revealed = "";
+    this.hot = hotRows(ctx.data);
+    this.nameWidths = /* @__PURE__ */ new Map();
+    this.nodeNeed = 0;
     this.paint = this.paint.bind(this);
     this.scroller.addEventListener("scroll", this.paint, { passive: true });
     this.el.addEventListener("click", (event) => this.onClick(event));
@@ -2177,8 +2583,8 @@ var TableView = class {
     if (!this.measured.length || this.measured.every((m) => m.value === 0)) this.measured = measureColumns(ctx.root, viewed.table, this.numeric, viewed.folded);
     const available = this.scroller.clientWidth;
     if (!available) return;
-    const { showPct, widths, minWidth } = tableLayout(this.measured, available);
-    ctx.root.style.setProperty("--tp-cols", `minmax(${NODE_MIN}px, 1fr) ${widths.map((w) => w + "px").join(" ")}`);
+    const { showPct, widths, minWidth, node } = tableLayout(this.measured, available, NODE_MIN, this.nodeNeed);
+    ctx.root.style.setProperty("--tp-cols", `minmax(${node}px, 1fr) ${widths.map((w) => w + "px").join(" ")}`);
     ctx.root.style.setProperty("--tp-min-width", minWidth + "px");
     this.el.classList.toggle("tp-nopct", !showPct);
     this.headHeight = 0;
@@ -2197,7 +2603,8 @@ var TableView = class {
     const selected = i === this.selectedRow;
     row.setAttribute("aria-selected", String(selected));
     const bwd = !!table.backward[i];
-    row.className = `tp-row tp-k-${table.vocab.kinds[table.kind[i]]}${bwd ? " tp-backward" : ""}${i === viewed.root ? " tp-root" : ""}${selected ? " tp-selected" : ""}`;
+    const hot = viewed.root === 0 && !viewed.folded && this.hot.has(i);
+    row.className = `tp-row tp-k-${table.vocab.kinds[table.kind[i]]}${bwd ? " tp-backward" : ""}${i === viewed.root ? " tp-root" : ""}${selected ? " tp-selected" : ""}${hot ? " tp-hot" : ""}`;
     row.style.setProperty("--d", String(depth));
     const nameCell = row.firstElementChild;
     const slot = nameCell.firstElementChild;
@@ -2216,10 +2623,13 @@ var TableView = class {
       slot.replaceChildren();
     }
     const label = slot.nextElementSibling;
-    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i]) : null);
-    const badge = label.nextElementSibling;
-    badge.textContent = bwd ? "bwd" : "";
-    badge.nextElementSibling.textContent = typeTag(table, i);
+    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i], table.path[i]) : null);
+    const badge2 = label.nextElementSibling;
+    badge2.textContent = bwd ? "bwd" : "";
+    const tag = typeTag(table, i);
+    const tagEl = badge2.nextElementSibling;
+    if (st.search && tag && matchesType(table.vocab, st.search, tag)) tagEl.replaceChildren(h("mark", { text: tag }));
+    else tagEl.textContent = tag;
     nameCell.title = nodeTitle(table, i, viewed.folded);
     let cell = nameCell.nextElementSibling;
     for (const col of this.numeric) {
@@ -2361,7 +2771,11 @@ var TableView = class {
     this.view = vis;
     this.setColumns();
     if (tableChanged) this.measured = [];
-    if (!this.measured.length) this.layout();
+    const need = nodeNeed(this.ctx.root, viewed.table, viewed.root, vis.rows, this.nameWidths);
+    if (!this.measured.length || Math.abs(need - this.nodeNeed) > 1) {
+      this.nodeNeed = need;
+      this.layout();
+    }
     const table = viewed.table;
     this.selectedRow = rowOfPath(table, st.selected);
     this.version++;
@@ -2395,6 +2809,7 @@ var TableView = class {
     }
   }
   resized() {
+    if (!this.nodeNeed) this.nodeNeed = nodeNeed(this.ctx.root, this.viewed.table, this.viewed.root, this.view.rows, this.nameWidths);
     this.layout();
     this.paint();
   }
@@ -2403,18 +2818,19 @@ var TableView = class {
     this.scroller.removeEventListener("scroll", this.paint);
   }
 };
-function create3(ctx) {
+function create5(ctx) {
   return new TableView(ctx);
 }
-var controls3 = { threshold: true, ops: true, search: true, sort: true, expand: true, rowCount: true, hiddenNote: true };
+var controls5 = { threshold: true, ops: true, search: true, sort: true, expand: true, rowCount: true, hiddenNote: true };
 var listsRows = true;
 
 // src/views/top.js
 var top_exports = {};
 __export(top_exports, {
   byType: () => byType,
-  controls: () => controls4,
-  create: () => create4,
+  controls: () => controls6,
+  create: () => create6,
+  foldStepLayers: () => foldStepLayers,
   shortOpName: () => shortOpName,
   topColumn: () => topColumn,
   topLayers: () => topLayers
@@ -2443,6 +2859,27 @@ function topLayers(data, root, selfColumn, limit = 100) {
     ops.sort((a, b) => b.value - a.value || a.row - b.row);
     return { row: i, value: values[i], ops };
   });
+}
+function foldStepLayers(data, ranked) {
+  const prefix = data.vocab.step_prefix;
+  const groups = /* @__PURE__ */ new Map();
+  for (const t of ranked) {
+    const path = data.path[t.row];
+    const inStep = !!prefix && path.startsWith(prefix);
+    const cut = inStep ? path.indexOf("/") : -1;
+    const key = cut > 0 ? path.slice(cut + 1) : inStep ? prefix + "*" : path;
+    let g = groups.get(key);
+    if (!g) groups.set(key, g = { row: t.row, value: 0, best: -Infinity, key, steps: 0, ops: /* @__PURE__ */ new Map() });
+    g.value += t.value;
+    if (inStep) g.steps++;
+    if (t.value > g.best) [g.best, g.row] = [t.value, t.row];
+    for (const o of t.ops) {
+      const op = g.ops.get(data.name[o.row]);
+      if (op) op.value += o.value;
+      else g.ops.set(data.name[o.row], { ...o });
+    }
+  }
+  return [...groups.values()].map((g) => ({ row: g.row, value: g.value, key: g.key, steps: g.steps, ops: [...g.ops.values()].sort((a, b) => b.value - a.value || a.row - b.row) })).sort((a, b) => b.value - a.value || a.row - b.row);
 }
 function byType(data, root = 0) {
   const moduleCode = data.moduleCode;
@@ -2501,19 +2938,25 @@ function shortOpName(data, i) {
   const prefix = data.vocab.backward_prefix;
   return prefix && name.startsWith(prefix) ? `${name.slice(prefix.length)} (bwd)` : name;
 }
-function create4(ctx) {
+function create6(ctx) {
   const { data } = ctx;
   const layersBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-layers" });
   const typesBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-types" });
   const layersTitle = h("h3", { class: "tp-top-title" });
+  const foldBox = (
+    /** @type {HTMLInputElement} */
+    h("input", { type: "checkbox", "data-testid": "top-fold-steps", checked: true })
+  );
+  const foldLabel = h("label", { class: "tp-ctl tp-top-fold", title: "Add up each layer over the ProfilerStep#N rows it ran in" }, foldBox, " fold steps");
   const typesTitle = h("h3", { class: "tp-top-title" });
   const el = h(
     "div",
     { class: `tp-panel tp-panel-${ctx.view}`, "data-view": ctx.view },
-    h("section", { class: "tp-top-section" }, layersTitle, layersBox),
+    h("section", { class: "tp-top-section" }, h("div", { class: "tp-top-head" }, layersTitle, foldLabel), layersBox),
     h("section", { class: "tp-top-section" }, typesTitle, typesBox)
   );
   let viewed = viewedTable(data, "");
+  let last = null;
   function line(rank, name, title, tag, value, pct, share, note) {
     const label = labelElement();
     fillLabel(label, name, null);
@@ -2555,11 +2998,18 @@ function create4(ctx) {
     ctx.change({ view: ctx.rowsView, selected: path, expanded: expandTo(viewed.table, i, viewed.root, ctx.state().expandedList) });
   }
   el.addEventListener("click", onClick);
+  foldBox.addEventListener("change", () => last && face.update(
+    last,
+    viewed,
+    /** @type {any} */
+    null
+  ));
   el.addEventListener("dblclick", onOpen);
   el.addEventListener("keydown", onOpen);
-  return {
+  const face = {
     el,
     update(st, nextViewed) {
+      last = st;
       viewed = nextViewed;
       const table = viewed.table;
       const root = viewed.root;
@@ -2568,25 +3018,31 @@ function create4(ctx) {
       const base = table.num[spec.percent_of || table.vocab.threshold_column][root];
       const label = spec.label;
       const match = makeMatcher(table, st.search);
-      const top = topLayers(table, root, selfColumn, match ? Infinity : 100).filter((t) => !match || match(t.row)).slice(0, 100);
+      const steps = root === 0 && !viewed.folded && stepRows(table).length > 1;
+      foldLabel.hidden = !steps;
+      const fold = steps && foldBox.checked;
+      const layers = topLayers(table, root, selfColumn, match || fold ? Infinity : 100).filter((t) => !match || match(t.row));
+      const top = (fold ? foldStepLayers(table, layers) : layers.map((t) => ({ ...t, key: "", steps: 0 }))).slice(0, 100);
       layersTitle.textContent = `Layers by ${label} (their ops folded in)${match ? ` · matching “${st.search.trim()}”` : ""}`;
       const selected = rowOfPath(table, st.selected);
       layersBox.replaceChildren(...top.map((t, k) => {
         const i = t.row;
         const ops = t.ops.slice(0, 3).map((o) => `${shortOpName(table, o.row)} ${cellPercent(o.value, t.value) || formatTime(o.value)}`).join(", ");
         const tag = typeTag(table, i);
-        const where = table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i];
+        const where = t.key || (table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i]);
+        const inSteps = t.steps > 1 ? `in ${t.steps} steps` : "";
+        const note = [inSteps, ops ? "ops: " + ops : ""].filter(Boolean).join(" · ");
         const row = line(
           k + 1,
           where,
-          `${table.path[i]}
+          `${table.path[i]}${inSteps ? ` (the costliest of its ${t.steps} steps; the time adds them up)` : ""}
 ${label}: ${formatTime(t.value)}${ops ? "\nops: " + ops : ""}
 Double-click or Enter: show in the table`,
           tag,
           formatTime(t.value),
           cellPercent(t.value, base),
           100 * t.value / base,
-          ops ? "ops: " + ops : ""
+          note
         );
         row.dataset.path = table.path[i];
         row.tabIndex = 0;
@@ -2619,11 +3075,12 @@ calls: ${calls(g)}`,
     destroy() {
     }
   };
+  return face;
 }
-var controls4 = { search: true };
+var controls6 = { search: true };
 
 // src/views/index.js
-var VIEWS = { table: table_exports, flame: flame_exports, top: top_exports, memory: memory_exports };
+var VIEWS = { table: table_exports, insights: insights_exports, flame: flame_exports, top: top_exports, steps: steps_exports, memory: memory_exports };
 
 // src/widget.js
 function offeredViews(data) {
@@ -2631,15 +3088,25 @@ function offeredViews(data) {
 }
 function mount(root, model, data) {
   root.style.setProperty("--tp-row", ROW_HEIGHT + "px");
-  const offered2 = offeredViews(data);
+  const offered4 = offeredViews(data);
   const summary = h("div", { class: "tp-summary", "data-testid": "summary" });
   buildSummary(summary, data);
-  const controls5 = buildControls(data, offered2.map(([name, view]) => [name, view.controls || {}]));
+  const headline = buildHeadline(data);
+  if (headline) summary.append(headline);
+  const controls7 = buildControls(data, offered4.map(([name, view]) => [name, view.controls || {}]));
+  for (const [name, view] of offered4) {
+    const count = view.badge ? view.badge(data) : "";
+    const button = [...controls7.switcher.children].find((b) => (
+      /** @type {HTMLElement} */
+      b.dataset.view === name
+    ));
+    if (count && button) button.append(h("span", { class: "tp-switch-badge", text: count }));
+  }
   const body = h("div", { class: "tp-body" });
-  root.replaceChildren(summary, controls5.bar, controls5.note, body);
+  root.replaceChildren(summary, controls7.bar, controls7.note, body);
   const state = stateReader(model, data.vocab);
-  const names = offered2.map(([name]) => name);
-  const rowsView = offered2.find(([, view]) => view.listsRows)?.[0] ?? names[0];
+  const names = offered4.map(([name]) => name);
+  const rowsView = offered4.find(([, view]) => view.listsRows)?.[0] ?? names[0];
   const fallback = names.includes(stateDefaults(data.vocab).view) ? stateDefaults(data.vocab).view : names[0];
   const change = (values) => {
     for (const [k, v] of Object.entries(values)) model.set(k, v);
@@ -2659,7 +3126,7 @@ function mount(root, model, data) {
     const viewed = viewedTable(data, st.step);
     const vis = visibleRows(viewed.table, { ...st, root: viewed.root });
     const view = names.includes(st.view) ? st.view : fallback;
-    showControls(controls5, data, st, view, viewed, vis);
+    showControls(controls7, data, st, view, viewed, vis);
     root.dataset.view = view;
     const current = face(view);
     for (const [name, f] of Object.entries(faces)) f.el.hidden = name !== view;
@@ -2667,14 +3134,18 @@ function mount(root, model, data) {
     root.dataset.renders = String(++renders);
     root.setAttribute("aria-busy", "false");
   };
-  const unbind = bind(root, model, data, { controls: controls5, state, change, redraw, faces });
+  const ctx = (
+    /** @type {Context} */
+    { root, model, data, state, change, view: rowsView, rowsView }
+  );
+  const unbind = bind(root, model, data, { controls: controls7, state, change, redraw, faces, open: (row) => openRow(ctx, row) });
   redraw();
   return () => {
     unbind();
     for (const f of Object.values(faces)) f.destroy();
   };
 }
-function bind(root, model, data, { controls: controls5, state, change, redraw, faces }) {
+function bind(root, model, data, { controls: controls7, state, change, redraw, faces, open }) {
   let pending = false;
   const schedule = () => {
     root.setAttribute("aria-busy", "true");
@@ -2695,6 +3166,11 @@ function bind(root, model, data, { controls: controls5, state, change, redraw, f
       target.closest(".tp-switch-btn")
     );
     if (viewButton) return change({ view: viewButton.dataset.view });
+    const headlineLink = (
+      /** @type {HTMLElement|null} */
+      target.closest('[data-testid="headline-layer"]')
+    );
+    if (headlineLink) return open(Number(headlineLink.dataset.row));
     const button = (
       /** @type {HTMLElement|null} */
       target.closest("button[data-testid]")
@@ -2708,11 +3184,11 @@ function bind(root, model, data, { controls: controls5, state, change, redraw, f
     else if (action === "export-csv") exportCSV(root, data, viewed, state().step);
   };
   const onInput = (event) => {
-    const values = inputChange(controls5, data, state(), event.target);
+    const values = inputChange(controls7, data, state(), event.target);
     if (values) change(values);
   };
   const onChange = (event) => {
-    const values = pickChange(controls5, data, state(), event.target);
+    const values = pickChange(controls7, data, state(), event.target);
     if (values) change(values);
   };
   const keep = (event) => event.stopPropagation();
@@ -2788,6 +3264,7 @@ export {
   FLAME_ROW,
   FORMAT,
   NODE,
+  NODE_MAX,
   NODE_MIN,
   OVERSCAN,
   PCT_GAP,
@@ -2799,6 +3276,7 @@ export {
   ancestry,
   bandRects,
   buildControls,
+  buildHeadline,
   byType,
   cached,
   canvasPalette,
@@ -2835,8 +3313,11 @@ export {
   formatValue,
   globToRegExp,
   hasData,
+  headlineOf,
   hiddenCounts,
   hiddenNote,
+  hotPathIn,
+  hotRows,
   inflate,
   inputChange,
   isLeafLayer,
@@ -2849,6 +3330,7 @@ export {
   makeMatcher,
   markDelta,
   matchRange,
+  matchesType,
   memoryPath,
   memoryReadout,
   memoryScales,
@@ -2856,6 +3338,8 @@ export {
   naturalKey,
   numberColumns,
   offeredViews,
+  openRow,
+  openRowValues,
   parseSearch,
   pathTest,
   pctLabel,
@@ -2880,6 +3364,7 @@ export {
   stateDefaults,
   stateReader,
   stateValue,
+  stepOpening,
   stepRows,
   tableLayout,
   textTest,
@@ -2888,6 +3373,7 @@ export {
   topColumn,
   topLayers,
   typeHue,
+  typeTest,
   viewLabel,
   viewedTable,
   virtualWindow,

@@ -118,7 +118,7 @@ def test_widget_view_df_follows_the_viewed_step():
     assert w.view_df.loc["Net.fc2", "cpu_us"] == pytest.approx(20.0)
     with pytest.raises(ValueError, match="no step"):
         w.step = "99"
-    with pytest.raises(ValueError, match="view must be one of table, flame, top"):
+    with pytest.raises(ValueError, match="view must be one of table, insights, flame, top"):
         w.view = "pie"
     with pytest.raises(ValueError, match="metric must be"):
         prof.widget(metric="name")
@@ -155,6 +155,10 @@ def test_search_matches_names_and_paths_only_behind_path():
     assert not row_matcher("path:layer4.*.conv?")("conv1", "ResNet.layer3.0.conv1")
     assert row_matcher("conv?")("conv2", "x") and not row_matcher("conv?")("conv22", "x")
     assert row_matcher("  ") is None
+    # A module's class matches too ("Conv2d" finds every convolution), never on a path search.
+    assert row_matcher("Conv2d")("conv1", "ResNet.conv1", "Conv2d") and not row_matcher("Conv2d")("conv1", "ResNet.conv1")
+    assert row_matcher("batchnorm*")("bn1", "x", "BatchNorm2d") and not row_matcher("path:conv2d")("conv1", "x", "Conv2d")
+    assert not row_matcher("conv2")("conv1", "ResNet.conv1", "Conv2d"), "a class matches whole: conv2 is not every Conv2d"
 
 
 def test_natural_sort_orders_numbered_names_as_numbers():

@@ -500,7 +500,7 @@ def test_report_refuses_unknown_view_options(prof):
 def test_static_table_reads_as_a_left_aligned_tree_without_any_style(prof):
     html = static_table(prof.tree, prof.summary, min_pct=0)
     rows = re.findall(r"<tr>(.*?)</tr>", html, flags=re.S)[1:]
-    names = [re.search(r"<td ([^>]*)><samp[^>]*>([^<]*)</samp>([^<]*)</td>", row) for row in rows]
+    names = [re.search(r"<td ([^>]*)><samp[^>]*>([^<]*)</samp>([^<]*)(<b [^>]*>[^<]*</b>)?</td>", row) for row in rows]
     assert all(m is not None for m in names)
     assert all('align="left"' in m.group(1) and "text-align:left" in m.group(1) for m in names)  # not Jupyter's right
     guides = [m.group(2) for m in names]
@@ -509,3 +509,12 @@ def test_static_table_reads_as_a_left_aligned_tree_without_any_style(prof):
     assert [len(g) for g in guides] == [0] + [2 * depth[i] + 1 for i in visible_rows(prof.tree, min_pct=0)[1:]]
     assert "<th align=\"left\"" in html and ">Type</th>" in html
     assert ".jp-OutputArea-child:has(.torchprof-fallback)" in html.split("</style>")[0]
+    # It opens on the bottleneck as the widget does: the headline, and the hot path's rows marked.
+    from html import escape
+
+    from torchprof._tree.hotpath import hot_path
+
+    assert prof.summary["headline"] and f"<b>{escape(prof.summary['headline'])}</b>" in html
+    shown = visible_rows(prof.tree, min_pct=0)
+    hot = [k for k, r in enumerate(shown) if r in set(hot_path(prof.tree).rows[1:])]
+    assert hot and [k for k, m in enumerate(names) if m.group(4)] == hot

@@ -50,7 +50,7 @@ TRUNCATED_JS = """() => {
 }"""
 #: Rows whose name is cut while their type tag still shows: the tag must give way first.
 NAME_ORDER_JS = """() => [...document.querySelectorAll('[role="row"][data-path] .tp-name')].filter((c) => {
-  const head = c.querySelector('.tp-label-head');
+  const head = c.querySelector('.tp-label');
   const tag = c.querySelector('.tp-tag');
   const range = document.createRange();
   range.selectNodeContents(head);
@@ -142,6 +142,9 @@ def test_no_number_or_header_is_cut_at_700_970_and_1400_px_in_light_and_dark(bro
                 checked += result["checked"]
                 # The type tag gives way before the name does.
                 assert page.evaluate(NAME_ORDER_JS) == [], f"{width}px: a name is cut while its type tag has room"
+                if width >= 970:  # names and type tags whole ("dow…mple", "Con…" were cut)
+                    names_cut = page.evaluate(NAMES_CUT_JS)
+                    assert names_cut == [], f"{width}px {scheme}: names cut: {names_cut[:5]}"
             counts[f"{width}px {scheme}"] = {"truncated": len(cut), "texts checked": checked}
             assert checked > 500
             assert cut == [], f"{width}px {scheme}: {cut[:5]}"
@@ -166,13 +169,17 @@ def test_no_number_or_header_is_cut_at_700_970_and_1400_px_in_light_and_dark(bro
     record("truncation", counts)
 
 
-def test_names_give_way_in_the_middle_and_show_the_whole_path_on_hover(browser, resnet, report_top, tmp_path):
+NAMES_CUT_JS = """() => [...document.querySelectorAll('[role="row"][data-path] .tp-name')].flatMap((c) =>
+  [c.querySelector('.tp-label'), c.querySelector('.tp-tag')].filter((e) => e && e.textContent && e.scrollWidth > e.clientWidth + 0.5)
+    .map((e) => c.closest('[role="row"]').dataset.path + ': ' + e.textContent))"""
+
+
+def test_names_are_one_text_node_shown_whole_and_the_whole_path_on_hover(browser, resnet, report_top, tmp_path):
     import torch
 
     import torchprof
 
-    # Four regions whose long names differ only at the end: once truncated at the end they all
-    # read the same ("…layer…"); in the middle, their endings stay.
+    # Four regions whose long names differ only at the end.
     names = [f"transformer_encoder_block_attention_layer_{k}" for k in (8, 9, 10, 11)]
     with torchprof.Profiler() as prof:
         for name in names:
@@ -180,18 +187,19 @@ def test_names_give_way_in_the_middle_and_show_the_whole_path_on_hover(browser, 
                 torch.randn(64, 64) @ torch.randn(64, 64)
     path = tmp_path / "long.html"
     prof.to_html(str(path), min_pct=0)
-    page = open_page(browser, path, 420)  # a narrow output: the Node column is at its minimum
-    tails = []
-    for name in names:
-        cell = row(page, name).locator(".tp-name")
-        assert cell.get_attribute("title").split("\n")[0] == name, "the whole path on hover"
-        label = cell.locator(".tp-label")
-        assert label.text_content() == name, "the label holds the whole name"
-        head, tail = label.locator(".tp-label-head"), label.locator(".tp-label-tail")
-        assert head.evaluate("(e) => e.scrollWidth > e.clientWidth"), "the head gives way"
-        assert tail.evaluate("(e) => e.scrollWidth <= e.clientWidth"), "the tail shows whole"
-        tails.append(tail.text_content())
-    assert len(set(tails)) == 4 and all(n.endswith(t) for n, t in zip(names, tails))
+    for width in (420, 970):
+        page = open_page(browser, path, width)
+        for name in names:
+            cell = row(page, name).locator(".tp-name")
+            assert cell.get_attribute("title").split("\n")[0] == name, "the whole path on hover"
+            label = cell.locator(".tp-label")
+            # One text node: copying the row gives the name intact (not "transformer_enc" + newline + ...).
+            assert label.evaluate("(e) => e.childNodes.length === 1 && e.firstChild.nodeType === 3")
+            copied = label.evaluate("(e) => { const r = document.createRange(); r.selectNodeContents(e); "
+                                    "const s = getSelection(); s.removeAllRanges(); s.addRange(r); return s.toString(); }")
+            assert copied == name
+            # The Node column claims the room its names need: whole at 970 px (the table scrolls sideways at 420).
+            assert label.evaluate("(e) => e.scrollWidth <= e.clientWidth"), f"{name} cut at {width} px"
     # An unlabelled root module is not named twice ("ResNet ResNet"): its tag is its class only when that differs.
     page = open_page(browser, report_top, 700)
     assert row(page, "ResNet").locator(".tp-tag").inner_text() == ""

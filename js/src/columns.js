@@ -39,27 +39,31 @@ export function percentSamples(lo, hi, base) {
 }
 
 export const NODE_MIN = 168; // px the Node column keeps before the table scrolls sideways
+export const NODE_MAX = 440; // px at most that the Node column claims for its names (longer ones give way)
 export const CELL_PAD = 16; // horizontal padding of a cell
 export const PCT_GAP = 4;
 
 /**
- * Column widths for the space available. Numbers keep their measured width; percentages show
- * only when every column fits with them; the Node column takes the rest (at least NODE_MIN, the
- * table scrolls sideways below that). A header wraps between words, so its widest word counts.
+ * Column widths for the space available. Numbers keep their measured width; the Node column
+ * claims the room its names need (`nodeNeed`, the widest row's indent, name and type tag; at
+ * least `nodeMin`, at most NODE_MAX) before the percentages: they show only when every column
+ * fits with them and the names; the Node column takes the rest. Where even the bare numbers and
+ * the names do not fit, the table scrolls sideways (the Node column stays pinned), so no number
+ * and no name is cut. A header wraps between words, so its widest word counts.
  * @param {{value: number, pct: number, head: number}[]} cols measured px, padding not included
- * @param {number} available @param {number} [nodeMin]
- * @returns {{showPct: boolean, widths: number[], minWidth: number}}
+ * @param {number} available @param {number} [nodeMin] @param {number} [nodeNeed]
+ * @returns {{showPct: boolean, widths: number[], minWidth: number, node: number}}
  */
-export function tableLayout(cols, available, nodeMin = NODE_MIN) {
+export function tableLayout(cols, available, nodeMin = NODE_MIN, nodeNeed = 0) {
+  const node = Math.ceil(Math.max(nodeMin, Math.min(NODE_MAX, nodeNeed)));
   /** @param {boolean} pct */
   const widths = (pct) => cols.map((c) => Math.ceil(Math.max(c.head, c.value + (pct && c.pct ? PCT_GAP + c.pct : 0)) + CELL_PAD));
   const sum = (/** @type {number[]} */ w) => w.reduce((a, b) => a + b, 0);
   const withPct = widths(true);
-  if (nodeMin + sum(withPct) <= available) return { showPct: true, widths: withPct, minWidth: nodeMin + sum(withPct) };
+  if (node + sum(withPct) <= available) return { showPct: true, widths: withPct, minWidth: node + sum(withPct), node };
   const bare = widths(false);
-  return { showPct: false, widths: bare, minWidth: nodeMin + sum(bare) };
+  return { showPct: false, widths: bare, minWidth: node + sum(bare), node };
 }
-
 
 /**
  * A column of the table as the view draws it.

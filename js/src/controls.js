@@ -6,7 +6,8 @@
 import { NODE, columnsFor } from "./columns.js";
 import { h } from "./dom.js";
 import { hiddenCounts, resolveSort, sortsAscending, visibleRows } from "./rows.js";
-import { defaultExpanded, expandLeafLayers, expandMatches, stepRows, viewedTable, withPaths } from "./tree.js";
+import { stepOpening } from "./answers.js";
+import { expandLeafLayers, expandMatches, stepRows, viewedTable } from "./tree.js";
 
 /** @import { Data, FullState, ControlUse, Viewed, Visible } from "./types.js" */
 
@@ -187,7 +188,7 @@ export function inputChange(c, data, st, target) {
 /**
  * What a change in the controls changes ("aten ops", the sort, the step), or null for another
  * element. Ticking ops opens the layers in view that hold only ops; a step opens as the whole
- * run does (two levels below its root).
+ * run does (two levels below its root, and the hot path's layers).
  * @param {Controls} c @param {Data} data @param {FullState} st @param {EventTarget|null} target
  * @returns {Record<string, any>|null}
  */
@@ -205,8 +206,7 @@ export function pickChange(c, data, st, target) {
   }
   if (target === c.sort) return { sort_by: c.sort.value, ascending: sortsAscending(data, c.sort.value) };
   if (c.step && target === c.step) {
-    const viewed = viewedTable(data, c.step.value);
-    return { step: c.step.value, zoom: "", expanded: withPaths(st.expandedList, defaultExpanded(viewed.table, !!st.show_ops, viewed.root)) };
+    return { step: c.step.value, zoom: "", expanded: stepOpening(data, c.step.value, st.expandedList, !!st.show_ops) };
   }
   return null;
 }

@@ -1,6 +1,6 @@
 // @ts-check
 // Building the DOM: elements, SVG, measured text widths, exact values for tooltips, and a name's
-// label (the head gives way, the tail shows). Text from the profile only ever reaches the DOM
+// label (one text node, a search match marked). Text from the profile only ever reaches the DOM
 // through textContent and setAttribute; nothing here touches the DOM at import time.
 import { missing } from "./format.js";
 
@@ -65,56 +65,24 @@ export function exactTitle(v, unit) {
   return missing(v) ? "" : `${exactFormat.format(v)} ${unit}`;
 }
 
-/**
- * A name split for truncation in the middle: the head gives way (ends in "…"), the tail (the
- * last few characters, where layers.10 and layers.11 differ) always shows.
- * @param {string} name @returns {number} where the tail starts
- */
-export function tailStart(name) {
-  const n = name.length;
-  if (n <= 6) return n;
-  return n - Math.min(12, Math.ceil(n * 0.4));
-}
-
-/**
- * The label's pieces: head and tail, each as runs of text marked where the search matched.
- * @param {string} name @param {[number, number]|null} range
- * @returns {{head: {text: string, mark: boolean}[], tail: {text: string, mark: boolean}[]}}
- */
-export function labelParts(name, range) {
-  const cut = tailStart(name);
-  /** @param {number} from @param {number} to */
-  const runs = (from, to) => {
-    const out = [];
-    const points = [from, to];
-    if (range) for (const p of range) if (p > from && p < to) points.push(p);
-    points.sort((a, b) => a - b);
-    for (let k = 0; k + 1 < points.length; k++) {
-      const [a, b] = [points[k], points[k + 1]];
-      if (b > a) out.push({ text: name.slice(a, b), mark: !!range && a >= range[0] && b <= range[1] });
-    }
-    return out;
-  };
-  return { head: runs(0, cut), tail: runs(cut, name.length) };
-}
-
-/** An empty label: a head that gives way and a tail that shows (fillLabel fills it). */
+/** An empty label (fillLabel fills it). */
 export function labelElement() {
-  return h("span", { class: "tp-label" }, h("span", { class: "tp-label-head" }), h("span", { class: "tp-label-tail" }));
+  return h("span", { class: "tp-label" });
 }
 
 /**
- * Fills a label element with a name's head and tail (the head gives way, "…" in the middle) and
- * the search match marked.
+ * Fills a label element with a name: one text node, so that copying a row gives the name intact
+ * (the table gives the Node column the room its names need; where one still does not fit, its
+ * end gives way to "…" and the row's tooltip has the whole path). A search match is marked.
  * @param {HTMLElement} label @param {string} name @param {[number, number]|null} range
  */
 export function fillLabel(label, name, range) {
-  const parts = labelParts(name, range);
-  const [head, tail] = /** @type {HTMLElement[]} */ ([label.firstElementChild, label.lastElementChild]);
-  for (const [box, runs] of /** @type {const} */ ([[head, parts.head], [tail, parts.tail]])) {
-    if (runs.length === 1 && !runs[0].mark) box.textContent = runs[0].text;
-    else box.replaceChildren(...runs.map((r) => (r.mark ? h("mark", { text: r.text }) : r.text)));
+  if (!range || range[1] <= range[0]) {
+    if (label.childNodes.length !== 1 || label.textContent !== name) label.textContent = name;
+    return;
   }
+  const [a, b] = range;
+  label.replaceChildren(...[name.slice(0, a), h("mark", { text: name.slice(a, b) }), name.slice(b)].filter((part) => part !== ""));
 }
 
 /**

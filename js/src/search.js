@@ -89,6 +89,18 @@ export function textTest(pattern) {
 }
 
 /**
+ * _views/rows.py type_test: one lower-cased pattern against a lower-cased module class: a glob
+ * of the whole class, anything else the whole class (`conv2` finds layers named conv2, not every
+ * Conv2d).
+ * @param {string} pattern @returns {(t: string) => boolean}
+ */
+export function typeTest(pattern) {
+  if (!isGlob(pattern)) return (t) => t === pattern;
+  const re = globToRegExp(pattern);
+  return (t) => re.test(t);
+}
+
+/**
  * _views/rows.py path_test: a glob matches the whole path or any tail of it that starts after a
  * `.` or `/` (`layer4.*.conv?` finds `resnet.layer4.0.conv1`); anything else is a substring.
  * @param {string} pattern @returns {(t: string) => boolean}
@@ -106,7 +118,7 @@ export function pathTest(pattern) {
 /**
  * The search, parsed: each pattern lower-cased, on names or (behind `path:`) on paths.
  * @param {Vocab} vocab @param {string|string[]|undefined} search
- * @returns {{onPath: boolean, pattern: string, test: (t: string) => boolean}[]}
+ * @returns {{onPath: boolean, pattern: string, test: (t: string) => boolean, ofType: (t: string) => boolean}[]}
  */
 export function parseSearch(vocab, search) {
   let patterns = search;
@@ -116,15 +128,17 @@ export function parseSearch(vocab, search) {
     const p = raw.toLowerCase();
     if (p.startsWith(prefix)) {
       const pattern = p.slice(prefix.length).trim();
-      return { onPath: true, pattern, test: pathTest(pattern) };
+      const test = pathTest(pattern);
+      return { onPath: true, pattern, test, ofType: test };
     }
-    return { onPath: false, pattern: p, test: textTest(p) };
+    return { onPath: false, pattern: p, test: textTest(p), ofType: typeTest(p) };
   });
 }
 
 /**
  * _views/rows.py row_matcher: `(row) => matches` for a table, or null when nothing is searched.
- * A pattern matches names; one starting `path:` matches paths. Several patterns: any.
+ * A pattern matches names and a module's class (`Conv2d` finds every convolution); one starting
+ * `path:` matches paths. Several patterns: any.
  * @param {Data} data @param {string|string[]|undefined} search
  * @returns {((i: number) => boolean)|null}
  */
@@ -133,19 +147,45 @@ export function makeMatcher(data, search) {
   if (tests.length === 0) return null;
   const names = lowered(data, data.roles.name);
   const paths = tests.some((t) => t.onPath) ? lowered(data, data.roles.path) : names;
-  return (i) => tests.some((t) => t.test(/** @type {string} */ ((t.onPath ? paths : names)[i])));
+  const types = data.roles.type ? lowered(data, data.roles.type) : [];
+  const module = data.moduleCode;
+  return (i) => tests.some((t) => {
+    if (t.onPath) return t.test(/** @type {string} */ (paths[i]));
+    if (t.test(/** @type {string} */ (names[i]))) return true;
+    const type = data.kind[i] === module ? types[i] : null;
+    return typeof type === "string" && t.ofType(type);
+  });
+}
+
+/**
+ * Whether the search matches a module's class (its type tag is highlighted).
+ * @param {Vocab} vocab @param {string} search @param {string} type
+ */
+export function matchesType(vocab, search, type) {
+  if (!type) return false;
+  const lower = type.toLowerCase();
+  return parseSearch(vocab, search).some((t) => !t.onPath && t.ofType(lower));
 }
 
 /**
  * Where the search matches a name, for highlighting: [start, end) of the first substring match,
- * the whole name for a glob match, null for none (or a search on paths only).
- * @param {Vocab} vocab @param {string} search @param {string} name
+ * the whole name for a glob match, null for none. With the row's `path`, a `path:` search that
+ * matches it marks the name's part of the match (the whole name when the match lies above it).
+ * @param {Vocab} vocab @param {string} search @param {string} name @param {string} [path]
  * @returns {[number, number]|null}
  */
-export function matchRange(vocab, search, name) {
+export function matchRange(vocab, search, name, path) {
   const lower = name.toLowerCase();
   for (const t of parseSearch(vocab, search)) {
-    if (t.onPath) continue;
+    if (t.onPath) {
+      if (path === undefined || !t.pattern || !t.test(path.toLowerCase())) continue;
+      const p = path.toLowerCase();
+      const nameAt = p.endsWith(lower) ? p.length - lower.length : -1;
+      const at = isGlob(t.pattern) ? -1 : p.lastIndexOf(t.pattern);
+      // The part of the name inside the matched substring; all of it when the match is elsewhere.
+      if (at >= 0 && nameAt >= 0 && at + t.pattern.length > nameAt) return [Math.max(0, at - nameAt), Math.min(name.length, at + t.pattern.length - nameAt)];
+      return [0, name.length];
+    }
     if (!isGlob(t.pattern)) {
       const at = lower.indexOf(t.pattern);
       if (at >= 0 && t.pattern.length) return [at, at + t.pattern.length];

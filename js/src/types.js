@@ -69,6 +69,10 @@ export {};
  * @property {string} backward_prefix name prefix of the autograd engine's per-node backward ranges
  * @property {string} path_search prefix of a search on paths
  * @property {string} threshold_column what min_pct compares
+ * @property {string[]} [insight_columns] the keys of a finding (prof.insights() columns)
+ * @property {string[]} [step_parts] the keys of a step's time split, in stacking order
+ * @property {string[]} [step_extra] a step's device idle time and slow flag keys
+ * @property {string[]} [memory_categories] what a memory peak is made of, in stacking order
  */
 
 /**
@@ -221,4 +225,5 @@ export {};
  * @property {ControlUse} [controls]
  * @property {(data: Data) => boolean} [offered]
  * @property {boolean} [listsRows] the view rows are shown in when another view opens one
+ * @property {(data: Data) => string} [badge] a count its switcher button shows ("" for none)
  */

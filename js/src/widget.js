@@ -7,6 +7,7 @@
 // the view-state keys with their defaults arrive in the payload (`vocab`, from
 // src/torchprof/_vocab.py). Text from the profile (module names, region labels, shapes) only
 // ever reaches the DOM through textContent / setAttribute, and the canvas through fillText.
+import { buildHeadline, openRow } from "./answers.js";
 import { buildControls, inputChange, pickChange, showControls } from "./controls.js";
 import { toCSV, exportFileName } from "./csv.js";
 import { h } from "./dom.js";
@@ -21,6 +22,7 @@ import { ROW_HEIGHT } from "./views/table.js";
 /** @import { Data, Model, Context, ViewFace, ViewModule, Viewed } from "./types.js" */
 
 // The pure API, for the node tests' sake and for pages that import the bundle (the browser tests).
+export * from "./answers.js";
 export * from "./colours.js";
 export * from "./columns.js";
 export * from "./controls.js";
@@ -59,7 +61,15 @@ function mount(root, model, data) {
   const offered = offeredViews(data);
   const summary = h("div", { class: "tp-summary", "data-testid": "summary" });
   buildSummary(summary, data);
+  const headline = buildHeadline(data);
+  if (headline) summary.append(headline);
   const controls = buildControls(data, offered.map(([name, view]) => [name, view.controls || {}]));
+  // A view may say how many things it lists (the Insights view: its findings) on its button.
+  for (const [name, view] of offered) {
+    const count = view.badge ? view.badge(data) : "";
+    const button = [...controls.switcher.children].find((b) => /** @type {HTMLElement} */ (b).dataset.view === name);
+    if (count && button) button.append(h("span", { class: "tp-switch-badge", text: count }));
+  }
   const body = h("div", { class: "tp-body" });
   root.replaceChildren(summary, controls.bar, controls.note, body);
   const state = stateReader(model, data.vocab);
@@ -95,7 +105,8 @@ function mount(root, model, data) {
     root.dataset.renders = String(++renders);
     root.setAttribute("aria-busy", "false");
   };
-  const unbind = bind(root, model, data, { controls, state, change, redraw, faces });
+  const ctx = /** @type {Context} */ ({ root, model, data, state, change, view: rowsView, rowsView });
+  const unbind = bind(root, model, data, { controls, state, change, redraw, faces, open: (row) => openRow(ctx, row) });
   redraw();
   return () => {
     unbind();
@@ -109,9 +120,10 @@ function mount(root, model, data) {
  * Returns the function that disconnects it all.
  * @param {HTMLElement} root @param {Model} model @param {Data} data
  * @param {{controls: ReturnType<typeof buildControls>, state: () => import("./types.js").FullState,
- *   change: (values: Record<string, any>) => void, redraw: () => void, faces: Record<string, ViewFace>}} parts
+ *   change: (values: Record<string, any>) => void, redraw: () => void, faces: Record<string, ViewFace>,
+ *   open: (row: number) => void}} parts
  */
-function bind(root, model, data, { controls, state, change, redraw, faces }) {
+function bind(root, model, data, { controls, state, change, redraw, faces, open }) {
   // Model changes can come in bursts (several traits from one click or one Python cell).
   let pending = false;
   const schedule = () => {
@@ -128,6 +140,8 @@ function bind(root, model, data, { controls, state, change, redraw, faces }) {
     const target = /** @type {HTMLElement} */ (event.target);
     const viewButton = /** @type {HTMLElement|null} */ (target.closest(".tp-switch-btn"));
     if (viewButton) return change({ view: viewButton.dataset.view });
+    const headlineLink = /** @type {HTMLElement|null} */ (target.closest('[data-testid="headline-layer"]'));
+    if (headlineLink) return open(Number(headlineLink.dataset.row));
     const button = /** @type {HTMLElement|null} */ (target.closest("button[data-testid]"));
     if (!button || button.closest(".tp-body")) return;
     const viewed = viewedTable(data, state().step);

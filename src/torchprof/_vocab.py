@@ -584,7 +584,7 @@ class StateKey:
 
 #: The views the widget switches between, in the order of its view switcher ("table" first: the
 #: default). A view is one entry here and one module in js/src/views/, listed in js/src/views/index.js.
-VIEWS: tuple[str, ...] = ("table", "flame", "top", "memory")
+VIEWS: tuple[str, ...] = ("table", "insights", "flame", "top", "steps", "memory")
 #: How the Flame view colours its bars: by forward/backward/other share, or by module type.
 FLAME_COLOURS: tuple[str, ...] = ("phase", "type")
 #: How a comparison's Flame view colours its bars: by the change of the sized time (green faster,
@@ -606,7 +606,7 @@ STATE: tuple[StateKey, ...] = (
     StateKey("show_ops", "bool", False, "show aten ops and kernels under their layers"),
     StateKey("search", "text", "", "substring or glob of names (path:... for paths); matches and their ancestors show"),
     StateKey("expanded", "paths", None, "paths of expanded rows (None: the default expansion)"),
-    StateKey("view", "text", "table", "the view shown: table, flame, top, or memory (profiles with memory=True)"),
+    StateKey("view", "text", "table", "the view shown: table, insights, flame, top, steps (profiles with steps), or memory (profiles with memory=True)"),
     StateKey("step", "text", "", "the part of the run viewed: '' the whole run, 'all' every step folded into one tree, or a step number"),
     StateKey("selected", "text", "", "path of the selected row (shared by the table and the Flame view)"),
     StateKey("metric", "text", "cpu_us", "the column the Flame view sizes its bars by and the Top view ranks by"),

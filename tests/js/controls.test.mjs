@@ -3,10 +3,9 @@
 // keyboard, the CSV export's name and zero percentages.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { widthSamples, percentSamples, tableLayout, NODE_MIN, CELL_PAD } from "../../js/src/columns.js";
+import { widthSamples, percentSamples, tableLayout, NODE_MIN, NODE_MAX, CELL_PAD } from "../../js/src/columns.js";
 import { sliderToPct, pctToSlider, pctLabel, hiddenNote, SLIDER_STEPS } from "../../js/src/controls.js";
 import { exportFileName } from "../../js/src/csv.js";
-import { tailStart, labelParts } from "../../js/src/dom.js";
 import { cellPercent, formatValue } from "../../js/src/format.js";
 import { decodePayload } from "../../js/src/payload.js";
 import { visibleRows } from "../../js/src/rows.js";
@@ -66,16 +65,23 @@ test("columns keep their numbers' width; percentages go before any number is cut
   assert.deepEqual(tableLayout(cols, 300).widths, narrow.widths);
 });
 
-test("names truncate in the middle: the tail where layers.10 and layers.11 differ always shows", () => {
-  assert.equal(tailStart("fc"), 2, "short names have no tail");
-  const name = "transformer_layer_10";
-  const cut = tailStart(name);
-  assert.ok(name.slice(cut).endsWith("_10") && cut > 0);
-  assert.deepEqual(labelParts("conv2", null), { head: [{ text: "conv2", mark: false }], tail: [] });
-  assert.deepEqual(labelParts("layer4_conv2", [6, 10]), {
-    head: [{ text: "layer4", mark: false }, { text: "_", mark: true }],
-    tail: [{ text: "con", mark: true }, { text: "v2", mark: false }],
-  });
+test("the names claim their room before the percentages, and the table scrolls sideways before a name is cut", () => {
+  const cols = [{ value: 48, pct: 30, head: 40 }, { value: 52, pct: 30, head: 60 }, { value: 20, pct: 0, head: 38 }];
+  const bare = [48 + CELL_PAD, 60 + CELL_PAD, 38 + CELL_PAD];
+  const withPct = [48 + 4 + 30 + CELL_PAD, 52 + 4 + 30 + CELL_PAD, 38 + CELL_PAD];
+  const sum = (w) => w.reduce((a, b) => a + b);
+  // Room for the names and the percentages: both.
+  const wide = tableLayout(cols, 300 + sum(withPct), NODE_MIN, 300);
+  assert.deepEqual([wide.showPct, wide.node], [true, 300]);
+  // Room for the names or the percentages: the names win, the numbers keep their width.
+  const mid = tableLayout(cols, 300 + sum(bare) + 10, NODE_MIN, 300);
+  assert.deepEqual([mid.showPct, mid.widths, mid.node], [false, bare, 300]);
+  // Not even that: the names keep their room and the table scrolls sideways.
+  const narrow = tableLayout(cols, 400, NODE_MIN, 300);
+  assert.deepEqual([narrow.widths, narrow.minWidth], [bare, 300 + sum(bare)]);
+  // A very long name claims at most NODE_MAX; short ones leave NODE_MIN.
+  assert.equal(tableLayout(cols, 5000, NODE_MIN, 5000).node, NODE_MAX);
+  assert.equal(tableLayout(cols, 5000, NODE_MIN, 20).node, NODE_MIN);
 });
 
 test("arrow keys move through the rows, left and right close and open them", () => {

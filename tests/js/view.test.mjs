@@ -85,6 +85,9 @@ test("search matches names (a substring, or a glob of the whole name); path: mat
   assert.deepEqual(all(data, { search: "aten::*", show_ops: true }),
     ["profile", "Net", "fc2", "aten::addmm", "Optimizer.step#SGD.step", "aten::add_"]);
   assert.deepEqual(all(data, { search: "nothing" }), ["profile"]);
+  assert.deepEqual(all(data, { search: "Linear" }), ["profile", "Net", "fc2", "fc1"], "a module's class matches");
+  assert.deepEqual(all(data, { search: "lin*" }), ["profile", "Net", "fc2", "fc1"], "a glob on the class too");
+  assert.deepEqual(all(data, { search: "linea" }), ["profile"], "a class matches whole, never a part of it");
   assert.deepEqual(all(data, { search: "   " }), all(data), "a blank search filters nothing");
   assert.deepEqual(all(data, { search: ["fc1", "optim*"] }), ["profile", "Net", "fc1", "Optimizer.step#SGD.step"]);
 });
@@ -94,7 +97,11 @@ test("the matched part of a name is what gets highlighted", () => {
   assert.deepEqual(matchRange(VOCAB, "CONV", "Conv2d"), [0, 4]);
   assert.deepEqual(matchRange(VOCAB, "conv?", "conv2"), [0, 5], "a glob match is the whole name");
   assert.equal(matchRange(VOCAB, "conv?", "conv22"), null);
-  assert.equal(matchRange(VOCAB, "path:conv", "conv2"), null, "a path search marks no name");
+  assert.equal(matchRange(VOCAB, "path:conv", "conv2"), null, "a path search without the row's path marks no name");
+  assert.deepEqual(matchRange(VOCAB, "path:layer1.0.co", "conv2", "ResNet.layer1.0.conv2"), [0, 2], "the name's part of a path match");
+  assert.deepEqual(matchRange(VOCAB, "path:layer1", "conv2", "ResNet.layer1.0.conv2"), [0, 5], "a match above the name marks all of it");
+  assert.deepEqual(matchRange(VOCAB, "path:layer?.*.conv2", "conv2", "ResNet.layer1.0.conv2"), [0, 5]);
+  assert.equal(matchRange(VOCAB, "path:layer2", "conv2", "ResNet.layer1.0.conv2"), null);
   assert.equal(matchRange(VOCAB, "", "conv2"), null);
 });
 

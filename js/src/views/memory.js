@@ -3,10 +3,10 @@
 // memory_payload) with the forward/backward/optimizer bands, the peak marked, the layer under the
 // cursor named; a click selects that layer in the table. Everything above the DOM half is plain
 // arithmetic on arrays (node --test); `create` draws it as SVG.
+import { openRow } from "../answers.js";
 import { h, svg } from "../dom.js";
 import { formatBytes, formatTime } from "../format.js";
-import { visibleRows } from "../rows.js";
-import { expandTo } from "../tree.js";
+import { buildMakeup } from "../makeup.js";
 
 /** @import { Data, Context, ViewFace } from "../types.js" */
 
@@ -18,6 +18,7 @@ import { expandTo } from "../tree.js";
  * @property {number[]} v bytes allocated after each event
  * @property {number[]} row the layer row running then (what a click selects)
  * @property {{t: number, v: number, row: number, phase: string}} [peak]
+ * @property {import("../makeup.js").Makeup|null} [makeup] what the peak is made of
  */
 
 /**
@@ -237,7 +238,8 @@ class MemoryView {
     this.peakButton = h("button", { type: "button", class: "tp-btn", "data-testid": "memory-peak", title: "Open the layer running at the peak in the table", text: "Peak layer" });
     this.chart = svg("svg", { class: "tp-mem-chart", "data-testid": "memory-chart", role: "img", height: MEMORY_HEIGHT });
     this.head = h("div", { class: "tp-mem-head" }, picker, legend, this.peakButton, this.readout);
-    this.el.append(this.head, this.chart);
+    this.makeupBox = h("div", { class: "tp-makeup-box" });
+    this.el.append(this.head, this.chart, this.makeupBox);
     this.series = memory.devices[this.device];
     this.scales = memoryScales(this.series, 800, MEMORY_HEIGHT);
     /** @type {SVGElement|null} */
@@ -250,17 +252,12 @@ class MemoryView {
     this.chart.addEventListener("mouseleave", this.move);
     this.chart.addEventListener("click", this.click);
     this.head.addEventListener("click", this.headClick);
+    this.makeupBox.addEventListener("click", this.headClick);
   }
 
   /** Open row i in the table (the whole run's), selected, its ancestors expanded. @param {number} i */
   select(i) {
-    const { ctx, data } = this;
-    const st = ctx.state();
-    /** @type {Record<string, any>} */
-    const values = { view: ctx.rowsView, step: "", selected: data.path[i], expanded: expandTo(data, i, 0, st.expandedList) };
-    // A row the threshold or the search hides is shown: the user asked for it.
-    if (!visibleRows(data, { ...st, expanded: new Set(values.expanded), root: 0 }).rows.includes(i)) Object.assign(values, { min_pct: 0, search: "" });
-    ctx.change(values);
+    openRow(this.ctx, i);
   }
 
   /** The readout with the cursor off the line: the device's peak and where it was. */
@@ -284,6 +281,8 @@ class MemoryView {
     const parts = chartParts(this.data, this.memory, series, this.scales);
     this.cursor = /** @type {SVGElement} */ (parts.at(-1));
     chart.replaceChildren(...parts);
+    const makeup = buildMakeup(this.data, series);
+    this.makeupBox.replaceChildren(...(makeup ? [makeup] : []));
     chart.setAttribute("aria-label", `Allocated memory over the run on ${series.name}` + (series.peak ? `, peak ${formatBytes(series.peak.v)}` : ""));
     this.idle();
   }
@@ -323,6 +322,10 @@ class MemoryView {
   headClick(event) {
     const button = /** @type {HTMLElement} */ (event.target).closest("button");
     if (!button) return;
+    if (button.dataset.row !== undefined) {
+      this.select(Number(button.dataset.row));
+      return;
+    }
     if (button === this.peakButton) {
       if (this.series.peak && this.series.peak.row > 0) this.select(this.series.peak.row);
       return;
@@ -344,6 +347,7 @@ class MemoryView {
     this.chart.removeEventListener("mouseleave", this.move);
     this.chart.removeEventListener("click", this.click);
     this.head.removeEventListener("click", this.headClick);
+    this.makeupBox.removeEventListener("click", this.headClick);
   }
 }
 

@@ -2,12 +2,13 @@
 // The Table view: the layer tree as a virtualised tree table (the WAI-ARIA treegrid pattern). Its
 // pure half (the keys, the virtual window) is checked by node --test; its DOM half draws only the
 // rows in view, cloned from one template row.
-import { NODE, columnsFor, percentSamples, tableLayout, widthSamples, NODE_MIN } from "../columns.js";
+import { hotRows } from "../answers.js";
+import { NODE, columnsFor, percentSamples, tableLayout, widthSamples, NODE_MIN, CELL_PAD } from "../columns.js";
 import { markDelta } from "../colours.js";
 import { exactTitle, fillLabel, h, labelElement, measureTexts, typeTag } from "../dom.js";
 import { cellPercent, formatBytes, formatCount, formatTime } from "../format.js";
 import { resolveSort, shownValues, sortsAscending } from "../rows.js";
-import { matchRange } from "../search.js";
+import { matchRange, matchesType } from "../search.js";
 import { rowOfPath, toggleExpanded, viewedTable } from "../tree.js";
 
 /** @import { Data, Folded, Context, ViewFace, FullState, Viewed, Visible } from "../types.js" */
@@ -182,6 +183,46 @@ function fillNumber(cell, col, table, i, folded) {
   if (table.spec[col.key].delta) markDelta(cell, v);
 }
 
+/** Rows whose names the Node column is sized for (the first ones shown; more cost a measure each). */
+const NAMES_MEASURED = 2000;
+
+/**
+ * The width the Node column needs for the rows shown: each row's indent, caret, name, backward
+ * badge and type tag, measured (widths of names already measured are kept in `cache`).
+ * @param {HTMLElement} host @param {Data} table @param {number} root @param {number[]} rows
+ * @param {Map<string, number>} cache
+ */
+function nodeNeed(host, table, root, rows, cache) {
+  const shown = rows.slice(0, NAMES_MEASURED);
+  const fresh = new Set();
+  for (const i of shown) {
+    if (!cache.has("n" + table.name[i])) fresh.add("n" + table.name[i]);
+    const tag = typeTag(table, i);
+    if (tag && !cache.has("t" + tag)) fresh.add("t" + tag);
+  }
+  if (fresh.size) {
+    const keys = [...fresh];
+    const names = measureTexts(host, "tp-label", keys.filter((k) => k[0] === "n").map((k) => k.slice(1)));
+    const tags = measureTexts(host, "tp-tag", keys.filter((k) => k[0] === "t").map((k) => k.slice(1)));
+    let a = 0;
+    let b = 0;
+    // 4% more than measured: region names are drawn in italics, the hot path's may be bolder
+    for (const k of keys) cache.set(k, 1.04 * (k[0] === "n" ? names[a++] : tags[b++]));
+    if (names.every((w) => w === 0) && keys.length) for (const k of keys) cache.delete(k); // not laid out yet
+  }
+  const indent = parseFloat(getComputedStyle(host).getPropertyValue("--tp-indent")) || 14;
+  let need = 0;
+  for (const i of shown) {
+    const tag = typeTag(table, i);
+    // the indent (4 px and one step a level), the caret slot and its gap, the name, the badge
+    // ("bwd"), the tag with its gap and margin, the cell's right padding
+    const w = 4 + (table.depth[i] - table.depth[root]) * indent + 18 + (cache.get("n" + table.name[i]) || 0)
+      + (table.backward[i] ? 36 : 0) + (tag ? 8 + (cache.get("t" + tag) || 0) : 0) + CELL_PAD / 2 + 1;
+    if (w > need) need = w;
+  }
+  return Math.ceil(need);
+}
+
 /**
  * The tree table view: header, virtualised rows, keyboard. Rows are clones of one template, kept
  * while they stay in view; one listener on the panel handles every click and key.
@@ -218,6 +259,11 @@ class TableView {
     this.viewed = viewedTable(this.data, "");
     this.selectedRow = -1;
     this.revealed = "";
+    /** The whole run's hot path (marked where the whole run is viewed). */
+    this.hot = hotRows(ctx.data);
+    /** @type {Map<string, number>} measured widths of names and type tags */
+    this.nameWidths = new Map();
+    this.nodeNeed = 0;
     this.paint = this.paint.bind(this);
     this.scroller.addEventListener("scroll", this.paint, { passive: true });
     this.el.addEventListener("click", (event) => this.onClick(event));
@@ -252,8 +298,8 @@ class TableView {
     if (!this.measured.length || this.measured.every((m) => m.value === 0)) this.measured = measureColumns(ctx.root, viewed.table, this.numeric, viewed.folded);
     const available = this.scroller.clientWidth;
     if (!available) return;
-    const { showPct, widths, minWidth } = tableLayout(this.measured, available);
-    ctx.root.style.setProperty("--tp-cols", `minmax(${NODE_MIN}px, 1fr) ${widths.map((w) => w + "px").join(" ")}`);
+    const { showPct, widths, minWidth, node } = tableLayout(this.measured, available, NODE_MIN, this.nodeNeed);
+    ctx.root.style.setProperty("--tp-cols", `minmax(${node}px, 1fr) ${widths.map((w) => w + "px").join(" ")}`);
     ctx.root.style.setProperty("--tp-min-width", minWidth + "px");
     this.el.classList.toggle("tp-nopct", !showPct);
     this.headHeight = 0;
@@ -273,7 +319,8 @@ class TableView {
     const selected = i === this.selectedRow;
     row.setAttribute("aria-selected", String(selected));
     const bwd = !!table.backward[i];
-    row.className = `tp-row tp-k-${table.vocab.kinds[table.kind[i]]}${bwd ? " tp-backward" : ""}${i === viewed.root ? " tp-root" : ""}${selected ? " tp-selected" : ""}`;
+    const hot = viewed.root === 0 && !viewed.folded && this.hot.has(i);
+    row.className = `tp-row tp-k-${table.vocab.kinds[table.kind[i]]}${bwd ? " tp-backward" : ""}${i === viewed.root ? " tp-root" : ""}${selected ? " tp-selected" : ""}${hot ? " tp-hot" : ""}`;
     row.style.setProperty("--d", String(depth));
     const nameCell = row.firstElementChild;
     const slot = nameCell.firstElementChild;
@@ -292,11 +339,14 @@ class TableView {
       slot.replaceChildren();
     }
     const label = slot.nextElementSibling;
-    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i]) : null);
+    fillLabel(label, table.name[i], st.search ? matchRange(table.vocab, st.search, table.name[i], table.path[i]) : null);
     // Every backward row says so (not only the first): the badge; a module says its class.
     const badge = label.nextElementSibling;
     badge.textContent = bwd ? "bwd" : "";
-    badge.nextElementSibling.textContent = typeTag(table, i);
+    const tag = typeTag(table, i);
+    const tagEl = badge.nextElementSibling;
+    if (st.search && tag && matchesType(table.vocab, st.search, tag)) tagEl.replaceChildren(h("mark", { text: tag }));
+    else tagEl.textContent = tag;
     nameCell.title = nodeTitle(table, i, viewed.folded);
     let cell = nameCell.nextElementSibling;
     for (const col of this.numeric) {
@@ -412,7 +462,11 @@ class TableView {
     this.view = vis;
     this.setColumns();
     if (tableChanged) this.measured = [];
-    if (!this.measured.length) this.layout();
+    const need = nodeNeed(this.ctx.root, viewed.table, viewed.root, vis.rows, this.nameWidths);
+    if (!this.measured.length || Math.abs(need - this.nodeNeed) > 1) {
+      this.nodeNeed = need;
+      this.layout();
+    }
     const table = viewed.table;
     this.selectedRow = rowOfPath(table, st.selected);
     this.version++;
@@ -446,6 +500,7 @@ class TableView {
   }
 
   resized() {
+    if (!this.nodeNeed) this.nodeNeed = nodeNeed(this.ctx.root, this.viewed.table, this.viewed.root, this.view.rows, this.nameWidths);
     this.layout();
     this.paint();
   }

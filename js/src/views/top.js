@@ -5,7 +5,7 @@
 import { cellPercent, formatTime } from "../format.js";
 import { fillLabel, h, labelElement, typeTag } from "../dom.js";
 import { makeMatcher } from "../search.js";
-import { expandTo, rowOfPath, viewedTable } from "../tree.js";
+import { expandTo, rowOfPath, stepRows, viewedTable } from "../tree.js";
 
 /** @import { Data, Context, ViewFace } from "../types.js" */
 
@@ -47,6 +47,40 @@ export function topLayers(data, root, selfColumn, limit = 100) {
     ops.sort((a, b) => b.value - a.value || a.row - b.row);
     return { row: i, value: values[i], ops };
   });
+}
+
+/**
+ * The ranked layers with each layer of every `ProfilerStep#N` folded into one (its path without
+ * the step; the steps' own rows are one, "ProfilerStep#*"): own times and ops added up, the row
+ * with the most own time kept (what a click opens), `steps` how many steps it ran in (0 for a row
+ * under no step). Costliest first.
+ * @param {Data} data @param {{row: number, value: number, ops: {row: number, value: number}[]}[]} ranked
+ * @returns {{row: number, value: number, ops: {row: number, value: number}[], key: string, steps: number}[]}
+ */
+export function foldStepLayers(data, ranked) {
+  const prefix = data.vocab.step_prefix;
+  /** @type {Map<string, {row: number, value: number, best: number, key: string, steps: number, ops: Map<string, {row: number, value: number}>}>} */
+  const groups = new Map();
+  for (const t of ranked) {
+    const path = data.path[t.row];
+    const inStep = !!prefix && path.startsWith(prefix);
+    const cut = inStep ? path.indexOf("/") : -1;
+    // A step's own row: every step's own time is one line, "ProfilerStep#*".
+    const key = cut > 0 ? path.slice(cut + 1) : inStep ? prefix + "*" : path;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { row: t.row, value: 0, best: -Infinity, key, steps: 0, ops: new Map() }));
+    g.value += t.value;
+    if (inStep) g.steps++;
+    if (t.value > g.best) [g.best, g.row] = [t.value, t.row];
+    for (const o of t.ops) {
+      const op = g.ops.get(data.name[o.row]);
+      if (op) op.value += o.value;
+      else g.ops.set(data.name[o.row], { ...o });
+    }
+  }
+  return [...groups.values()]
+    .map((g) => ({ row: g.row, value: g.value, key: g.key, steps: g.steps, ops: [...g.ops.values()].sort((a, b) => b.value - a.value || a.row - b.row) }))
+    .sort((a, b) => b.value - a.value || a.row - b.row);
 }
 
 /**
@@ -130,11 +164,16 @@ export function create(ctx) {
   const layersBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-layers" });
   const typesBox = h("div", { class: "tp-top-list", role: "list", "data-testid": "top-types" });
   const layersTitle = h("h3", { class: "tp-top-title" });
+  // The same layer in every ProfilerStep#N is one line, unless the user unfolds the steps.
+  const foldBox = /** @type {HTMLInputElement} */ (h("input", { type: "checkbox", "data-testid": "top-fold-steps", checked: true }));
+  const foldLabel = h("label", { class: "tp-ctl tp-top-fold", title: "Add up each layer over the ProfilerStep#N rows it ran in" }, foldBox, " fold steps");
   const typesTitle = h("h3", { class: "tp-top-title" });
   const el = h("div", { class: `tp-panel tp-panel-${ctx.view}`, "data-view": ctx.view },
-    h("section", { class: "tp-top-section" }, layersTitle, layersBox),
+    h("section", { class: "tp-top-section" }, h("div", { class: "tp-top-head" }, layersTitle, foldLabel), layersBox),
     h("section", { class: "tp-top-section" }, typesTitle, typesBox));
   let viewed = viewedTable(data, "");
+  /** @type {import("../types.js").FullState|null} */
+  let last = null;
 
   /**
    * One ranked line: rank, name (its path on hover), a tag, the value with its share and a bar,
@@ -171,12 +210,15 @@ export function create(ctx) {
   }
 
   el.addEventListener("click", onClick);
+  foldBox.addEventListener("change", () => last && face.update(last, viewed, /** @type {any} */ (null)));
   el.addEventListener("dblclick", onOpen);
   el.addEventListener("keydown", onOpen);
 
-  return {
+  /** @type {ViewFace} */
+  const face = {
     el,
     update(st, nextViewed) {
+      last = st;
       viewed = nextViewed;
       const table = viewed.table;
       const root = viewed.root;
@@ -185,16 +227,22 @@ export function create(ctx) {
       const base = table.num[spec.percent_of || table.vocab.threshold_column][root];
       const label = spec.label;
       const match = makeMatcher(table, st.search);
-      const top = topLayers(table, root, selfColumn, match ? Infinity : 100).filter((t) => !match || match(t.row)).slice(0, 100);
+      const steps = root === 0 && !viewed.folded && stepRows(table).length > 1;
+      foldLabel.hidden = !steps;
+      const fold = steps && foldBox.checked;
+      const layers = topLayers(table, root, selfColumn, match || fold ? Infinity : 100).filter((t) => !match || match(t.row));
+      const top = (fold ? foldStepLayers(table, layers) : layers.map((t) => ({ ...t, key: "", steps: 0 }))).slice(0, 100);
       layersTitle.textContent = `Layers by ${label} (their ops folded in)${match ? ` · matching “${st.search.trim()}”` : ""}`;
       const selected = rowOfPath(table, st.selected);
       layersBox.replaceChildren(...top.map((t, k) => {
         const i = t.row;
         const ops = t.ops.slice(0, 3).map((o) => `${shortOpName(table, o.row)} ${cellPercent(o.value, t.value) || formatTime(o.value)}`).join(", ");
         const tag = typeTag(table, i);
-        const where = table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i];
-        const row = line(k + 1, where, `${table.path[i]}\n${label}: ${formatTime(t.value)}${ops ? "\nops: " + ops : ""}\nDouble-click or Enter: show in the table`,
-          tag, formatTime(t.value), cellPercent(t.value, base), (100 * t.value) / base, ops ? "ops: " + ops : "");
+        const where = t.key || (table.path[i].startsWith(table.path[root]) && root ? table.path[i].slice(table.path[root].length + 1) : table.path[i]);
+        const inSteps = t.steps > 1 ? `in ${t.steps} steps` : "";
+        const note = [inSteps, ops ? "ops: " + ops : ""].filter(Boolean).join(" · ");
+        const row = line(k + 1, where, `${table.path[i]}${inSteps ? ` (the costliest of its ${t.steps} steps; the time adds them up)` : ""}\n${label}: ${formatTime(t.value)}${ops ? "\nops: " + ops : ""}\nDouble-click or Enter: show in the table`,
+          tag, formatTime(t.value), cellPercent(t.value, base), (100 * t.value) / base, note);
         row.dataset.path = table.path[i];
         row.tabIndex = 0;
         if (i === selected) row.classList.add("tp-selected");
@@ -214,6 +262,7 @@ export function create(ctx) {
     resized() {},
     destroy() {},
   };
+  return face;
 }
 
 /** The shared control the Top view acts on: the search picks the layers ranked. @type {import("../types.js").ControlUse} */

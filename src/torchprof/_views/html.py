@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._tree.aggregate import across_steps
+from .._tree.hotpath import hot_path
 from .._tree.summary import Summary
 from .._tree.tree import Tree
 from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, NodeKind
@@ -20,7 +21,7 @@ from .insights import Finding
 from .payload import payload, payload_json
 from .rows import threshold_column, visible_rows
 from .state import check_state
-from .table import tree_guides
+from .table import HOT_MARK, tree_guides
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -138,9 +139,11 @@ def static_table(tree: Tree, summary: Summary, min_pct: float = DEFAULT_MIN_PCT,
     (Jupyter's stylesheet right-aligns table cells) and drawn behind the terminal's ``├──``
     guides as text in ``<samp>`` (monospace without a style, non-breaking spaces), so the
     hierarchy survives sanitizers that drop every style. Inline styles only; every profile string
-    is escaped."""
+    is escaped. It opens on the bottleneck as the widget does: the headline (the costliest layer
+    and module type) above it, and the rows of the hot path marked as in the terminal table."""
     cols = tree.columns
     rows = visible_rows(tree, min_pct=min_pct, sort_by=sort_by)
+    on_path = set(hot_path(tree).rows[1:]) if len(tree) else set()
     spec = view_columns(tree, show_ops=False)
     guides, names = tree_guides(tree, rows)
     has_types = any(isinstance(t, str) for t in cols["type"])
@@ -155,6 +158,8 @@ def static_table(tree: Tree, summary: Summary, min_pct: float = DEFAULT_MIN_PCT,
         f'<style>{FALLBACK_CSS}</style>',
         f'<div class="{FALLBACK_CLASS}"><p style="margin:4px 0"><b>{html.escape(str(cols["name"][0]))}</b>'
         f" · {html.escape(summary_line(summary))}</p>",
+        *([f'<p style="margin:4px 0"><b>{html.escape(str(summary["headline"]))}</b>'
+           f'{f" · {html.escape(HOT_MARK.strip())} hot path" if on_path else ""}</p>'] if summary.get("headline") else []),
         '<table style="border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:12px;margin:0">',
         "<thead><tr>" + "".join(head) + "</tr></thead><tbody>",
     ]
@@ -162,7 +167,8 @@ def static_table(tree: Tree, summary: Summary, min_pct: float = DEFAULT_MIN_PCT,
     for k, r in enumerate(rows[:max_rows]):
         guide = html.escape(guides[k].replace(" ", _NBSP))
         path = html.escape(str(paths[r]), quote=True)
-        tds = [f'<td {left} title="{path}"><samp style="opacity:.55">{guide}</samp>{html.escape(names[k])}</td>']
+        mark = f'<b title="on the hot path">{html.escape(HOT_MARK)}</b>' if r in on_path else ""
+        tds = [f'<td {left} title="{path}"><samp style="opacity:.55">{guide}</samp>{html.escape(names[k])}{mark}</td>']
         if has_types:
             module_type = cols["type"][r] if cols["kind"][r] == NodeKind.MODULE.label and isinstance(cols["type"][r], str) else ""
             tds.append(f'<td align="left" style="{cell};text-align:left;opacity:.75">{html.escape(module_type)}</td>')

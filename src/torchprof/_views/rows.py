@@ -64,6 +64,15 @@ def text_test(pattern: str) -> Callable[[str], bool]:
     return lambda text: pattern in text
 
 
+def type_test(pattern: str) -> Callable[[str], bool]:
+    """One lower-cased pattern against one lower-cased module class: a glob of the whole class
+    (``batchnorm*``), anything else the whole class (``conv2d``; ``conv2`` finds layers named
+    conv2, not every ``Conv2d``)."""
+    if any(ch in pattern for ch in "*?["):
+        return _glob_test(pattern)
+    return lambda text: text == pattern
+
+
 _PATH_PARTS = re.compile(r"[./]")
 
 
@@ -81,25 +90,29 @@ def path_test(pattern: str) -> Callable[[str], bool]:
     return test
 
 
-def row_matcher(search: str | Iterable[str] | None) -> Callable[[str, str], bool] | None:
-    """The search rule: ``(name, path) -> matches`` (either case), or None when nothing is searched.
-    A pattern matches names (:func:`text_test`); one starting ``path:`` matches paths
-    (:func:`path_test`). Several patterns: any."""
+def row_matcher(search: str | Iterable[str] | None) -> Callable[..., bool] | None:
+    """The search rule: ``(name, path, type=None) -> matches`` (either case), or None when nothing
+    is searched. A pattern matches names (:func:`text_test`) and a module's whole class (``type``,
+    :func:`type_test`: ``Conv2d`` finds every convolution); one starting ``path:`` matches paths
+    (:func:`path_test`).
+    Several patterns: any."""
     if isinstance(search, str):
         search = [search] if search.strip() else []
-    tests: list[tuple[bool, Callable[[str], bool]]] = []
+    tests: list[tuple[bool, Callable[[str], bool], Callable[[str], bool]]] = []
     for pattern in search or ():
         p = pattern.lower()
         if p.startswith(PATH_SEARCH):
-            tests.append((True, path_test(p[len(PATH_SEARCH) :].strip())))
+            on_path = path_test(p[len(PATH_SEARCH) :].strip())
+            tests.append((True, on_path, on_path))
         else:
-            tests.append((False, text_test(p)))
+            tests.append((False, text_test(p), type_test(p)))
     if not tests:
         return None
 
-    def matches(name: str, path: str) -> bool:
+    def matches(name: str, path: str, type: str | None = None) -> bool:
         n, p = name.lower(), path.lower()
-        return any(test(p if on_path else n) for on_path, test in tests)
+        t = type.lower() if type else None
+        return any(test(p) if on_path else test(n) or (t is not None and of_type(t)) for on_path, test, of_type in tests)
 
     return matches
 
@@ -141,6 +154,8 @@ def select_rows(
     use_pct = min_pct > 0 and not is_missing(base) and base != 0
     match = row_matcher(search)
     paths = cols["path"] if match is not None else []  # full paths only when a search reads them
+    types = cols["type"]
+    module = NodeKind.MODULE.label
     end = subtree_end(tree, root)
 
     shown[root] = True
@@ -155,7 +170,7 @@ def select_rows(
             v = values[i]
             if is_missing(v) or 100.0 * abs(v) / abs(base) < min_pct:
                 continue
-        if match is not None and not match(names[i], paths[i]):
+        if match is not None and not match(names[i], paths[i], types[i] if kinds[i] == module else None):
             continue
         shown[i] = True
     # Ancestors of shown rows: parents precede children in pre-order, so one backward sweep.

@@ -136,6 +136,8 @@ def _check_view(tree: Tree, value: Any) -> str:
     view = check_choice("view", value, VIEWS)
     if view == "memory" and (not tree.has_memory or not tree.memory.get("timeline")):
         raise ValueError("view='memory' needs a profile recorded with memory=True")
+    if view == "steps" and not tree.steps:
+        raise ValueError("view='steps' needs a profile with steps (a schedule and prof.step(), or a trainer's steps)")
     return view
 
 
