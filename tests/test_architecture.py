@@ -15,13 +15,13 @@ PACKAGE = REPO / "src" / "torchprof"
 
 #: Stages in data-flow order: a module may import its own stage and earlier ones, never later ones.
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("torchprof._vocab", "torchprof._files", "torchprof._gc"),
+    ("torchprof._vocab", "torchprof._errors", "torchprof._files", "torchprof._gc"),
     ("torchprof._records",),
     ("torchprof._capture", "torchprof._traces"),
     ("torchprof._tree",),
     ("torchprof._views",),
     ("torchprof._profile", "torchprof._profiler", "torchprof._legacy", "torchprof._load", "torchprof._comparison"),
-    ("torchprof._options", "torchprof._cli", "torchprof._magic", "torchprof.__main__", "torchprof"),
+    ("torchprof._options", "torchprof._demo", "torchprof._cli", "torchprof._magic", "torchprof.__main__", "torchprof"),
     ("torchprof.integrations",),
 )
 
@@ -183,3 +183,29 @@ def test_every_registry_column_is_computed_and_documented_in_docs_columns_md():
     documented = re.findall(r"^\| `([a-z_]+)` \|", table, re.M)
     assert sorted(documented) == sorted(c.name for c in COLUMNS), "regenerate docs/columns.md (see this test's docstring)"
     assert table == column_table(), "docs/columns.md's table is stale: regenerate it (see this test's docstring)"
+
+
+#: Exceptions that never leave their module (a parser's retry signal, a check's internal unwind,
+#: the compile watcher's early stop): they stay beside the code that raises and catches them.
+_PRIVATE_SIGNALS = {"torchprof._traces.reader.NeedsDigits", "torchprof._tree.validate._Damage", "torchprof._capture.compiled.StopAfterCodegen"}
+
+
+def test_every_exception_users_can_meet_is_defined_in_errors_and_still_imports_from_its_old_home():
+    defined = set()
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.Name) and (b.id.endswith(("Error", "Warning", "Exception")) or b.id in ("Exception", "ValueError", "RuntimeError"))
+                for b in node.bases
+            ):
+                defined.add(f"{name}.{node.name}")
+    assert defined - _PRIVATE_SIGNALS == {f"torchprof._errors.{n}" for n in
+                                          ("TraceError", "ProfilerError", "ProfilerWarning", "OutputError", "CellSyntaxError")}  # fmt: skip
+    import torchprof
+    from torchprof import _errors, _files, _magic, _options
+    from torchprof._capture import session
+
+    assert _files.TraceError is torchprof.TraceError is _errors.TraceError
+    assert session.ProfilerError is torchprof.ProfilerError is _errors.ProfilerError
+    assert session.ProfilerWarning is torchprof.ProfilerWarning is _errors.ProfilerWarning
+    assert _options.OutputError is _errors.OutputError and _magic.CellSyntaxError is _errors.CellSyntaxError

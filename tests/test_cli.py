@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from torchprof import _cli
+from torchprof import _cli, _demo
 
 SCRIPT = textwrap.dedent(
     """
@@ -298,10 +298,10 @@ def test_scalar_loss_reduces_any_model_output():
 
     a = torch.ones(2, requires_grad=True)
     out = {"out": a * 2, "aux": [a * 3, (a * 4, torch.ones(1))], "meta": "text"}
-    loss = _cli.scalar_loss(out)
+    loss = _demo.scalar_loss(out)
     assert float(loss.detach()) == 2 + 3 + 4
     with pytest.raises(RuntimeError, match="no tensor that needs a gradient"):
-        _cli.scalar_loss({"boxes": torch.ones(3)})
+        _demo.scalar_loss({"boxes": torch.ones(3)})
 
 
 def test_trace_file_written_by_the_cli_is_valid_json(tmp_path):

@@ -448,6 +448,31 @@ def test_the_wheel_ships_widget_js_and_css(tmp_path):
                 "torchprof/_views/html.py"} <= names  # fmt: skip
         assert zf.read("torchprof/static/widget.js") == (REPO / "js" / "widget.js").read_bytes()
         assert zf.read("torchprof/static/widget.css") == (REPO / "js" / "widget.css").read_bytes()
+        assert "torchprof/py.typed" in names  # users' type checkers read our annotations
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        version = next(line.split(": ", 1)[1] for line in zf.read(metadata).decode().splitlines() if line.startswith("Version: "))
+    assert version == _pyproject_version()
+
+
+def _pyproject_version() -> str:
+    import re
+
+    text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    return re.search(r'^version = "([^"]+)"', text, re.M).group(1)
+
+
+def test_the_version_is_the_package_metadata_or_in_a_source_checkout_pyproject(monkeypatch):
+    import importlib.metadata
+
+    import torchprof
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert torchprof.__version__ == _pyproject_version()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: {"jupyter-torchprof": "9.8.7"}[name])
+    assert torchprof.__version__ == "9.8.7"
 
 
 # -- the report file --------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ What it shares with the notebook magic (option splitting, output files, view sta
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import runpy
 import sys
@@ -23,8 +22,10 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._demo import DEMO, build_demo_parser, demo_step, model_names, unknown_model
+from ._errors import OutputError
 from ._options import (
-    OutputError,
+    add_options,
     check_output_paths,
     expanded_like_table,
     options_end,
@@ -34,44 +35,19 @@ from ._options import (
 )
 from ._torchrun import launched_by_torchrun, report_rank
 from ._views.format import printable
+from ._vocab import DEFAULT_SORT
 
 if TYPE_CHECKING:
     from ._profile import Result
     from ._profiler import Profiler
 
-DEMO = "demo"
 #: Endings of the files the command line opens instead of running (traces and saved profiles).
 PROFILE_FILE_SUFFIXES = (".json", ".json.gz")
-DEFAULT_MODEL = "resnet18"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
 
 
 # -- the command line ------------------------------------------------------------------------------
-def _add_view_options(parser: argparse.ArgumentParser, *, defaults: bool = True) -> None:
-    # Demo options may repeat these after the model name; SUPPRESS keeps the earlier values.
-    d = (lambda v: v) if defaults else (lambda v: argparse.SUPPRESS)
-    parser.add_argument("--html", metavar="FILE", default=d(None), help="also write a self-contained interactive HTML report")
-    parser.add_argument("--csv", metavar="FILE", default=d(None), help="also write the table (prof.df) as CSV")
-    parser.add_argument("--trace", metavar="FILE", default=d(None), help="also write a chrome trace (Perfetto, chrome://tracing)")
-    parser.add_argument("--md", metavar="FILE", default=d(None),
-                        help="also write a summary to paste into an issue or a chat (Markdown, at most 4 KB); '-' prints "
-                             "only that summary on stdout")  # fmt: skip
-    parser.add_argument("--peak-flops", metavar="F", default=d(None),
-                        help="what MFU is measured against: FLOP/s (1.2e14) or a data type of the device (bf16, fp32, tf32, "
-                             "fp16, fp8); default: the device recognised at the run's data type")  # fmt: skip
-    parser.add_argument("--min-pct", metavar="P", type=float, default=d(1.0), help="hide rows below P%% of the total (default 1)")
-    parser.add_argument("--sort", metavar="COL", default=d("cpu_us"), help="order siblings by this column (default cpu_us)")
-    parser.add_argument("--ops", action="store_true", default=d(False), help="also show the aten ops inside each layer")
-    parser.add_argument("--depth", metavar="N", type=int, default=d(None), help="show the tree N levels deep")
-    parser.add_argument("--width", metavar="N", type=int, default=d(120), help="fit the table in N characters (default 120; 0: no limit)")
-    parser.add_argument("--memory", action="store_true", default=d(False), help="record memory allocated per layer")
-    parser.add_argument("--shapes", action="store_true", default=d(False), help="record every op's input shapes (torch's record_shapes: slower); FLOPs then count code outside layers too")
-    parser.add_argument("--stack", action="store_true", default=d(False), help="record Python source locations (slower)")
-    parser.add_argument("--cuda", action="store_true", default=d(False), help="record GPU kernels (default: when CUDA is available)")
-    parser.add_argument("--no-flops", dest="flops", action="store_false", default=d(True), help="do not count FLOPs and MACs")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torchprof",
@@ -85,27 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  torchprof demo vit_b_16 --batch 2 --html vit.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    _add_view_options(parser)
-    parser.add_argument("-m", dest="module", metavar="module", help="run a library module as a script (like python -m)")
-    parser.add_argument("--out", metavar="DIR", default=None,
-                        help="under torchrun: the folder each rank writes its trace to (default ./torchprof-<run id>); "
-                             "rank 0 prints the merged job")  # fmt: skip
-    parser.add_argument("--compare", nargs=2, metavar=("BASE", "NEW"), default=None,
-                        help="compare two runs (chrome traces or saved profiles) instead of running a script")  # fmt: skip
-    return parser
-
-
-def build_demo_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="torchprof demo",
-        description="Profile one training step (forward, backward, SGD step, after one warm-up step) of a "
-                    "torchvision model with random weights and print the layer tree.",
-    )  # fmt: skip
-    parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, help=f"a torchvision model name (default {DEFAULT_MODEL})")
-    parser.add_argument("--batch", type=int, default=8, help="batch size (default 8)")
-    parser.add_argument("--size", type=int, default=None, help="image height and width (default: what the model expects, 224 for most)")
-    parser.add_argument("--list", action="store_true", help="list the model names and exit")
-    _add_view_options(parser, defaults=False)
+    add_options(parser, "cli")
     return parser
 
 
@@ -285,7 +241,7 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     """``torchprof --compare BASE NEW [--html FILE] [--csv FILE] [--min-pct P] [--sort COL] [--ops]
     [--depth N]``: the diff tree of two traces or saved profiles; --csv writes ``cmp.df``."""
     from ._comparison import compare
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._views.compare import resolve_sort
 
     try:
@@ -295,7 +251,7 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
     sort = args.sort if any(w == "--sort" or w.startswith("--sort=") for w in argv) else None
     problem = None
     try:
-        resolve_sort(sort, "cpu_us")
+        resolve_sort(sort, DEFAULT_SORT)
         check_output_paths(html=args.html, csv=args.csv)
     except (ValueError, OutputError) as exc:
         problem = str(exc)
@@ -342,7 +298,7 @@ def _write_csv(df: Any, path: str) -> str:
 def open_file(args: argparse.Namespace) -> int:
     """Print the tree of a chrome trace or a saved profile (and write the requested files), as
     for a script run, instead of running the file."""
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._load import open_profile_file
 
     path = args.target
@@ -369,7 +325,7 @@ def run_script(args: argparse.Namespace) -> int:
     of ours or runpy's), after the profile collected until then; the exit code is the script's
     (``sys.exit(n)``), 1 for an exception and 130 for Ctrl-C, as the interpreter itself gives.
     """
-    from ._capture.session import ProfilerError
+    from ._errors import ProfilerError
 
     if args.module is not None:
         label = args.module
@@ -445,7 +401,7 @@ def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
     sys.stderr.flush()
 
 
-# -- the demo -----------------------------------------------------------------------------------------
+# -- the demo (its models and training step: _demo.py) ----------------------------------------------
 def run_demo(args: argparse.Namespace) -> int:
     """Profile one training step of a torchvision model (random weights, random data)."""
     demo = build_demo_parser()
@@ -459,20 +415,16 @@ def run_demo(args: argparse.Namespace) -> int:
         print(printable(f"torchprof demo: error: {problem}"), file=sys.stderr)
         return EXIT_USAGE
     try:
-        import torchvision  # noqa: F401
+        names = model_names()
     except ImportError:
         print("torchprof demo: error: the demo needs torchvision (pip install 'jupyter-torchprof[demo]')", file=sys.stderr)
         return EXIT_USAGE
-    from torchvision import models
-
-    names = models.list_models()
     if args.list:
         print("\n".join(names))
         return 0
-    if args.model not in names:
-        close = difflib.get_close_matches(args.model, names, n=5, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else "; torchprof demo --list shows them all"
-        print(f"torchprof demo: error: torchvision has no model {args.model!r}{hint}", file=sys.stderr)
+    problem = unknown_model(args.model, names)
+    if problem:
+        print(f"torchprof demo: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if args.batch < 1 or (args.size is not None and args.size < 16):
         print("torchprof demo: error: --batch must be 1 or more and --size 16 or more", file=sys.stderr)
@@ -501,78 +453,3 @@ def run_demo(args: argparse.Namespace) -> int:
     title = (f"torchprof demo: {args.model}, one training step (forward, backward, SGD step) on {shape}, "
              f"random weights; {time.perf_counter() - t0:.1f}s with the warm-up step")  # fmt: skip
     return _report(prof.result, args, title=title)
-
-
-def demo_step(name: str, *, batch: int = 8, size: int | None = None) -> tuple[Any, str]:
-    """A closure running one training step of torchvision model ``name`` on random data, and a
-    description of the input. Classification, segmentation, video, detection and optical-flow
-    models each get the input their family expects."""
-    import torch
-    from torchvision import models
-
-    family = models.get_model_builder(name).__module__.split(".")[2]  # torchvision.models.<family>...
-    kwargs: dict[str, Any] = {"weights": None}
-    if family in ("detection", "segmentation"):
-        kwargs["weights_backbone"] = None  # the default would download ImageNet weights
-    if name in ("googlenet", "inception_v3", "quantized_googlenet", "quantized_inception_v3"):
-        kwargs["init_weights"] = False  # scipy-based truncated-normal init is slow and irrelevant here
-    torch.manual_seed(0)
-    model = models.get_model(name, **kwargs)
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-    inputs: tuple[Any, ...]
-    if family == "video":
-        s = size or (224 if name.startswith(("mvit", "swin3d", "s3d")) else 112)
-        x = torch.randn(batch, 3, 16, s, s)
-        inputs, shape = (x,), f"{batch}x3x16x{s}x{s}"
-    elif family == "optical_flow":
-        s = size or 128
-        inputs, shape = (torch.randn(batch, 3, s, s), torch.randn(batch, 3, s, s)), f"2 x {batch}x3x{s}x{s}"
-    elif family == "detection":
-        s = size or 320
-        images = [torch.rand(3, s, s) for _ in range(batch)]
-        targets = [_detection_target(s) for _ in range(batch)]
-        inputs, shape = (images, targets), f"{batch} images 3x{s}x{s} with one box each"
-    else:
-        s = size or (299 if "inception" in name else 224)
-        inputs, shape = (torch.randn(batch, 3, s, s),), f"{batch}x3x{s}x{s}"
-
-    def step() -> None:
-        loss = scalar_loss(model(*inputs))
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step, shape
-
-
-def _detection_target(size: int) -> dict[str, Any]:
-    import torch
-
-    box = torch.tensor([[size * 0.2, size * 0.2, size * 0.7, size * 0.8]])
-    masks = torch.zeros(1, size, size, dtype=torch.uint8)
-    masks[0, size // 5 : size * 4 // 5, size // 5 : size * 7 // 10] = 1
-    keypoints = torch.cat([torch.rand(1, 17, 2) * size * 0.5 + size * 0.2, torch.ones(1, 17, 1)], dim=2)
-    return {"boxes": box, "labels": torch.tensor([1]), "masks": masks, "keypoints": keypoints}
-
-
-def scalar_loss(output: Any) -> Any:
-    """One number to call backward on, from whatever a model returns (a tensor, a dict of
-    losses or outputs, a tuple with auxiliary logits, a list of flow refinements)."""
-    import torch
-
-    total = None
-    stack = [output]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor):
-            if item.requires_grad and item.is_floating_point():
-                total = item.float().mean() if total is None else total + item.float().mean()
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    if total is None:
-        raise RuntimeError("the model returned no tensor that needs a gradient")
-    return total

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ._files import write_text
 from ._profile import Result
 from ._tree.compare import Diff, by_name, compare_trees
-from ._vocab import NodeKind
+from ._vocab import DEFAULT_MIN_PCT, DEFAULT_WIDTH, NodeKind
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,7 +114,7 @@ class Comparison:
     # -- terminal -------------------------------------------------------------------------------
     def table(
         self,
-        min_pct: float = 1,
+        min_pct: float = DEFAULT_MIN_PCT,
         sort_by: str | Sequence[str] | None = None,
         show_ops: bool = False,
         filter: Iterable[str] | str | None = None,
@@ -122,7 +122,7 @@ class Comparison:
         ascending: bool = False,
         max_depth: int | None = None,
         colour: bool = False,
-        width: int | None = 120,
+        width: int | None = DEFAULT_WIDTH,
     ) -> str:
         """The diff tree as text: the summary line, then rows whose size (their larger CPU total)
         is at least ``min_pct`` percent of the root's, siblings by the size of their change

@@ -13,9 +13,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-
-class TraceError(ValueError):
-    """A trace or saved-profile file that cannot be read: what is wrong, and where."""
+from ._errors import TraceError as TraceError  # its home before _errors.py: kept importable from here
 
 
 def _existing_file(path: str | os.PathLike[str], what: str) -> str:

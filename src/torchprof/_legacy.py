@@ -19,7 +19,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ._capture.session import ProfilerError
+from ._errors import ProfilerError
 from ._profile import Result
 from ._profiler import Profiler
 from ._vocab import NodeKind

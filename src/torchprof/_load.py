@@ -9,7 +9,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._files import TraceError, read_head, read_json
+from ._errors import TraceError
+from ._files import read_head, read_json
 from ._gc import paused_gc
 from ._profile import Result
 from ._records import Recording

@@ -18,7 +18,9 @@ from IPython.core import magic_arguments
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from ._options import OutputError, check_output_paths, options_end, state_from_options, takes_value, write_outputs
+from ._errors import CellSyntaxError as CellSyntaxError  # re-exported: its home before _errors.py
+from ._errors import OutputError
+from ._options import check_output_paths, magic_options, options_end, state_from_options, takes_value, write_outputs
 from ._views.format import printable
 
 if TYPE_CHECKING:
@@ -31,24 +33,7 @@ HELP_HINT = "see %%torchprof? for the options"
 
 @magics_class
 class TorchprofMagics(Magics):
-    @magic_arguments.magic_arguments()
-    @magic_arguments.argument("--cuda", action="store_true", help="Record GPU kernels (the default when CUDA is available); an error without a GPU.")
-    @magic_arguments.argument("--memory", action="store_true", help="Record memory allocated per layer.")
-    @magic_arguments.argument("--shapes", action="store_true", help="Record every op's input shapes (torch's record_shapes: slower); FLOPs then count code outside layers too.")
-    @magic_arguments.argument("--stack", action="store_true", help="Record Python source locations (slower).")
-    @magic_arguments.argument("--no-flops", dest="flops", action="store_false", help="Do not count FLOPs and MACs.")
-    @magic_arguments.argument("--model", metavar="NAME", help="Attribute only this module (a variable, or a dotted attribute such as net.encoder); paths are rooted at it.")
-    @magic_arguments.argument("--min-pct", metavar="P", type=float, help="Hide rows below P percent of the total.")
-    @magic_arguments.argument("--sort", metavar="COL", help="Order siblings by this column (cpu_us, self_cpu_us, bwd_cpu_us, flops, ...).")
-    @magic_arguments.argument("--ops", action="store_true", help="Also show the aten ops (and kernels) inside each layer.")
-    @magic_arguments.argument("--depth", metavar="N", type=int, help="Expand the tree N levels deep at first.")
-    @magic_arguments.argument("-o", "--out", metavar="VAR", help="Also bind the Profiler to this variable (it is always bound to _torchprof).")
-    @magic_arguments.argument("--text", action="store_true", help="Print the terminal table instead of showing the widget.")
-    @magic_arguments.argument("--trace", metavar="FILE", help="Write a chrome trace (Perfetto, chrome://tracing, torchprof.load_trace).")
-    @magic_arguments.argument("--html", metavar="FILE", help="Write a self-contained interactive HTML report.")
-    @magic_arguments.argument("--csv", metavar="FILE", help="Write prof.df as CSV.")
-    @magic_arguments.argument("--warmup", metavar="N", type=int, default=0, help="Run the cell N times unprofiled first.")
-    @magic_arguments.argument("--repeat", metavar="N", type=int, default=1, help="Profile N runs of the cell (calls add up).")
+    @magic_options
     @line_cell_magic
     def torchprof(self, line: str, cell: str | None = None) -> Any:
         """Profile a cell layer by layer: forward and backward time, memory and FLOPs per nn.Module.
@@ -93,15 +78,14 @@ def parse_options(magic: Any, options: str) -> Any:
         raise UsageError("%%torchprof: --repeat must be 1 or more")
     if args.depth is not None and args.depth < 0:
         raise UsageError("%%torchprof: --depth must be 0 or more")
-    if args.min_pct is not None and not args.min_pct >= 0:
+    if not args.min_pct >= 0:
         raise UsageError("%%torchprof: --min-pct must be 0 or more")
-    if args.sort is not None:
-        from ._views.rows import resolve_sort
+    from ._views.rows import resolve_sort
 
-        try:
-            resolve_sort(args.sort)
-        except ValueError as exc:
-            raise UsageError(f"%%torchprof: --sort: {exc}") from None
+    try:
+        resolve_sort(args.sort)
+    except ValueError as exc:
+        raise UsageError(f"%%torchprof: --sort: {exc}") from None
     if args.out is not None and not args.out.isidentifier():
         raise UsageError(f"%%torchprof: -o/--out needs a variable name, not {args.out!r}")
     try:
@@ -141,7 +125,7 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
     exception propagates for IPython to show as usual; our own frames are hidden from it.
     """
     __tracebackhide__ = True
-    from ._capture.session import ProfilerError
+    from ._errors import ProfilerError
 
     user_ns = shell.user_ns
     try:
@@ -177,20 +161,6 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
         raise
     show(shell, prof, args)
     return None if quiet else value
-
-
-class CellSyntaxError(Exception):
-    """The code does not parse. Shown exactly as IPython shows a syntax error in a plain cell
-    (the cell's line and a caret); a SyntaxError raised from a magic would come with the
-    magic's whole call stack instead."""
-
-    def __init__(self, shell: Any, error: SyntaxError) -> None:
-        super().__init__(f"{type(error).__name__}: {error}")
-        self.error = error
-        self._shell = shell
-
-    def _render_traceback_(self) -> list[str]:  # IPython's hook for an exception's own display
-        return self._shell.SyntaxTB.structured_traceback(type(self.error), self.error, [])
 
 
 def compile_source(shell: Any, source: str, first_line: int = 1) -> tuple[Any, Any, bool]:
@@ -231,7 +201,7 @@ def _execute(shell: Any, body: Any, last: Any) -> Any:
 
 def make_profiler(user_ns: dict[str, Any], args: Any) -> Profiler:
     """The Profiler for these options, root modules labelled by their variable names."""
-    from ._capture.session import ProfilerError
+    from ._errors import ProfilerError
     from ._profiler import Profiler
 
     model = resolve_model(user_ns, args.model) if args.model else None
@@ -304,8 +274,7 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
     for path in written:
         print(printable(f"torchprof: wrote {path}"))
     if args.text or not _has_widget_frontend(shell):
-        result.display(min_pct=1 if args.min_pct is None else args.min_pct, sort_by=args.sort or "cpu_us",
-                       show_ops=args.ops, max_depth=args.depth)  # fmt: skip
+        result.display(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth)
         return
     from IPython.display import display
 

@@ -1,5 +1,6 @@
-"""What the command line and the notebook magic share: where options end, the view options as
-widget state, and checking and writing the ``--html``, ``--csv`` and ``--trace`` files."""
+"""What the command line and the notebook magic share: their options (argparse for the one,
+``magic_arguments`` for the other, both built from ``_vocab.OPTIONS``), where options end, the view
+options as widget state, and checking and writing the ``--html``, ``--csv`` and ``--trace`` files."""
 
 from __future__ import annotations
 
@@ -9,14 +10,61 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._errors import OutputError as OutputError  # re-exported: its home before _errors.py
+from ._vocab import OPTIONS, STATE, EntryPoint, Option
+
 if TYPE_CHECKING:
     from ._profile import Result
 
 _NEGATIVE_NUMBER = re.compile(r"-\d.*")
 
 
-class OutputError(Exception):
-    """A requested output file cannot be written (its folder is missing, a write failed)."""
+_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float}
+
+
+def options_of(entry: EntryPoint) -> tuple[Option, ...]:
+    """The options ``entry`` takes, in the table's order."""
+    return tuple(o for o in OPTIONS if entry in o.where)
+
+
+def argparse_keywords(option: Option, *, suppress_default: bool = False) -> dict[str, Any]:
+    """``add_argument``'s keywords for ``option``. ``suppress_default``: a value not given leaves
+    the namespace alone (the demo's options repeat the command line's after the model name)."""
+    shown = format(option.default, "g") if isinstance(option.default, float) else str(option.default)
+    # Written in here, not left to argparse: a suppressed default would not be in its reach.
+    kw: dict[str, Any] = {"help": option.help.replace("%(default)s", shown)}
+    if option.value == "flag":
+        kw.update(action="store_true", default=False)
+    elif option.value == "off":
+        kw.update(action="store_false", default=True)
+    else:
+        kw.update(default=option.default, metavar=option.metavar)
+        if option.value in _TYPES:
+            kw["type"] = _TYPES[option.value]
+        if option.nargs is not None:
+            kw["nargs"] = option.nargs
+    if option.dest is not None:
+        kw["dest"] = option.dest
+    if suppress_default:
+        kw["default"] = argparse.SUPPRESS
+    return kw
+
+
+def add_options(parser: argparse.ArgumentParser, entry: EntryPoint, *, suppress: frozenset[EntryPoint] = frozenset()) -> None:
+    """Add ``entry``'s options to an argparse parser; those also of an entry point in ``suppress``
+    get no default (see :func:`argparse_keywords`)."""
+    for option in options_of(entry):
+        parser.add_argument(*option.flags, **argparse_keywords(option, suppress_default=bool(option.where & suppress)))
+
+
+def magic_options(func: Any) -> Any:
+    """IPython's ``magic_arguments`` for the magic's options: the decorators its parser (and the
+    magic's ``?`` help) are built from, applied in the table's order."""
+    from IPython.core import magic_arguments
+
+    for option in reversed(options_of("magic")):  # the last decorator applied is listed first
+        func = magic_arguments.argument(*option.flags, **argparse_keywords(option))(func)
+    return magic_arguments.magic_arguments()(func)
 
 
 def takes_value(parser: argparse.ArgumentParser) -> set[str]:
@@ -51,14 +99,16 @@ def check_output_paths(**paths: str | None) -> None:
 
 def state_from_options(prof: Result, *, min_pct: float | None = None, sort_by: str | None = None,
                        show_ops: bool = False, depth: int | None = None) -> dict[str, Any]:  # fmt: skip
-    """Widget / HTML state for the view options that were given (the widget's defaults for the
-    rest). ``depth`` N expands every row above depth N, so rows down to depth N show."""
+    """Widget / HTML state for the view options that differ from the view's defaults (the widget
+    keeps its defaults for the rest). ``depth`` N expands every row above depth N, so rows down to
+    depth N show."""
     from ._views.state import expanded_to_depth
 
+    defaults = {k.name: k.default for k in STATE}
     state: dict[str, Any] = {}
-    if min_pct is not None:
+    if min_pct is not None and min_pct != defaults["min_pct"]:
         state["min_pct"] = min_pct
-    if sort_by is not None:
+    if sort_by is not None and sort_by != defaults["sort_by"]:
         state["sort_by"] = sort_by
     if show_ops:
         state["show_ops"] = True

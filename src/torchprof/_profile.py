@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from ._files import write_text
 from ._records import Recording
-from ._tree.summary import summarize
+from ._tree.summary import Summary, summarize
 from ._tree.tree import Tree
+from ._vocab import DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +39,7 @@ class Result:
         """Label, wall time, module facts and metadata (rank, device, options) of the source."""
         self._trace_files = trace_files
         self._df: pd.DataFrame | None = None
-        self._summary: dict[str, Any] | None = None
+        self._summary: Summary | None = None
         self._found: list[Finding] | None = None
 
     # -- the data -----------------------------------------------------------------------------
@@ -155,7 +156,7 @@ class Result:
         return breakdown_frame(self.tree, by, device)
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
         """Totals for the run: wall, CPU/CUDA time, forward/backward split, params, FLOPs, and
         with a device ``gpu_busy_us``/``gpu_idle_us``/``gpu_window_us`` (``cuda_us`` sums streams,
         so it can exceed wall time; busy is their union). See :func:`~torchprof._tree.summary.summarize`.
@@ -168,7 +169,7 @@ class Result:
             summary = summarize(self.tree, self.recording)
             summary["headline"] = headline(summary)
             self._summary = summary
-        return dict(self._summary)
+        return self._summary.copy()
 
     @property
     def headline(self) -> str:
@@ -211,15 +212,15 @@ class Result:
     # -- terminal -------------------------------------------------------------------------------
     def table(
         self,
-        min_pct: float = 1,
-        sort_by: str | Sequence[str] | None = "cpu_us",
+        min_pct: float = DEFAULT_MIN_PCT,
+        sort_by: str | Sequence[str] | None = DEFAULT_SORT,
         show_ops: bool = False,
         filter: Iterable[str] | str | None = None,
         *,
         ascending: bool = False,
         max_depth: int | None = None,
         colour: bool = False,
-        width: int | None = 120,
+        width: int | None = DEFAULT_WIDTH,
     ) -> str:
         """The tree table as a string (see :meth:`display`)."""
         from ._views.table import render_table
@@ -235,8 +236,8 @@ class Result:
 
     def display(
         self,
-        min_pct: float = 1,
-        sort_by: str | Sequence[str] | None = "cpu_us",
+        min_pct: float = DEFAULT_MIN_PCT,
+        sort_by: str | Sequence[str] | None = DEFAULT_SORT,
         show_ops: bool = False,
         filter: Iterable[str] | str | None = None,
         **options: Any,

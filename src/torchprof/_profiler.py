@@ -14,7 +14,8 @@ from ._capture.facts import RunFacts
 from ._capture.interrupts import lifecycle, raise_pending
 from ._capture.quiet import StderrFilter
 from ._capture.schedule import StepSchedule
-from ._capture.session import CaptureOptions, CaptureSession, ProfilerError
+from ._capture.session import CaptureOptions, CaptureSession
+from ._errors import ProfilerError
 from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
 from ._tree.builder import TreeBuilder

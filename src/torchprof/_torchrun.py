@@ -78,7 +78,7 @@ def encode_tree(prof: Result) -> bytes:
 
 def decode_tree(payload: bytes, where: str) -> Result:
     """A tree :func:`encode_tree` made; ``TraceError`` naming ``where`` when it is not one."""
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._profile import Result
     from ._tree.storage import from_json
 
@@ -242,7 +242,7 @@ def report_rank(prof: Result, args: argparse.Namespace, title: str, report: Call
 
 def _merge_trees(prof: Result, trees: dict[int, bytes], how: str, args: argparse.Namespace, title: str,
                  report: Callable[..., int], folder: str, world: int, started: float) -> int:  # fmt: skip
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._load import merge_profiles
 
     profiles, ranks, problems = [], [], []
@@ -273,7 +273,7 @@ def _merge_trees(prof: Result, trees: dict[int, bytes], how: str, args: argparse
 
 def _merge_files(prof: Result, args: argparse.Namespace, title: str, report: Callable[..., int], folder: str, world: int) -> int:
     """No process group and no store: the other ranks' traces, from a shared folder."""
-    from ._files import TraceError
+    from ._errors import TraceError
     from ._load import load_trace
 
     paths = [trace_path(folder, r) for r in range(world)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, Literal
 
 
 # -- kinds ------------------------------------------------------------------------------------------
@@ -263,6 +263,16 @@ def is_missing(value: object) -> bool:
 
 
 
+#: How a column's values are written (:attr:`Column.unit`).
+Unit = Literal["time", "bytes", "count", "int", "fraction", "text", "bool"]
+#: How a column's value over several nodes, steps or ranks is made (:attr:`Column.rollup`).
+Rollup = Literal["total", "self", "count", "max", "none"]
+#: What a column's values are stored as (:attr:`Column.dtype`).
+Dtype = Literal["float", "int", "str", "bool"]
+#: The colour family of a column's bar (:attr:`Column.family`).
+Family = Literal["cpu", "cuda", "bwd", "mem"]
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of the profile, as every view shows it."""
@@ -271,18 +281,18 @@ class Column:
     """The ``prof.df`` column name. Units are in the name: ``_us`` µs, ``_mem`` bytes."""
     label: str
     """The header in the terminal table, the static HTML, the widget and its CSV."""
-    unit: str
+    unit: Unit
     """How values are written: ``time`` (µs), ``bytes``, ``count`` (1000-based), ``int``, ``fraction`` (a
     share written as a percentage), ``text``, ``bool``."""
     about: str
     """One sentence for tooltips and docs/columns.md."""
-    dtype: str = "float"
+    dtype: Dtype = "float"
     """``float`` (NaN when not recorded), ``int``, ``str`` (None when absent) or ``bool``."""
-    rollup: str = "none"
+    rollup: Rollup = "none"
     """``total``: a node's value includes its children's; ``self``: it excludes them; ``count``:
     a per-node count that adds up across groups; ``max``: a high-water mark, whose value over
     several steps or ranks is the largest of theirs; ``none``: not additive (text, depth)."""
-    family: str | None = None
+    family: Family | None = None
     """``cpu``, ``cuda``, ``bwd`` or ``mem``: colours the bar and groups related columns."""
     percent_of: str | None = None
     """The column whose root value is 100% for this column's percentages and bars."""
@@ -310,7 +320,7 @@ class Column:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _time(name: str, label: str, about: str, *, family: str, percent_of: str, rollup: str = "total",
+def _time(name: str, label: str, about: str, *, family: Family, percent_of: str, rollup: Rollup = "total",
           layer_alt: str | None = None, needs: str | None = None, subtree: str | None = None) -> Column:  # fmt: skip
     return Column(name, label, "time", about, rollup=rollup, family=family, percent_of=percent_of,
                   layer_alt=layer_alt, sortable=True, threshold=True, needs=needs, subtree=subtree)  # fmt: skip
@@ -322,7 +332,7 @@ def _time(name: str, label: str, about: str, *, family: str, percent_of: str, ro
 RANK_METRICS: tuple[str, ...] = ("cpu_us", "cuda_us", "bwd_cpu_us", "bwd_cuda_us")
 #: The figures whose rank spread (slowest rank minus fastest) the tables show.
 RANK_SPREAD_METRICS: tuple[str, ...] = ("cpu_us", "cuda_us")
-_RANK_LABELS = {"cpu_us": ("CPU", "cpu"), "cuda_us": ("CUDA", "cuda"), "bwd_cpu_us": ("CPU bwd", "bwd"),
+_RANK_LABELS: dict[str, tuple[str, Family]] = {"cpu_us": ("CPU", "cpu"), "cuda_us": ("CUDA", "cuda"), "bwd_cpu_us": ("CPU bwd", "bwd"),
                 "bwd_cuda_us": ("CUDA bwd", "bwd")}  # fmt: skip
 
 
@@ -413,12 +423,13 @@ VIEW_COLUMNS: tuple[str, ...] = (
     "act_cpu_mem", "peak_cpu_mem", "act_cuda_mem", "peak_cuda_mem", "flops", "mfu", "params", "calls",
 )  # fmt: skip
 #: The view columns a terminal table drops first, in this order, when it must fit a width (the
-#: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS).
+#: sort column is never dropped; view columns not listed go last, from the end of VIEW_COLUMNS). Only
+#: view columns: a test keeps it so.
 NARROW_DROP_ORDER: tuple[str, ...] = (
     "comm_exposed_cpu_us", "idle_cuda_us", "comm_overlap_cuda_us", "memcpy_cuda_us", "other_cuda_us", "other_cpu_us", "params", "mfu",
     "flops",
     "fwd_cuda_us", "fwd_cpu_us", "calls", "cuda_us_max_rank", "cpu_us_max_rank", "comm_exposed_cuda_us",
-    "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "cuda_mem", "cpu_mem", "act_cuda_mem", "act_cpu_mem",
+    "compute_cuda_us", "cuda_us_spread", "bwd_cuda_us", "act_cuda_mem", "act_cpu_mem",
     "comm_cuda_us", "comm_cpu_us", "cpu_us_spread", "self_cuda_us",
 )  # fmt: skip
 
@@ -582,9 +593,15 @@ COMPARE_FLAME_COLOURS: tuple[str, ...] = ("delta", "type")
 #: The ``step`` state value that shows every step folded into one tree (mean, min and max per node).
 ALL_STEPS = "all"
 
+#: The view's defaults, which every signature taking ``min_pct=`` or ``sort_by=`` reads (STATE holds them).
+DEFAULT_MIN_PCT: float = 1.0
+DEFAULT_SORT = "cpu_us"
+#: Characters a terminal table fits in by default (``width=None``: no limit).
+DEFAULT_WIDTH = 120
+
 STATE: tuple[StateKey, ...] = (
-    StateKey("min_pct", "float", 1.0, "hide rows below this percent of the viewed root's CPU total"),
-    StateKey("sort_by", "text", "cpu_us", "the df column that orders siblings (exec_order: the order they ran)"),
+    StateKey("min_pct", "float", DEFAULT_MIN_PCT, "hide rows below this percent of the viewed root's CPU total"),
+    StateKey("sort_by", "text", DEFAULT_SORT, "the df column that orders siblings (exec_order: the order they ran)"),
     StateKey("ascending", "bool", False, "sort ascending instead of descending"),
     StateKey("show_ops", "bool", False, "show aten ops and kernels under their layers"),
     StateKey("search", "text", "", "substring or glob of names (path:... for paths); matches and their ancestors show"),
@@ -597,3 +614,75 @@ STATE: tuple[StateKey, ...] = (
     StateKey("zoom", "text", "", "path of the node the Flame view is zoomed into ('' the viewed root)"),
 )
 STATE_KEYS: tuple[str, ...] = tuple(k.name for k in STATE)
+
+
+# -- options of the command line and the notebook magic ---------------------------------------------
+#: The entry points an option can belong to: ``python -m torchprof``, its ``demo`` command (which
+#: takes the view options again after the model name) and ``%%torchprof``.
+EntryPoint = Literal["cli", "demo", "magic"]
+_EVERYWHERE: frozenset[EntryPoint] = frozenset({"cli", "demo", "magic"})
+_COMMAND_LINE: frozenset[EntryPoint] = frozenset({"cli", "demo"})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, with its one help text; ``_options.py`` builds argparse for the command line and
+    ``magic_arguments`` for the magic from :data:`OPTIONS`, so both say and default the same."""
+
+    flags: tuple[str, ...]
+    help: str
+    """argparse's help: ``%(default)s`` is the default, ``%%`` a percent sign."""
+    value: Literal["flag", "off", "text", "int", "float"] = "text"
+    """``flag``: given or not (False by default); ``off``: ``--no-X`` setting ``X`` to False (True by
+    default); otherwise the type of the value that follows."""
+    metavar: str | tuple[str, ...] | None = None
+    default: Any = None
+    dest: str | None = None
+    nargs: int | None = None
+    where: frozenset[EntryPoint] = _EVERYWHERE
+    """The entry points that have it; an option of only one of them says so here."""
+
+
+OPTIONS: tuple[Option, ...] = (
+    # what is recorded: the Profiler's options
+    Option(("--cuda",), "record GPU kernels (default: when CUDA is available; an error without a GPU)", "flag"),
+    Option(("--memory",), "record memory allocated per layer", "flag"),
+    Option(("--shapes",), "record every op's input shapes (torch's record_shapes: slower); FLOPs then count code outside layers too", "flag"),
+    Option(("--stack",), "record Python source locations (slower)", "flag"),
+    Option(("--no-flops",), "do not count FLOPs and MACs", "off", dest="flops"),
+    Option(("--peak-flops",), "what MFU is measured against: FLOP/s (1.2e14) or a data type of the device (bf16, fp32, tf32, "
+           "fp16, fp8); default: the device recognised at the run's data type", metavar="F", where=_COMMAND_LINE),
+    Option(("--model",), "attribute only this module (a variable, or a dotted attribute such as net.encoder); paths are rooted at it",
+           metavar="NAME", where=frozenset({"magic"})),
+    # how the view opens
+    Option(("--min-pct",), "hide rows below P%% of the total (default %(default)s)", "float", metavar="P", default=DEFAULT_MIN_PCT),
+    Option(("--sort",), "order siblings by this column (default %(default)s; self_cpu_us, bwd_cpu_us, flops, exec_order, ...)",
+           metavar="COL", default=DEFAULT_SORT),
+    Option(("--ops",), "also show the aten ops (and kernels) inside each layer", "flag"),
+    Option(("--depth",), "show the tree N levels deep (the widget opens that far)", "int", metavar="N"),
+    Option(("--width",), "fit the table in N characters (default %(default)s; 0: no limit)", "int", metavar="N", default=DEFAULT_WIDTH,
+           where=_COMMAND_LINE),
+    Option(("--text",), "print the terminal table instead of showing the widget", "flag", where=frozenset({"magic"})),
+    # files written beside
+    Option(("--html",), "also write a self-contained interactive HTML report", metavar="FILE"),
+    Option(("--csv",), "also write the table (prof.df) as CSV", metavar="FILE"),
+    Option(("--trace",), "also write a chrome trace (Perfetto, chrome://tracing, torchprof.load_trace)", metavar="FILE"),
+    Option(("--md",), "also write a summary to paste into an issue or a chat (Markdown, at most 4 KB); '-' prints only that "
+           "summary on stdout", metavar="FILE", where=_COMMAND_LINE),
+    # how the code runs
+    Option(("-o", "--out"), "also bind the profile to this variable (it is always bound to _torchprof)", metavar="VAR",
+           where=frozenset({"magic"})),
+    Option(("--warmup",), "run the cell N times unprofiled first (default %(default)s)", "int", metavar="N", default=0,
+           where=frozenset({"magic"})),
+    Option(("--repeat",), "profile N runs of the cell; calls add up (default %(default)s)", "int", metavar="N", default=1,
+           where=frozenset({"magic"})),
+    Option(("-m",), "run a library module as a script (like python -m)", metavar="module", dest="module", where=frozenset({"cli"})),
+    Option(("--out",), "under torchrun: the folder each rank writes its trace to (default ./torchprof-<run id>); rank 0 prints the "
+           "merged job", metavar="DIR", where=frozenset({"cli"})),
+    Option(("--compare",), "compare two runs (chrome traces or saved profiles) instead of running a script", metavar=("BASE", "NEW"),
+           nargs=2, where=frozenset({"cli"})),
+    # torchprof demo [MODEL]
+    Option(("--batch",), "batch size (default %(default)s)", "int", metavar="N", default=8, where=frozenset({"demo"})),
+    Option(("--size",), "image height and width (default: what the model expects, 224 for most)", "int", metavar="S", where=frozenset({"demo"})),
+    Option(("--list",), "list the model names and exit", "flag", where=frozenset({"demo"})),
+)  # fmt: skip

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .._files import TraceError
+from .._errors import ProfilerError as ProfilerError  # re-exported: their home before _errors.py
+from .._errors import ProfilerWarning as ProfilerWarning
+from .._errors import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names
 from . import compiled, compiled_warm, kernels
@@ -37,15 +39,6 @@ _CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 #: torch warns that global module hooks fire an extra time for torch.compile's wrapper: ours
 #: handle it (the wrapper stands for the model it wraps), so the warning would only mislead.
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
-
-
-class ProfilerError(RuntimeError):
-    """A Profiler was used in a way that cannot work (nested, bad options, no GPU for cuda=True)."""
-
-
-class ProfilerWarning(UserWarning):
-    """Part of the profiled code is missing from the profile (another thread torch did not record,
-    a ``torch.profiler`` session started inside the block), said when torchprof can tell."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from decimal import ROUND_FLOOR, Context, Decimal
 from typing import Any, cast
 
 from .._capture.distributed import checked_ddp_buckets
-from .._files import TraceError, _existing_file, parse_json, plain_numbers, read_bytes
+from .._errors import TraceError
+from .._files import _existing_file, parse_json, plain_numbers, read_bytes
 from .._records import (
     CompiledGraph,
     EventColumns,

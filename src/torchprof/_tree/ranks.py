@@ -9,7 +9,7 @@ from itertools import compress
 from typing import Any
 
 from .._vocab import COLUMN, COLUMNS, LARGEST, RANK_COLUMNS, RANK_METRICS, RANK_SPREAD_METRICS, is_missing
-from .tree import Tree
+from .tree import RankRow, Tree
 from .union import Union, preorder, summed, unite
 
 NAN = float("nan")
@@ -18,7 +18,7 @@ _FIRST = frozenset(c.name for c in COLUMNS if not c.numeric) | {"params", "exec_
 _STRUCTURE = frozenset({"path", "name", "kind", "depth", "parent"})
 
 
-def rank_rows(tree: Tree, rank: Any, wall_us: float | None) -> list[dict[str, Any]]:
+def rank_rows(tree: Tree, rank: Any, wall_us: float | None) -> list[RankRow]:
     """One rank's rows of ``prof.by_rank()``: one per ``ProfilerStep`` (its wall time, CPU total,
     device busy time and communication inside it; idle = wall - busy), or, without steps, one
     for the whole run (idle = the device window - busy, as ``prof.summary``)."""

@@ -22,7 +22,7 @@ was busy), NaN without a device. A step is ``slow`` when its wall time is more t
 from __future__ import annotations
 
 from statistics import median
-from typing import Any
+from typing import Any, TypedDict
 
 from .._vocab import COMM_RANGE_PREFIXES, OPTIMIZER_PREFIX, STEP_PARTS, STEP_PREFIX, NodeKind, is_missing
 from .aggregate import step_rows
@@ -36,6 +36,36 @@ MIN_STEPS = 3
 PARTS = STEP_PARTS
 
 _MODULE = NodeKind.MODULE.label
+
+
+class StepSplit(TypedDict):
+    """One step of :func:`step_splits`: its number and wall time, its CPU time split into
+    :data:`PARTS` (they add up to its ``cpu_us``), the device's idle time in it and whether it was
+    slow."""
+
+    step: Any
+    """The step number (``ProfilerStep#N``'s N; the name's tail where the step was not recorded)."""
+    wall_us: float
+    data_us: float
+    forward_us: float
+    backward_us: float
+    optimizer_us: float
+    comm_us: float
+    other_us: float
+    idle_us: float
+    slow: bool
+
+
+class StepSpread(TypedDict, total=False):
+    """How much the steps' wall times vary (``prof.summary['step_spread']``); empty without steps."""
+
+    median_us: float
+    min_us: float
+    max_us: float
+    spread: float
+    """``(max - min) / median``."""
+    slow: list[Any]
+    """The slow steps' numbers."""
 
 
 def is_data_loading(name: str) -> bool:
@@ -89,21 +119,23 @@ def _num(v: Any) -> float:
     return 0.0 if v is None or v != v else float(v)
 
 
-def step_splits(tree: Tree) -> list[dict[str, Any]]:
+def step_splits(tree: Tree) -> list[StepSplit]:
     """Per recorded step, in the order they ran: ``step``, ``wall_us``, the :data:`PARTS`,
     ``idle_us`` and ``slow``. Empty without steps."""
     rows = step_rows(tree)
     names = tree.columns["name"]
     by_number = {str(s["step"]): s for s in tree.steps}
-    out: list[dict[str, Any]] = []
+    out: list[StepSplit] = []
     for row in rows:
         number = names[row][len(STEP_PREFIX) :]
         recorded = by_number.get(number, {})
         wall = recorded.get("wall_us", float("nan"))
         busy = recorded.get("gpu_busy_us", float("nan"))
         idle = wall - busy if tree.has_cuda and not is_missing(busy) and not is_missing(wall) else float("nan")
-        out.append({"step": recorded.get("step", number), "wall_us": wall, **split_row(tree, row),
-                    "idle_us": max(0.0, idle) if not is_missing(idle) else idle, "slow": False})  # fmt: skip
+        parts = split_row(tree, row)
+        out.append(StepSplit(step=recorded.get("step", number), wall_us=wall, data_us=parts["data_us"], forward_us=parts["forward_us"],
+                             backward_us=parts["backward_us"], optimizer_us=parts["optimizer_us"], comm_us=parts["comm_us"],
+                             other_us=parts["other_us"], idle_us=max(0.0, idle) if not is_missing(idle) else idle, slow=False))  # fmt: skip
     walls = [s["wall_us"] for s in out if not is_missing(s["wall_us"])]
     if len(walls) >= MIN_STEPS:
         typical = median(walls)
@@ -112,7 +144,7 @@ def step_splits(tree: Tree) -> list[dict[str, Any]]:
     return out
 
 
-def spread(splits: list[dict[str, Any]]) -> dict[str, Any]:
+def spread(splits: list[StepSplit]) -> StepSpread:
     """How much the steps' wall times vary: ``median_us``, ``min_us``, ``max_us``, ``spread``
     ((max - min) / median) and ``slow`` (the slow steps' numbers); empty without steps."""
     walls = [s["wall_us"] for s in splits if not is_missing(s["wall_us"])]

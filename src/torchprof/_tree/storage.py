@@ -23,12 +23,12 @@ So a file grows with the rows, not with their depth: a deep model's paths repeat
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
-from .._files import TraceError
+from .._errors import TraceError
 from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
-from .tree import Columns, PathColumn, Tree
+from .tree import Columns, PathColumn, RankRow, Tree
 from .validate import validate_saved
 
 SAVE_FORMAT = "torchprof-profile"
@@ -150,7 +150,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             gpu_time_us={str(k): float(_from_json(v)) for k, v in dict(data.get("gpu_time_us", {})).items()},
             comm_us=float(_from_json(data.get("comm_us"))),
             ranks=list(data.get("ranks", [])),
-            by_rank=[{k: _from_json(v) for k, v in row.items()} for row in data.get("by_rank", [])],
+            by_rank=[cast(RankRow, {k: _from_json(v) for k, v in row.items()}) for row in data.get("by_rank", [])],
             memory=_memory(data.get("memory"), n),
             threads=[{k: _from_json(v) for k, v in dict(row).items()} for row in data.get("threads", [])],
             cpu_union_us=float(_from_json(data.get("cpu_union_us"))),

@@ -2,20 +2,72 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from .._records import Recording
 from .._vocab import is_missing
 from .hotpath import hot_path, layer_key
 from .modules import root_modules
-from .steps import split_row, spread, step_splits
+from .steps import StepSpread, split_row, spread, step_splits
 from .tree import Tree
 
 #: The run's device time by what it did (:attr:`Tree.gpu_time_us`), in the order ``prof.summary`` lists it.
 GPU_TIME_KEYS = ("gpu_compute_us", "gpu_comm_us", "gpu_memcpy_us", "gpu_comm_overlap_us")
 
 
-def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
+class Summary(TypedDict, total=False):
+    """``prof.summary``: the run's totals (see :func:`summarize`) and its answers. Keys after
+    ``nodes`` are there only where they apply (threads, overruns, steps, memory, warnings)."""
+
+    name: str
+    wall_us: float
+    cpu_us: float
+    cuda_us: float
+    gpu_busy_us: float
+    gpu_idle_us: float
+    gpu_window_us: float
+    gpu_compute_us: float
+    gpu_comm_us: float
+    gpu_memcpy_us: float
+    gpu_comm_overlap_us: float
+    forward_cpu_us: float
+    backward_cpu_us: float
+    other_cpu_us: float
+    backward_cuda_us: float
+    params: float
+    param_bytes: float
+    macs: float
+    flops: float
+    flops_per_s: float
+    peak_cpu_mem: float
+    peak_cuda_mem: float
+    overrun_us: float
+    steps: int
+    events: int
+    nodes: int
+    threads: int
+    threads_at_once: bool
+    compile_cpu_us: float
+    overrun_top: dict[str, Any]
+    mfu: float
+    mfu_wall: float
+    peak_flops: dict[str, Any]
+    mfu_note: str
+    hot_metric: str
+    hot_path: list[str]
+    bottleneck: dict[str, Any]
+    costliest_type: dict[str, Any]
+    time_split: dict[str, float]
+    step_spread: StepSpread
+    peak_at: dict[str, dict[str, Any]]
+    interrupted: Any
+    allocator_peaks: dict[str, float]
+    warnings: list[str]
+    headline: str
+    """Added by ``prof.summary`` (``_views.format.headline``): one line of the above."""
+
+
+def summarize(tree: Tree, recording: Recording) -> Summary:
     """Wall, CPU and device time, the forward/backward split, params, FLOPs, FLOP/s, peak memory.
 
     ``cuda_us`` is the kernel-time sum over every stream (it can exceed the wall time when
@@ -38,7 +90,7 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
     params = c["params"][0]
     roots = root_modules(recording.modules, {m for m in c["module"] if m is not None})
     param_bytes = float(sum(recording.modules[r].param_bytes for r in roots)) if roots else nan
-    out = {
+    out: Summary = {
         "name": c["name"][0],
         "wall_us": wall,
         "cpu_us": c["cpu_us"][0],
@@ -46,7 +98,10 @@ def summarize(tree: Tree, recording: Recording) -> dict[str, Any]:
         "gpu_busy_us": tree.gpu_busy_us,
         "gpu_idle_us": tree.gpu_window_us - tree.gpu_busy_us,
         "gpu_window_us": tree.gpu_window_us,
-        **{key: tree.gpu_time_us.get(key, nan) for key in GPU_TIME_KEYS},
+        "gpu_compute_us": tree.gpu_time_us.get("gpu_compute_us", nan),
+        "gpu_comm_us": tree.gpu_time_us.get("gpu_comm_us", nan),
+        "gpu_memcpy_us": tree.gpu_time_us.get("gpu_memcpy_us", nan),
+        "gpu_comm_overlap_us": tree.gpu_time_us.get("gpu_comm_overlap_us", nan),
         "forward_cpu_us": c["fwd_cpu_us"][0],
         "backward_cpu_us": c["bwd_cpu_us"][0],
         "other_cpu_us": c["other_cpu_us"][0],
@@ -148,7 +203,7 @@ def peak_at(tree: Tree) -> dict[str, dict[str, Any]]:
     return out
 
 
-def mfu_summary(tree: Tree, flops_per_s: float) -> dict[str, Any]:
+def mfu_summary(tree: Tree, flops_per_s: float) -> Summary:
     """``mfu``: the root's (its FLOPs over its device time, or CPU time without a device, against
     the peak); ``mfu_wall``: the run's FLOP/s over its wall time against the peak (the usual
     "model FLOPs utilisation" of a training step); ``peak_flops``: the peak, the device, the data
@@ -158,7 +213,7 @@ def mfu_summary(tree: Tree, flops_per_s: float) -> dict[str, Any]:
     peak = dict(tree.peak_flops) if tree.peak_flops else {"flops_per_s": None, "device": None, "dtype": None, "source": ""}
     value = peak.get("flops_per_s")
     mfu = tree.columns["mfu"][0] if len(tree) and "mfu" in tree.columns else nan
-    out: dict[str, Any] = {
+    out: Summary = {
         "mfu": mfu,
         "mfu_wall": flops_per_s / value if isinstance(value, (int, float)) and not is_missing(flops_per_s) else nan,
         "peak_flops": peak,
@@ -170,7 +225,7 @@ def mfu_summary(tree: Tree, flops_per_s: float) -> dict[str, Any]:
     return out
 
 
-def headline_facts(tree: Tree) -> dict[str, Any]:
+def headline_facts(tree: Tree) -> Summary:
     """The hot path and the headline's figures (:mod:`~torchprof._tree.hotpath`): ``hot_path``
     (paths from the root down), ``bottleneck`` (the costliest layer: the ``path`` of its costliest
     row, ``layer`` (that path without its ``ProfilerStep#N/``), ``type``, its own time ``us`` over
@@ -181,7 +236,7 @@ def headline_facts(tree: Tree) -> dict[str, Any]:
     path = hot_path(tree)
     cols = tree.columns
     paths = tree.paths
-    out: dict[str, Any] = {"hot_metric": path.metric, "hot_path": [paths[r] for r in path.rows]}
+    out: Summary = {"hot_metric": path.metric, "hot_path": [paths[r] for r in path.rows]}
     if path.layer >= 0:
         out["bottleneck"] = {"path": paths[path.layer], "layer": layer_key(tree, path.layer),
                              "name": cols["name"][path.layer],

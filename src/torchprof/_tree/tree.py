@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypedDict, overload
 
 #: What separates a row's label from its scope's path (``ProfilerStep#3/aten::add``).
 PATH_SEPARATOR = "/"
@@ -159,6 +159,33 @@ class Columns(dict[str, list[Any]]):
         return ((k, v) for k, v in dict.items(self) if k not in self.LAZY)
 
 
+class StepTotals(TypedDict, total=False):
+    """One ``ProfilerStep#N`` of :attr:`Tree.steps` (``gpu_busy_us`` and ``comm_us`` are missing in
+    profiles saved before they were recorded). Tree.steps becomes ``list[StepTotals]`` once
+    ``finish.py``, which builds it, says so too."""
+
+    step: int
+    wall_us: float
+    cpu_us: float
+    cuda_us: float
+    bwd_cpu_us: float
+    gpu_busy_us: float
+    comm_us: float
+
+
+class RankRow(TypedDict):
+    """One row of ``prof.by_rank()`` (:attr:`Tree.by_rank`; ``_vocab.BY_RANK_COLUMNS``): a rank's
+    step, or its whole run (``step`` None) where it recorded no steps."""
+
+    rank: Any
+    step: int | None
+    wall_us: float
+    cpu_us: float
+    gpu_busy_us: float
+    comm_us: float
+    idle_us: float
+
+
 @dataclass
 class Tree:
     """A finished profile tree, column-wise, in pre-order (parent before children, siblings by
@@ -197,7 +224,7 @@ class Tree:
     ranks: list[Any] = field(default_factory=list)
     """The ranks a profile of a distributed job merged (``load_trace`` of several traces); empty
     for one source."""
-    by_rank: list[dict[str, Any]] = field(default_factory=list)
+    by_rank: list[RankRow] = field(default_factory=list)
     """Those ranks' figures, one dict per rank and step (:data:`~torchprof._vocab.BY_RANK_COLUMNS`)."""
     threads: list[dict[str, Any]] = field(default_factory=list)
     """The CPU time of each thread that recorded events (its outermost ranges), most first:

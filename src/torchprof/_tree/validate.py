@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from .._files import TraceError
+from .._errors import TraceError
 from .._vocab import COLUMNS, MEMORY_CATEGORIES, NODE_KIND_LABELS, PHASES
 
 #: The largest whole number a count column holds (int64: pandas' integer columns).

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._tree.compare import Diff
+from .._tree.summary import Summary
 from .._tree.tree import Tree
 from .._vocab import (
     COMPARE_COLUMNS,
@@ -22,6 +23,8 @@ from .._vocab import (
     COMPARE_VIEW_COLUMNS,
     COMPARE_VIEW_EXTRA,
     COMPARE_VIEWS,
+    DEFAULT_MIN_PCT,
+    DEFAULT_WIDTH,
     Column,
     Status,
     is_missing,
@@ -30,8 +33,8 @@ from . import format as fmt
 from .html import FALLBACK_CLASS, FALLBACK_CSS, report_page
 from .payload import payload, payload_json
 from .rows import is_step_row, select_rows, sibling_order
-from .state import check_choice, check_state
-from .table import DEFAULT_WIDTH, DEPTH_COLOURS, ELIDED, MAX_GUIDES, NAME_MIN, NAME_SOFT_LIMIT, RESET, clip_middle
+from .state import ViewState, check_choice, check_state
+from .table import DEPTH_COLOURS, ELIDED, MAX_GUIDES, NAME_MIN, NAME_SOFT_LIMIT, RESET, clip_middle
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,7 +137,7 @@ def compare_rows(
     return out
 
 
-def check_compare_state(tree: Tree, state: dict[str, Any], default: str) -> dict[str, Any]:
+def check_compare_state(tree: Tree, state: dict[str, Any], default: str) -> ViewState:
     """Complete, checked view state for a comparison (a profile's checks, its own sort keys)."""
     checked = check_state(tree, {**{k: v for k, v in state.items() if k not in ("flame_colour", "metric")}, "sort_by": SIZE})
     checked["sort_by"] = resolve_sort(state.get("sort_by"), default)
@@ -184,7 +187,7 @@ def _change(base: float, new: float) -> str:
     return f"{fmt.time_us(base)} → {fmt.time_us(new)} ({'+' if d > 0 else ''}{fmt.time_us(d)}{pct})"
 
 
-def summary_items(diff: Diff, labels: tuple[str, str], summaries: tuple[dict[str, Any], dict[str, Any]]) -> list[tuple[str, str, str]]:
+def summary_items(diff: Diff, labels: tuple[str, str], summaries: tuple[Summary, Summary]) -> list[tuple[str, str, str]]:
     """The comparison's headline, as ``(label, value, explanation)``: what is compared with what,
     each total before and after, and whether figures are per step."""
     cols = diff.tree.columns
@@ -194,8 +197,10 @@ def summary_items(diff: Diff, labels: tuple[str, str], summaries: tuple[dict[str
     if diff.per_step:
         items.append(("per step", f"base {diff.base_steps} steps, new {diff.new_steps} steps",
                       "The runs recorded different numbers of ProfilerSteps: every figure is per step"))  # fmt: skip
-    for label, key, about in (("wall", "wall_us", "Wall time of each run"), ("GPU busy", "gpu_busy_us", "Time any device stream was busy")):
-        text = _change(base_s.get(key, float("nan")) * per[0], new_s.get(key, float("nan")) * per[1])
+    nan = float("nan")
+    for label, base, new, about in (("wall", base_s.get("wall_us", nan), new_s.get("wall_us", nan), "Wall time of each run"),
+                                    ("GPU busy", base_s.get("gpu_busy_us", nan), new_s.get("gpu_busy_us", nan), "Time any device stream was busy")):  # fmt: skip
+        text = _change(base * per[0], new * per[1])
         if text:
             items.append((label, text, about))
     for label, key, about in (("CPU", "cpu_us", "CPU total of each run"), ("CUDA", "cuda_us", "Device time of each run, summed over streams")):
@@ -227,7 +232,7 @@ def render_table(
     diff: Diff,
     items: list[tuple[str, str, str]],
     *,
-    min_pct: float = 1.0,
+    min_pct: float = DEFAULT_MIN_PCT,
     sort_by: str | Sequence[str] | None = None,
     ascending: bool = False,
     show_ops: bool = False,

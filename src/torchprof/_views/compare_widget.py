@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import traitlets
@@ -41,7 +42,8 @@ class CompareWidget(ViewStateWidget):
     @traitlets.validate("view", "metric", "flame_colour", "step")
     def _valid_choice(self, proposal: dict[str, Any]) -> str:
         name = proposal["trait"].name
-        return str(check_compare_state(self._tree, {name: proposal["value"], "expanded": []}, self._default_sort)[name])
+        checked: Mapping[str, object] = check_compare_state(self._tree, {name: proposal["value"], "expanded": []}, self._default_sort)
+        return str(checked[name])
 
     @traitlets.validate("sort_by")
     def _valid_sort(self, proposal: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .._tree.summary import Summary
 from .._vocab import is_missing
 
 # C0 controls, DEL and C1 controls: ESC and CSI start terminal escape sequences (colours, cursor
@@ -114,7 +115,7 @@ def value_text(unit: str, value: float) -> str:
     return _BY_UNIT[unit](value)
 
 
-def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
+def summary_items(s: Summary) -> list[tuple[str, str, str]]:
     """The run's headline figures as ``(label, value, explanation)``, in one wording for every view
     (the terminal's summary line, the static HTML, the widget). Missing figures are left out; the
     forward/backward/other split only where there are modules (else "other" would repeat the total)."""
@@ -181,7 +182,7 @@ def summary_items(s: dict[str, Any]) -> list[tuple[str, str, str]]:
     return items
 
 
-def summary_line(s: dict[str, Any]) -> str:
+def summary_line(s: Summary) -> str:
     """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
     return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))
 
@@ -197,7 +198,7 @@ def _clip(text: str, limit: int = HEADLINE_PATH) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
 
 
-def headline(s: dict[str, Any]) -> str:
+def headline(s: Summary) -> str:
     """``Costliest layer: ResNet.layer4.1.conv2 (Conv2d) 9.3% · costliest type: Conv2d 69% (20 modules) ·
     MFU 31% of NVIDIA H100 SXM bf16``: shares of the run's CPU total (device total with a device)."""
     parts = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._tree.aggregate import by_type as aggregate_by_type
@@ -86,9 +86,10 @@ def steps(tree: Tree) -> pd.DataFrame:
     import pandas as pd
 
     df = pd.DataFrame(tree.steps, columns=STEP_COLUMNS)
-    splits = {str(s["step"]): s for s in step_splits(tree)}
+    splits: dict[str, Mapping[str, object]] = {str(s["step"]): s for s in step_splits(tree)}
+    none: Mapping[str, object] = {}
     for column in STEP_SPLIT_COLUMNS:
-        values = [splits.get(str(step), {}).get(column, float("nan") if column != "slow" else False) for step in df["step"]]
+        values = [splits.get(str(step), none).get(column, float("nan") if column != "slow" else False) for step in df["step"]]
         df[column] = pd.Series(values, index=df.index, dtype=bool if column == "slow" else float)
     return df
 

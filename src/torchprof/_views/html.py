@@ -12,8 +12,9 @@ from typing import Any
 
 from .._tree.aggregate import across_steps
 from .._tree.hotpath import hot_path
+from .._tree.summary import Summary
 from .._tree.tree import Tree
-from .._vocab import COLUMN, NodeKind
+from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, NodeKind
 from .cells import cell_text, view_columns
 from .format import summary_line
 from .insights import Finding
@@ -79,7 +80,7 @@ body { padding: 12px; background: var(--jp-layout-color0, #ffffff); }
 """
 
 
-def report_html(tree: Tree, summary: dict[str, Any], findings: list[Finding] | None = None, **state: Any) -> str:
+def report_html(tree: Tree, summary: Summary, findings: list[Finding] | None = None, **state: Any) -> str:
     """One self-contained page with the widget's interactive view: the ES module and its CSS
     inlined, the data as escaped JSON, a Content-Security-Policy that allows only the page's own
     inline code, so it works with no kernel and no network."""
@@ -128,8 +129,8 @@ FALLBACK_CSS = (
 )
 
 
-def static_table(tree: Tree, summary: dict[str, Any], min_pct: float = 1.0, max_rows: int = 200,
-                 sort_by: str = "cpu_us") -> str:  # fmt: skip
+def static_table(tree: Tree, summary: Summary, min_pct: float = DEFAULT_MIN_PCT, max_rows: int = 200,
+                 sort_by: str = DEFAULT_SORT) -> str:  # fmt: skip
     """A plain HTML table of the top rows, for front ends with no widget manager (nbconvert,
     GitHub, a notebook reopened without its widget state), with :data:`FALLBACK_CSS` so a
     notebook shows it only where the widget cannot render.

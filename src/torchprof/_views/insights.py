@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from .._tree.devices import device_memory
 from .._tree.hotpath import layer_key
 from .._tree.steps import is_data_loading, split_row
+from .._tree.summary import Summary
 from .._tree.tree import Tree
 from .._vocab import (
     COMPILED_REGION_PREFIX,
@@ -133,7 +134,7 @@ class Context:
     """What the rules read: the tree, the summary, the recording's facts, and a few sums."""
 
     tree: Tree
-    summary: dict[str, Any]
+    summary: Summary
     meta: dict[str, Any]
     memory_limit: float | None = None
     """The device's memory in bytes (the host's for a CPU run), where known."""
@@ -590,7 +591,7 @@ RULES: tuple[Callable[[Context], Finding | None], ...] = (
 RULE_NAMES: tuple[str, ...] = tuple(rule.__name__ for rule in RULES)
 
 
-def find(tree: Tree, summary: dict[str, Any], meta: dict[str, Any], memory_limit: float | None = None) -> list[Finding]:
+def find(tree: Tree, summary: Summary, meta: dict[str, Any], memory_limit: float | None = None) -> list[Finding]:
     """Every rule's finding on one profile, ranked: time at stake first (largest first), then the
     memory findings by share. ``memory_limit`` (bytes) overrides the device's memory as the
     profile reports it (``deviceProperties``, or the host's memory for a CPU run)."""

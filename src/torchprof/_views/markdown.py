@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._tree.hotpath import Ranked, fold_steps, hot_path, ranked_layers, self_column
+from .._tree.summary import Summary
 from .._tree.tree import Tree
 from .._vocab import MEMORY_CATEGORIES, is_missing
 from . import format as fmt
@@ -52,7 +53,7 @@ def top_layers(tree: Tree, count: int) -> list[Ranked]:
     return [r for r in ranked_layers(tree, 0, len(tree), own, named=count) if r.own_us > 0][:count]
 
 
-def _layers_table(tree: Tree, ranked: list[Ranked], summary: dict[str, Any]) -> list[str]:
+def _layers_table(tree: Tree, ranked: list[Ranked], summary: Summary) -> list[str]:
     cols = tree.columns
     device = summary.get("hot_metric") == "cuda_us"
     total = cols["cuda_us" if device else "cpu_us"]
@@ -87,7 +88,7 @@ def _insight_lines(findings: list[Finding], limit: int, message_chars: int | Non
     return lines
 
 
-def _run_line(s: dict[str, Any]) -> str:
+def _run_line(s: Summary) -> str:
     """The run in one line, the same items whatever the timings (only what was recorded decides:
     device time, memory): wall, CPU and its split, device time and busy share, FLOPs, FLOP/s,
     peak memory."""
@@ -100,13 +101,13 @@ def _run_line(s: dict[str, Any]) -> str:
         busy, window = s.get("gpu_busy_us", nan), s.get("gpu_window_us", nan)
         parts.append(f"device {fmt.time_us(s['cuda_us'])} (busy {fmt.percent(busy, window) or '-'} of its window)")
     parts += [f"FLOPs {fmt.count(s.get('flops', nan))}", f"achieved {fmt.rate(s.get('flops_per_s', nan))}"]
-    for key, name in (("peak_cpu_mem", "peak host memory"), ("peak_cuda_mem", "peak device memory")):
-        if not is_missing(s.get(key, nan)):
-            parts.append(f"{name} {fmt.nbytes(s[key])}")
+    for peak, name in ((s.get("peak_cpu_mem", nan), "peak host memory"), (s.get("peak_cuda_mem", nan), "peak device memory")):
+        if not is_missing(peak):
+            parts.append(f"{name} {fmt.nbytes(peak)}")
     return fmt.printable(" · ".join(parts))
 
 
-def _mfu_line(summary: dict[str, Any]) -> str:
+def _mfu_line(summary: Summary) -> str:
     peak: dict[str, Any] = summary["peak_flops"] if isinstance(summary.get("peak_flops"), dict) else {}
     mfu = summary.get("mfu", float("nan"))
     if is_missing(mfu):
@@ -119,7 +120,7 @@ def _mfu_line(summary: dict[str, Any]) -> str:
             f"({fmt.rate(summary.get('flops_per_s', float('nan')))} achieved).")  # fmt: skip
 
 
-def _memory_lines(tree: Tree, summary: dict[str, Any]) -> list[str]:
+def _memory_lines(tree: Tree, summary: Summary) -> list[str]:
     devices = tree.memory.get("devices", {}) if tree.has_memory and tree.memory else {}
     if not devices:
         return ["**Memory:** not recorded (profile with memory=True)."]
@@ -147,7 +148,7 @@ def _memory_lines(tree: Tree, summary: dict[str, Any]) -> list[str]:
     return [f"{head}: {made or 'nothing alive'}." + (f" Held most by {holders}." if holders else "")]
 
 
-def _steps_line(summary: dict[str, Any]) -> str:
+def _steps_line(summary: Summary) -> str:
     spread = summary.get("step_spread")
     if not isinstance(spread, dict) or not spread:
         return "**Steps:** none recorded (a schedule= with prof.step() records them)."
@@ -157,7 +158,7 @@ def _steps_line(summary: dict[str, Any]) -> str:
             f"{fmt.time_us(spread['min_us'])} to {fmt.time_us(spread['max_us'])}; {slow_text}.")  # fmt: skip
 
 
-def to_markdown(tree: Tree, summary: dict[str, Any], findings: list[Finding], label: str) -> str:
+def to_markdown(tree: Tree, summary: Summary, findings: list[Finding], label: str) -> str:
     """The profile as at most :data:`MAX_BYTES` bytes of Markdown (see the module's docstring)."""
     attempts = [(TOP_LAYERS, TOP_INSIGHTS, None), (5, TOP_INSIGHTS, None), (5, 3, 240), (3, 3, 160), (3, 2, 100), (2, 1, 80)]
     text = ""
@@ -169,7 +170,7 @@ def to_markdown(tree: Tree, summary: dict[str, Any], findings: list[Finding], la
     return data.decode("utf-8", errors="ignore").rstrip() + "\n…\n"
 
 
-def _render(tree: Tree, summary: dict[str, Any], findings: list[Finding], label: str, layers: int, insights: int,
+def _render(tree: Tree, summary: Summary, findings: list[Finding], label: str, layers: int, insights: int,
             message_chars: int | None) -> str:  # fmt: skip
     lines = [f"### torchprof: {_cell(label)}", "", f"**{fmt.printable(str(summary.get('headline', '')))}**", "",
              _run_line(summary), ""]  # fmt: skip

@@ -21,6 +21,7 @@ from typing import Any
 from .._tree.aggregate import StepsTree, across_steps
 from .._tree.hotpath import hot_path, opened
 from .._tree.steps import step_splits
+from .._tree.summary import Summary
 from .._tree.tree import Tree
 from .._vocab import (
     ALL_STEPS,
@@ -200,7 +201,7 @@ def steps_payload(folded: StepsTree) -> dict[str, Any]:
 
 def payload(
     tree: Tree,
-    summary: dict[str, Any],
+    summary: Summary,
     folded: StepsTree | None = None,
     *,
     columns: Sequence[Column] = COLUMNS,

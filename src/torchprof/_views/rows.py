@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .._tree.tree import Tree
-from .._vocab import COLUMN, LAYER_KINDS, SORT_ALIASES, SORTABLE, STEP_PREFIX, NodeKind, is_missing
+from .._vocab import COLUMN, DEFAULT_SORT, LAYER_KINDS, SORT_ALIASES, SORTABLE, STEP_PREFIX, NodeKind, is_missing
 
 #: Sort keys that are text (everything else sortable is a number).
 TEXT_SORT = tuple(c for c in SORTABLE if not COLUMN[c].numeric)
@@ -132,7 +132,7 @@ def select_rows(
     tree: Tree,
     *,
     min_pct: float = 0.0,
-    sort_by: str | Sequence[str] | None = "cpu_us",
+    sort_by: str | Sequence[str] | None = DEFAULT_SORT,
     show_ops: bool = False,
     search: str | Iterable[str] | None = None,
     max_depth: int | None = None,
@@ -229,7 +229,7 @@ def visible_rows(
     tree: Tree,
     *,
     min_pct: float = 0.0,
-    sort_by: str | Sequence[str] | None = "cpu_us",
+    sort_by: str | Sequence[str] | None = DEFAULT_SORT,
     ascending: bool = False,
     show_ops: bool = False,
     search: str | Iterable[str] | None = None,

@@ -4,7 +4,8 @@ shared by the widget, the report page and ``prof.widget(**state)``."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 from .._tree.aggregate import StepsTree, step_rows
 from .._tree.hotpath import hot_path, opened
@@ -13,6 +14,24 @@ from .._vocab import ALL_STEPS, COLUMN, COLUMNS, FLAME_COLOURS, LAYER_KINDS, STA
 from .rows import resolve_sort
 
 _DEFAULTS = {k.name: k.default for k in STATE}
+
+
+class ViewState(TypedDict):
+    """A complete, checked view state (:func:`check_state`): the keys of ``_vocab.STATE``, which
+    says what each means (a test keeps the two the same)."""
+
+    min_pct: float
+    sort_by: str
+    ascending: bool
+    show_ops: bool
+    search: str
+    expanded: list[str]
+    view: str
+    step: str
+    selected: str
+    metric: str
+    flame_colour: str
+    zoom: str
 
 
 def default_expanded(tree: Tree, show_ops: bool = False, root: int = 0) -> list[str]:
@@ -75,7 +94,7 @@ def expanded_to_depth(tree: Tree, depth: int) -> list[str]:
     return [paths[i] for i in range(len(tree)) if has_children[i] and cols["depth"][i] < depth]
 
 
-def check_state(tree: Tree, state: dict[str, Any], folded: StepsTree | None = None) -> dict[str, Any]:
+def check_state(tree: Tree, state: Mapping[str, Any], folded: StepsTree | None = None) -> ViewState:
     """Complete, checked view state from user keywords (unknown keys and bad values raise).
     ``folded`` is the profile's steps folded into one tree, for ``step="all"``."""
     unknown = set(state) - set(STATE_KEYS)

@@ -12,7 +12,7 @@ from typing import Any
 from .._tree.hotpath import hot_path
 from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
-from .._vocab import COLUMN, NARROW_DROP_ORDER, NodeKind
+from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, NodeKind
 from .cells import ViewColumn, cell_text, view_columns
 from .format import printable
 from .rows import resolve_sort, threshold_column, visible_rows
@@ -22,8 +22,6 @@ RESET = "\x1b[0m"
 #: Levels of tree guides drawn before a row's name; deeper rows show the innermost ones.
 MAX_GUIDES = 24
 ELIDED = "… "
-#: Characters a table fits in by default (``width=None``: no limit).
-DEFAULT_WIDTH = 120
 #: How far names and module types are shortened (in the middle) before the table gives up on a width.
 NAME_SOFT_LIMIT = 32
 NAME_MIN = 16
@@ -48,8 +46,8 @@ def wants_colour(stream: Any = None) -> bool:
 def render_table(
     tree: Tree,
     *,
-    min_pct: float = 1.0,
-    sort_by: str | Sequence[str] | None = "cpu_us",
+    min_pct: float = DEFAULT_MIN_PCT,
+    sort_by: str | Sequence[str] | None = DEFAULT_SORT,
     ascending: bool = False,
     show_ops: bool = False,
     filter: Iterable[str] | str | None = None,

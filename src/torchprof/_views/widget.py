@@ -10,15 +10,16 @@ rows the user sees.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
 
 from .._tree.aggregate import across_steps
+from .._tree.summary import Summary
 from .._tree.tree import Tree
-from .._vocab import ALL_STEPS, STATE, STATE_KEYS, StateKey
+from .._vocab import ALL_STEPS, DEFAULT_MIN_PCT, DEFAULT_SORT, STATE, STATE_KEYS, StateKey
 from .html import WIDGET_VIEW, static_file, static_table
 from .insights import Finding
 from .payload import payload, payload_bytes
@@ -75,7 +76,7 @@ class ProfileWidget(ViewStateWidget):
     view, in view order (of the folded tree for ``step="all"``).
     """
 
-    def __init__(self, tree: Tree, summary: dict[str, Any], findings: list[Finding] | None = None, **state: Any) -> None:
+    def __init__(self, tree: Tree, summary: Summary, findings: list[Finding] | None = None, **state: Any) -> None:
         self._tree = tree
         self._summary = summary
         self._findings = findings
@@ -90,7 +91,8 @@ class ProfileWidget(ViewStateWidget):
     @traitlets.validate("view", "metric", "flame_colour")
     def _valid_choice(self, proposal: dict[str, Any]) -> str:
         name = proposal["trait"].name
-        return check_state(self._tree, {name: proposal["value"], "expanded": []}, self._folded)[name]
+        checked: Mapping[str, object] = check_state(self._tree, {name: proposal["value"], "expanded": []}, self._folded)
+        return str(checked[name])
 
     def __repr__(self) -> str:
         return f"<torchprof widget {self._tree.columns['name'][0]!r}: {len(self._tree)} nodes>"
@@ -143,14 +145,14 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def static_bundle(tree: Tree, summary: dict[str, Any], *, min_pct: float = 1.0, sort_by: str = "cpu_us") -> dict[str, str]:
+def static_bundle(tree: Tree, summary: Summary, *, min_pct: float = DEFAULT_MIN_PCT, sort_by: str = DEFAULT_SORT) -> dict[str, str]:
     """The profile as a front end without widgets shows it: the terminal table as text/plain and
     the static HTML table (nbconvert, GitHub, consoles, a notebook reopened without its widgets)."""
     return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by, hot=True, headline=summary.get("headline")),
             "text/html": static_table(tree, summary, min_pct=min_pct, sort_by=sort_by)}  # fmt: skip
 
 
-def show(tree: Tree, summary: dict[str, Any], widget: ProfileWidget | None = None,
+def show(tree: Tree, summary: Summary, widget: ProfileWidget | None = None,
          findings: list[Finding] | None = None) -> None:  # fmt: skip
     """Display the profile in IPython: the static table, then, in a kernel, the widget (see
     :func:`show_with_fallback`)."""

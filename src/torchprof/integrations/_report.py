@@ -9,7 +9,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .._capture.session import ProfilerWarning
+from .._errors import ProfilerWarning
 from .._views.format import printable, time_us
 
 if TYPE_CHECKING:

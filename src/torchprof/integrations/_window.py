@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._capture.compiled import capture_compiled
 from .._capture.schedule import describe_steps
-from .._capture.session import ProfilerWarning
+from .._errors import ProfilerWarning
 from .._profiler import Profiler
 from .._vocab import STEP_TIME_COLUMNS
 
