@@ -298,6 +298,15 @@ STDOUT = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stdout"]
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 
 
+def run_cell_after_widget_changes(page: Page, code: str) -> int:
+    """:func:`append_and_run_cell` once the widget's last changes are in the kernel. ipywidgets
+    keeps one change in flight and holds later ones until the kernel has answered it, so a cell
+    run right after a click can run before the click's change arrives: a first, empty cell
+    runs while the held change is sent behind it, and the cell that reads the state runs after."""
+    append_and_run_cell(page, "pass")
+    return append_and_run_cell(page, code)
+
+
 def cell_stdout(page: Page, index: int) -> str:
     """What cell ``index`` printed; a failure quoting its whole output when it printed nothing
     (a traceback, most likely)."""

@@ -32,6 +32,7 @@ from jupyter_fixture import (  # noqa: E402
     execute_command,
     open_notebook,
     run_all_cells,
+    run_cell_after_widget_changes,
     write_notebook,
 )
 
@@ -100,7 +101,7 @@ def _child_layers(paths: list[str], parent: str) -> list[str]:
 
 
 def _kernel_state(page: Page) -> dict[str, Any]:
-    return json.loads(cell_stdout(page, append_and_run_cell(page, STATE_CODE)))
+    return json.loads(cell_stdout(page, run_cell_after_widget_changes(page, STATE_CODE)))
 
 
 def _assert_page_shows_kernel_view(widget: Locator, state: dict[str, Any]) -> None:
@@ -302,7 +303,7 @@ def test_notebook_shortcuts_pressed_in_the_widget_never_reach_the_notebook(
     paths = rows.evaluate_all("rs => rs.map(r => r.dataset.path)")
     expected = selected.get_attribute("data-path")
     assert paths.index(expected) == paths.index(clicked_path) + 1, (paths, clicked_path, expected)
-    index = append_and_run_cell(page, "print(w.selected)")
+    index = run_cell_after_widget_changes(page, "print(w.selected)")
     assert cell_stdout(page, index).strip() == expected
     # The same keys outside the widget do run the notebook's shortcuts: the test would see a leak.
     count = cells.count()
