@@ -20,7 +20,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("torchprof._capture", "torchprof._traces"),
     ("torchprof._tree",),
     ("torchprof._views",),
-    ("torchprof._profile", "torchprof._profiler", "torchprof._legacy", "torchprof._load", "torchprof._comparison"),
+    ("torchprof._result", "torchprof._profiler", "torchprof._legacy", "torchprof._load", "torchprof._comparison"),
     ("torchprof._options", "torchprof._demo", "torchprof._cli", "torchprof._magic", "torchprof.__main__", "torchprof"),
     ("torchprof.integrations",),
 )

@@ -19,9 +19,9 @@ from torch import nn
 import torchprof
 from conftest import shared_trace
 from synthetic import build, ev
-from torchprof._profile import Result
 from torchprof._records import Recording
-from torchprof._tree.compare import compare_trees
+from torchprof._result import Result
+from torchprof._tree.diff import compare_trees
 from torchprof._views import format as fmt
 from torchprof._views.compare import compare_rows, view_tree
 from torchprof._vocab import COMPARE_COLUMNS, COMPARE_METRICS, STEP_FOLDED

@@ -9,8 +9,8 @@ import pytest
 import torchprof
 from browser_util import new_page, page_state, rendered_paths, serve, write_widget_page
 from synthetic import build, ev
-from torchprof._profile import Result
 from torchprof._records import Recording
+from torchprof._result import Result
 from torchprof._views.compare import compare_rows, view_tree
 
 pytestmark = pytest.mark.browser

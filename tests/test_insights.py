@@ -17,8 +17,8 @@ from synthetic import build, ev, training_step
 
 
 def result_of(events, *, wall_us=None, meta=None, modules=None, **options):
-    from torchprof._profile import Result
     from torchprof._records import Recording
+    from torchprof._result import Result
 
     return Result(build(events, **options), Recording(modules=modules or {}, wall_us=wall_us, meta=dict(meta or {})))
 

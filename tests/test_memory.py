@@ -590,8 +590,8 @@ def test_a_gpu_peak_is_the_allocators_own():
 
 
 def test_a_device_peak_is_checked_against_the_allocators_high_water_mark():
-    from torchprof._profile import Result
     from torchprof._records import Recording
+    from torchprof._result import Result
 
     events = [ev("module", "Net", 0, 10, type_="Net"), ev("memory", "[memory]", 1, 1, nbytes=900, cuda=True, addr=8, total=900)]
     tree = build(events, memory=True, cuda=True)

@@ -1,5 +1,5 @@
 """The default capture records no op shapes: FLOPs come from replaying each root module call on a
-data-free copy after the run (``_capture/replay.py``, ``_tree/replayed.py``). These tests check
+data-free copy after the run (``_capture/replay.py``, ``_tree/replay_match.py``). These tests check
 what a user relies on there: the same FLOPs as ``shapes=True`` wherever the call can be
 replayed (keyword arguments, several argument sizes, autocast, schedules, a loss on one of
 several outputs), FLOPs said to be unknown where it cannot, and the user's state untouched."""

@@ -42,7 +42,7 @@ def test_by_rank_rows_have_the_vocabularys_columns():
 
 
 def test_the_summary_type_names_every_key_a_summary_has():
-    from torchprof._profile import Result
+    from torchprof._result import Result
 
     summary = Result(_stepped(), Recording(modules={}, wall_us=600.0)).summary
     assert {"wall_us", "cpu_us", "time_split", "step_spread", "hot_path", "headline"} <= set(summary)

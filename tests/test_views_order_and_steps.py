@@ -42,10 +42,10 @@ def test_exec_order_numbers_nodes_as_they_first_ran():
 
 
 def test_a_profile_saved_before_exec_order_existed_still_loads(tmp_path):
-    from torchprof._profile import Profile
     from torchprof._records import Recording
+    from torchprof._result import Result
 
-    prof = Profile(build(training_step()), Recording(modules={}, wall_us=220.0))
+    prof = Result(build(training_step()), Recording(modules={}, wall_us=220.0))
     path = tmp_path / "old.json"
     prof.save(str(path))
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -105,10 +105,10 @@ def test_a_view_of_one_step_is_its_subtree_with_percentages_of_that_step():
 
 
 def test_widget_view_df_follows_the_viewed_step():
-    from torchprof._profile import Profile
     from torchprof._records import Recording
+    from torchprof._result import Result
 
-    prof = Profile(stepped(), Recording(modules={}, wall_us=600.0))
+    prof = Result(stepped(), Recording(modules={}, wall_us=600.0))
     w = prof.widget(min_pct=0, step="2", expanded=["ProfilerStep#2/Net"])
     assert list(w.view_df.index) == ["ProfilerStep#2", "ProfilerStep#2/Net", "ProfilerStep#2/Net.fc1",
                                      "ProfilerStep#2/Optimizer.step#SGD.step"]  # fmt: skip

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from synthetic import columns, ev, training_step
-from torchprof._profile import Result
 from torchprof._records import ModuleInfo, Recording
+from torchprof._result import Result
 from torchprof._tree.aggregate import across_steps, by_type, step_rows
 from torchprof._tree.builder import TreeBuilder
 from torchprof._views import format as fmt

@@ -16,8 +16,8 @@ from ._comparison import Comparison, compare
 from ._errors import ProfilerError, ProfilerWarning, TraceError
 from ._legacy import Profile
 from ._load import load, load_trace
-from ._profile import Result
 from ._profiler import Profiler, profile
+from ._result import Result
 
 __all__ = [
     "Comparison",

@@ -38,8 +38,8 @@ from ._views.format import printable
 from ._vocab import DEFAULT_SORT
 
 if TYPE_CHECKING:
-    from ._profile import Result
     from ._profiler import Profiler
+    from ._result import Result
 
 #: Endings of the files the command line opens instead of running (traces and saved profiles).
 PROFILE_FILE_SUFFIXES = (".json", ".json.gz")

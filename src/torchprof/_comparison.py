@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._files import write_text
-from ._profile import Result
-from ._tree.compare import Diff, by_name, compare_trees
+from ._result import Result
+from ._tree.diff import Diff, by_name, compare_trees
 from ._vocab import DEFAULT_MIN_PCT, DEFAULT_WIDTH, NodeKind
 
 if TYPE_CHECKING:

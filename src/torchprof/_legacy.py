@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._errors import ProfilerError
-from ._profile import Result
 from ._profiler import Profiler
+from ._result import Result
 from ._vocab import NodeKind
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from typing import Any
 from ._errors import TraceError
 from ._files import read_head, read_json
 from ._gc import paused_gc
-from ._profile import Result
 from ._records import Recording
+from ._result import Result
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note

@@ -14,7 +14,7 @@ from ._errors import OutputError as OutputError  # re-exported: its home before 
 from ._vocab import OPTIONS, STATE, EntryPoint, Option
 
 if TYPE_CHECKING:
-    from ._profile import Result
+    from ._result import Result
 
 _NEGATIVE_NUMBER = re.compile(r"-\d.*")
 

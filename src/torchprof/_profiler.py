@@ -16,12 +16,12 @@ from ._capture.quiet import StderrFilter
 from ._capture.schedule import StepSchedule
 from ._capture.session import CaptureOptions, CaptureSession
 from ._errors import ProfilerError
-from ._profile import Result
 from ._records import EventColumns, ModuleInfo, Recording
+from ._result import Result
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note
 from ._tree.devices import choose_peak
-from ._tree.replayed import (
+from ._tree.replay_match import (
     commit_replays,
     mark_transformed,
     module_paths,

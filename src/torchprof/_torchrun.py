@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ._views.format import printable
 
 if TYPE_CHECKING:
-    from ._profile import Result
+    from ._result import Result
 
 #: How long rank 0 waits for the other ranks' trees (or, without a store, their trace files).
 WAIT_S = 600.0
@@ -79,7 +79,7 @@ def encode_tree(prof: Result) -> bytes:
 def decode_tree(payload: bytes, where: str) -> Result:
     """A tree :func:`encode_tree` made; ``TraceError`` naming ``where`` when it is not one."""
     from ._errors import TraceError
-    from ._profile import Result
+    from ._result import Result
     from ._tree.storage import from_json
 
     if payload[:1] == _ERROR:

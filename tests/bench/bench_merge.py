@@ -38,7 +38,7 @@ _TIMES = ("cpu_us", "self_cpu_us", "cuda_us", "self_cuda_us", "bwd_cpu_us", "bwd
 
 def rank_result(base, rank: int):
     """Rank ``rank``'s profile: the base tree with its times scaled, and its rank recorded."""
-    from torchprof._profile import Result
+    from torchprof._result import Result
 
     tree = copy.copy(base.tree)
     scale = 1 + rank / 100

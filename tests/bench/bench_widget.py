@@ -23,14 +23,14 @@ TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 from synthetic import columns, ev  # noqa: E402
-from torchprof._profile import Profile  # noqa: E402
 from torchprof._records import ModuleInfo, Recording  # noqa: E402
+from torchprof._result import Result  # noqa: E402
 from torchprof._tree.builder import TreeBuilder  # noqa: E402
 
 TARGETS = {"render_ms": 300.0, "update_ms": 100.0, "dom_rows": 300, "bytes_per_node": 150.0}
 
 
-def big_profile(nodes: int = 50_000, seed: int = 0) -> Profile:
+def big_profile(nodes: int = 50_000, seed: int = 0) -> Result:
     """A training-step-like profile of about ``nodes`` tree nodes, built by the real tree builder
     from synthetic events: stages of blocks of layers, each layer running linear/addmm, relu and
     add forward and their autograd nodes backward (15 nodes per layer), with shapes and params,
@@ -105,7 +105,7 @@ def big_profile(nodes: int = 50_000, seed: int = 0) -> Profile:
         t += d + 1
     builder = TreeBuilder(label="profile", modules=modules)
     builder.add(columns(events))
-    return Profile(builder.finish(), Recording(modules=modules, wall_us=t))
+    return Result(builder.finish(), Recording(modules=modules, wall_us=t))
 
 
 BENCH_JS = """

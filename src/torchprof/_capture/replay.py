@@ -9,7 +9,7 @@ copy computes no data, so the replay costs what the ops' shape functions cost, o
 call signature, after the profiled block, not inside it.
 
 The replay's events are plain :class:`~torchprof._records.ReplayRun` records; the tree stage
-(``_tree/replayed.py``) counts their FLOPs and checks them against the real run's tree, node by
+(``_tree/replay_match.py``) counts their FLOPs and checks them against the real run's tree, node by
 node, before using them. What cannot be replayed (a module whose forward reads tensor values, a
 module compiled by ``torch.compile``, code outside any module) keeps its FLOPs unknown.
 """

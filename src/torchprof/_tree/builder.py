@@ -85,7 +85,7 @@ class TreeBuilder:
         self.saw_shapes = False
         self.formula_errors: dict[str, int] = {}  # ops whose formula failed on their arguments
         # FLOPs from replays (no shapes recorded): applied once; ops no replay covers; and why a
-        # root module has no replay (see torchprof._tree.replayed).
+        # root module has no replay (see torchprof._tree.replay_match).
         self.replayed = False
         self.shapeless: dict[str, int] = {}
         self.replay_problems: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """FLOP counts carried by an exported chrome trace.
 
-A run without recorded shapes gets its FLOPs from replays (:mod:`~torchprof._tree.replayed`),
+A run without recorded shapes gets its FLOPs from replays (:mod:`~torchprof._tree.replay_match`),
 which a trace's events cannot repeat: ``export_chrome_trace`` writes each row's MACs and FLOPs
 into torchprof's block (:func:`counts_block`), and ``load_trace`` puts them back on the rows of
 the same paths (:func:`apply_counts`). The events are the same, so the trees are the same row for

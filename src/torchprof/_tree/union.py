@@ -1,5 +1,5 @@
 """Several finished trees as one: every row of every tree matched to a node of their union, the
-shared stage of comparing two runs (``compare.py``) and merging the ranks of a job (``ranks.py``)."""
+shared stage of comparing two runs (``diff.py``) and merging the ranks of a job (``ranks.py``)."""
 
 from __future__ import annotations
 

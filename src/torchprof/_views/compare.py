@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._tree.compare import Diff
+from .._tree.diff import Diff
 from .._tree.summary import Summary
 from .._tree.tree import Tree
 from .._vocab import (

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import traitlets
 
-from .._tree.compare import Diff
+from .._tree.diff import Diff
 from .compare import check_compare_state, compare_frame, compare_payload, compare_rows, default_sort, resolve_sort, view_tree
 from .payload import payload_bytes
 from .widget import ViewStateWidget, show_with_fallback

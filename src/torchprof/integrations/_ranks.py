@@ -7,8 +7,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._profile import Result
     from .._profiler import Profiler
+    from .._result import Result
 
 
 #: Facts of a trainer's run the integrations keep in a profile's meta, carried into the merged job.
@@ -31,7 +31,7 @@ def gather_ranks(prof: Profiler | Result, out: str | None = None) -> Result | No
     for their files) and returns the merged job (:func:`torchprof.load_trace` of the folder);
     the other ranks return None. Outside a distributed job, the profile itself.
     """
-    from .._profile import Result
+    from .._result import Result
     from .._torchrun import report_rank
 
     result = prof if isinstance(prof, Result) else prof.result

@@ -13,7 +13,7 @@ from .._errors import ProfilerWarning
 from .._views.format import printable, time_us
 
 if TYPE_CHECKING:
-    from .._profile import Result
+    from .._result import Result
 
 #: What an output folder gets, by kind: file names for the HF callback's ``output_dir``.
 OUTPUT_FILES = {"html": "torchprof.html", "trace": "torchprof-trace.json.gz", "markdown": "torchprof.md"}

@@ -29,7 +29,7 @@ from .._vocab import STEP_TIME_COLUMNS
 if TYPE_CHECKING:
     import torch
 
-    from .._profile import Result
+    from .._result import Result
 
 #: By default: skip this many steps (torch.compile compiles, the optimizer creates its state, the
 #: allocator and caches warm up), then record this many.

@@ -26,7 +26,7 @@ from ._report import OUTPUT_FILES, labelled, show
 from ._window import StepWindow
 
 if TYPE_CHECKING:
-    from .._profile import Result
+    from .._result import Result
 
 __all__ = ["TorchprofCallback"]
 

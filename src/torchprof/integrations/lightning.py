@@ -29,7 +29,7 @@ from ._report import in_kernel, labelled, show
 from ._window import StepWindow
 
 if TYPE_CHECKING:
-    from .._profile import Result
+    from .._result import Result
 
 __all__ = ["TorchprofProfiler"]
 

@@ -334,8 +334,3 @@ class Result:
         from ._tree.storage import to_json
 
         return write_atomic(path, dumps(to_json(self.tree, self.recording)))
-
-
-#: The result class's name before the 2020 API took ``torchprof.Profile`` back: code inside torchprof
-#: written against it keeps working. Public code uses :class:`Result`.
-Profile = Result
