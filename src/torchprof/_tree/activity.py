@@ -4,13 +4,12 @@ events before they are dropped."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from itertools import compress
 from typing import Any
 
 from .._records import EventColumns
 from .._vocab import COMM_RANGE_PREFIXES, HOST_RANGE_KINDS, DeviceWork, EventKind
-from .device_time import union_intervals, work_of
+from .device_time import covered, union_intervals, work_of
 
 DEVICE = int(EventKind.DEVICE)
 _HOST = frozenset(int(k) for k in HOST_RANGE_KINDS)
@@ -22,19 +21,6 @@ def is_communication(name: str, kind: int) -> bool:
     if kind == DEVICE:
         return work_of(name) == DeviceWork.COMM
     return kind in _HOST and name.startswith(COMM_RANGE_PREFIXES)
-
-
-def covered(merged: list[tuple[int, int]], starts: list[int], lo: int, hi: int) -> int:
-    """How much of ``[lo, hi)`` the disjoint sorted intervals ``merged`` (``starts`` their starts)
-    cover. O(log k + the intervals inside)."""
-    total = 0
-    j = max(0, bisect_right(starts, lo) - 1)
-    while j < len(merged) and merged[j][0] < hi:
-        s, e = merged[j]
-        if e > lo:
-            total += min(e, hi) - max(s, lo)
-        j += 1
-    return total
 
 
 def cycle_activity(ev: EventColumns, steps: list[dict[str, Any]], node_of: list[int], labels: list[str]) -> int:

@@ -53,8 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._records import EventColumns, parse_module_range
 from .._vocab import ACCUMULATE_GRAD, BACKWARD_PREFIX, COMM_RANGE_PREFIXES, FSDP_PREFIX, STEP_PREFIX, EventKind
-from .activity import covered
-from .device_time import union_intervals
+from .device_time import covered, union_intervals
 from .moves import EventMover, Target
 
 if TYPE_CHECKING:

@@ -94,11 +94,12 @@ def device_time(names: Sequence[str], starts: Sequence[int], ends: Sequence[int]
 
     overlap = [0] * k
     if COMM in known.values():
+        compute_starts = {key: [lo for lo, _ in spans] for key, spans in unions.items() if key[1] == COMPUTE}
         for i, w in enumerate(work):
             if w == COMM:
                 compute = unions.get((devices[i], COMPUTE))
                 if compute:
-                    overlap[i] = _overlap_one(starts[i], ends[i], compute)
+                    overlap[i] = covered(compute, compute_starts[(devices[i], COMPUTE)], starts[i], ends[i])
 
     union_ns = [0] * WORKS
     comm_overlap = 0
@@ -161,15 +162,15 @@ def _clip(spans: list[tuple[int, int]], span: tuple[int, int] | None) -> list[tu
     return [(max(s, lo), min(e, hi)) for s, e in spans if min(e, hi) > max(s, lo)]
 
 
-def _overlap_one(s: int, e: int, union: list[tuple[int, int]]) -> int:
-    """Length of ``[s, e]`` covered by the disjoint sorted ``union``: a bisection, then a walk over
-    the intervals that reach into it."""
-    j = max(bisect_right(union, (s, s)) - 1, 0)
+def covered(merged: list[tuple[int, int]], starts: list[int], lo: int, hi: int) -> int:
+    """How much of ``[lo, hi)`` the disjoint sorted intervals ``merged`` (``starts`` their starts)
+    cover. O(log k + the intervals inside)."""
     total = 0
-    while j < len(union) and union[j][0] < e:
-        lo, hi = union[j]
-        if hi > s:
-            total += min(hi, e) - max(lo, s)
+    j = max(0, bisect_right(starts, lo) - 1)
+    while j < len(merged) and merged[j][0] < hi:
+        s, e = merged[j]
+        if e > lo:
+            total += min(e, hi) - max(s, lo)
         j += 1
     return total
 
