@@ -13,16 +13,12 @@ from typing import TYPE_CHECKING, Any
 from .._records import ModuleInfo, module_range_name, safe_text
 from . import compiled_calls
 from .interrupts import run_all
+from .replay import PASS_THROUGH
 
 if TYPE_CHECKING:
     import torch
 
     from .replay import CallRecorder
-
-
-#: What :meth:`~torchprof._capture.replay.CallRecorder.root_call` returns for a root call not
-#: replayed itself, whose module calls are replayed instead (each as a root of its own).
-PASS_THROUGH = object()
 
 
 class _Stack(list):

@@ -28,9 +28,12 @@ from typing import Any
 
 from .._records import ReplayRun
 from .fast_meta import fast_meta_kernels
-from .hooks import PASS_THROUGH
 from .swaps import config_patched, entered
 from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
+
+#: What :meth:`CallRecorder.root_call` returns for a root call not replayed itself, whose module
+#: calls are replayed instead (each as a root of its own). The hooks compare against it.
+PASS_THROUGH = object()
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
