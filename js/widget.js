@@ -71,10 +71,19 @@ function cellPercent(part, whole) {
   const text = formatPercent(part, whole);
   return /^-?0(\.0)?%$/.test(text) ? "" : text;
 }
+function formatFraction(v) {
+  if (missing(v)) return "-";
+  const pct = 100 * v;
+  if (pct === 0 || Math.abs(pct) >= 0.01) return sig(pct) + "%";
+  const digits = 1 - Math.floor(Math.log10(Math.abs(pct)));
+  if (digits > 6) return (pct > 0 ? "<" : ">-") + "0.000001%";
+  return pyFixed(pct, digits) + "%";
+}
 function formatValue(unit, v) {
   if (unit === "time") return formatTime(v);
   if (unit === "bytes") return formatBytes(v);
   if (unit === "count") return formatCount(v);
+  if (unit === "fraction") return formatFraction(v);
   return missing(v) ? "-" : String(v);
 }
 
@@ -3307,6 +3316,7 @@ export {
   flameTip,
   formatBytes,
   formatCount,
+  formatFraction,
   formatPercent,
   formatRate,
   formatTime,

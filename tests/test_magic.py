@@ -89,6 +89,15 @@ def test_out_binds_the_profile_and_underscore_torchprof_is_always_bound(ip, caps
     assert "model.0" in ip.user_ns["prof"].df.index
 
 
+def test_peak_flops_gives_the_cell_an_mfu_and_a_bad_one_is_a_usage_line(ip, capsys):
+    ip.run_cell_magic("torchprof", "--text -o prof --peak-flops 1e12", "model(x)")
+    prof = ip.user_ns["prof"]
+    assert prof.summary["peak_flops"]["flops_per_s"] == 1e12
+    assert 0 < prof.summary["mfu"] < 1 and prof.df.loc["model", "mfu"] > 0
+    ok, out, err = run_shown(ip, capsys, "%%torchprof --peak-flops fast\nmodel(x)")
+    assert not ok and err.strip().startswith("UsageError: %%torchprof: --peak-flops: ") and "Traceback" not in out + err
+
+
 def test_line_magic_profiles_one_statement_and_returns_its_value(ip, capsys):
     result = ip.run_cell("%torchprof --text -o p out = model(x); out.sum()")
     capsys.readouterr()

@@ -168,7 +168,7 @@ def _num(v: Any) -> Any:
 
 
 FORMAT_VALUES = (0, 0.125, 0.5, 1.5, 2.5, 9.995, 99.95, 99.96, 999.5, 1000, 1234.5, 0.0049, 1e6, 2.5e6, -0.125,
-                 -3.7, 1023, 1024, 1536, 1048575, 1.5e9, 7.3e12, 1e-9, 123456789.123, 0.015, 1.005, float("nan"))  # fmt: skip
+                 -3.7, 1023, 1024, 1536, 1048575, 1.5e9, 7.3e12, 1e-9, 123456789.123, 0.015, 1.005, 4e-7, 3.1e-5, -2.5e-6, 1.25e-6, float("nan"))  # fmt: skip
 GLOBS = ("*", "a*", "*b", "a?c", "[abc]x", "[!abc]x", "[a-c]x", "[c-a]x", "[]]", "[!]]x", "[", "a[", "a[b", "*.*",
          "x.y*", "[a-]", "[-a]", "a\\b", "[\\]", "(", "a+b", "$", "^a", "a|b", "[^a]", "[a-c-e]", "[z-a-c]", "y*",
          "A*", " ", "", "net", "[a-]x", "layer1", "y.z", "layer4.*.conv?", "*/aten::*", "0")  # fmt: skip
@@ -214,7 +214,7 @@ def crosscheck_fixture() -> dict[str, Any]:
     nan = float("nan")
     formats = []
     for value in FORMAT_VALUES:
-        for fn in ("time_us", "nbytes", "count"):
+        for fn in ("time_us", "nbytes", "count", "fraction"):
             formats.append([fn, None if value != value else value, getattr(fmt, fn)(value)])
     percents = [[p, w, fmt.percent(p, w)] for p, w in ((50, 200), (9, 200), (0, 200), (5, 0), (1, 3), (2, 3), (0.25, 2),
                                                        (-7, 50), (199.9, 200), (1, 800))]  # fmt: skip

@@ -85,6 +85,20 @@ export function cellPercent(part, whole) {
 }
 
 /**
+ * A share as a percentage (_views/format.py fraction): three significant figures, two below
+ * 0.01% ("0.0031%", "0.000040%"), "<0.000001%" below that, never an exponent.
+ * @param {number} v
+ */
+export function formatFraction(v) {
+  if (missing(v)) return "-";
+  const pct = 100 * v;
+  if (pct === 0 || Math.abs(pct) >= 0.01) return sig(pct) + "%";
+  const digits = 1 - Math.floor(Math.log10(Math.abs(pct)));
+  if (digits > 6) return (pct > 0 ? "<" : ">-") + "0.000001%";
+  return pyFixed(pct, digits) + "%";
+}
+
+/**
  * A number as every view writes it, by the column's unit (_views/format.py value_text).
  * @param {string} unit @param {number} v
  */
@@ -92,5 +106,6 @@ export function formatValue(unit, v) {
   if (unit === "time") return formatTime(v);
   if (unit === "bytes") return formatBytes(v);
   if (unit === "count") return formatCount(v);
+  if (unit === "fraction") return formatFraction(v);
   return missing(v) ? "-" : String(v);
 }

@@ -29,6 +29,7 @@ from ._options import (
     check_output_paths,
     expanded_like_table,
     options_end,
+    parse_peak_flops,
     state_from_options,
     takes_value,
     write_outputs,
@@ -144,24 +145,10 @@ def _check_view_options(args: argparse.Namespace) -> str | None:
     except OutputError as exc:
         return str(exc)
     try:
-        args.peak_flops = _peak_flops(args.peak_flops)
+        args.peak_flops = parse_peak_flops(args.peak_flops)
     except ValueError as exc:
         return f"--peak-flops: {exc}"
     return None
-
-
-def _peak_flops(value: Any) -> float | str | None:
-    """``--peak-flops``: a number of FLOP/s, or a data type name; ValueError for anything else."""
-    from ._tree.devices import choose_peak
-
-    if value is None or isinstance(value, float):
-        return value
-    try:
-        peak: float | str = float(value)
-    except ValueError:
-        peak = str(value)
-    choose_peak({}, peak, False)  # raises for a bad value
-    return peak
 
 
 def _exit_code(code: Any) -> int:

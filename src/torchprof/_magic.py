@@ -20,7 +20,15 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ._errors import CellSyntaxError as CellSyntaxError  # re-exported: its home before _errors.py
 from ._errors import OutputError
-from ._options import check_output_paths, magic_options, options_end, state_from_options, takes_value, write_outputs
+from ._options import (
+    check_output_paths,
+    magic_options,
+    options_end,
+    parse_peak_flops,
+    state_from_options,
+    takes_value,
+    write_outputs,
+)
 from ._views.format import printable
 
 if TYPE_CHECKING:
@@ -92,6 +100,10 @@ def parse_options(magic: Any, options: str) -> Any:
         check_output_paths(html=args.html, csv=args.csv, trace=args.trace)
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc}") from None
+    try:
+        args.peak_flops = parse_peak_flops(args.peak_flops)
+    except ValueError as exc:
+        raise UsageError(f"%%torchprof: --peak-flops: {exc}") from None
     return args
 
 
@@ -219,7 +231,8 @@ def make_profiler(user_ns: dict[str, Any], args: Any) -> Profiler:
 
     try:
         return Profiler(model, cuda=True if args.cuda else None, memory=args.memory, shapes=args.shapes,
-                        stack=args.stack, flops=args.flops, name="cell", labels=label_of)  # fmt: skip
+                        stack=args.stack, flops=args.flops, name="cell", labels=label_of,
+                        peak_flops=args.peak_flops)  # fmt: skip
     except ProfilerError as exc:
         raise UsageError(f"%%torchprof --cuda: {exc}" if args.cuda else f"%%torchprof: {exc}") from None
 

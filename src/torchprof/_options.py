@@ -156,3 +156,17 @@ def write_outputs(prof: Result, *, html: str | None = None, csv: str | None = No
     if problems:
         raise OutputError("; ".join(problems))
     return written
+
+
+def parse_peak_flops(value: Any) -> float | str | None:
+    """``--peak-flops``: a number of FLOP/s, or a data type name; ValueError for anything else."""
+    from ._tree.devices import choose_peak
+
+    if value is None or isinstance(value, float):
+        return value
+    try:
+        peak: float | str = float(value)
+    except ValueError:
+        peak = str(value)
+    choose_peak({}, peak, False)  # raises for a bad value
+    return peak

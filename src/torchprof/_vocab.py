@@ -651,7 +651,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(("--stack",), "record Python source locations (slower)", "flag"),
     Option(("--no-flops",), "do not count FLOPs and MACs", "off", dest="flops"),
     Option(("--peak-flops",), "what MFU is measured against: FLOP/s (1.2e14) or a data type of the device (bf16, fp32, tf32, "
-           "fp16, fp8); default: the device recognised at the run's data type", metavar="F", where=_COMMAND_LINE),
+           "fp16, fp8); default: the device recognised at the run's data type", metavar="F"),
     Option(("--model",), "attribute only this module (a variable, or a dotted attribute such as net.encoder); paths are rooted at it",
            metavar="NAME", where=frozenset({"magic"})),
     # how the view opens

@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { formatTime, formatBytes, formatCount, formatPercent } from "../../js/src/format.js";
+import { formatTime, formatBytes, formatCount, formatFraction, formatPercent } from "../../js/src/format.js";
 import { decodePayload, loadPayload } from "../../js/src/payload.js";
 import { visibleRows, shownValues, naturalKey, compareNatural } from "../../js/src/rows.js";
 import { textTest, pathTest } from "../../js/src/search.js";
@@ -87,7 +87,7 @@ test("the folded steps a payload carries are the tree Python folds (across_steps
 });
 
 test("numbers are formatted exactly as _format.py formats them", () => {
-  const fns = { time_us: formatTime, nbytes: formatBytes, count: formatCount };
+  const fns = { time_us: formatTime, nbytes: formatBytes, count: formatCount, fraction: formatFraction };
   for (const [fn, value, expected] of fixture.format) {
     assert.equal(fns[fn](value === null ? NaN : value), expected, `${fn}(${value})`);
   }

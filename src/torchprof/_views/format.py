@@ -3,6 +3,7 @@ the number formats exactly; a cross-check test holds them together)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -95,13 +96,17 @@ def percent(part: float, whole: float) -> str:
 
 def fraction(value: float) -> str:
     """A share written as a percentage, three significant figures: ``31.2%``, ``4.05%``, ``0.12%``;
-    two below 0.01% (``0.0031%``), so a small share never reads as zero."""
+    two below 0.01% (``0.0031%``, ``0.000040%``), so a small share never reads as zero, and
+    ``<0.000001%`` below that (never an exponent)."""
     if is_missing(value):
         return "-"
     pct = 100.0 * value
     if pct == 0 or abs(pct) >= 0.01:
         return _sig(pct) + "%"
-    return f"{pct:.2g}%"
+    digits = 1 - math.floor(math.log10(abs(pct)))
+    if digits > 6:
+        return ("<" if pct > 0 else ">-") + "0.000001%"
+    return f"{pct:.{digits}f}%"
 
 
 _BY_UNIT: dict[str, Callable[[float], str]] = {"time": time_us, "bytes": nbytes, "count": count, "int": lambda v: str(int(v)),
