@@ -6,6 +6,7 @@ events; the rest on small live runs whose planted cost is many times the thresho
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -104,7 +105,9 @@ def test_views_open_on_the_hot_path_and_the_payload_carries_it(resnet18_step):
 
     prof, _ = resnet18_step
     hot = prof.summary["hot_path"]
-    assert len(hot) >= 4  # the profile, the model, ..., a layer deep inside it
+    # the profile, the model, then the costliest layer through its ancestors (which layer follows
+    # the timings: under load a BatchNorm can be it, right below the model)
+    assert len(hot) >= 3 and all(child.startswith(parent + ".") for parent, child in itertools.pairwise(hot[1:]))
     expanded = check_state(prof.tree, {})["expanded"]
     assert set(hot[1:-1]) <= set(expanded) and set(default_expanded(prof.tree)) <= set(expanded)
     data = payload(prof.tree, prof.summary)
