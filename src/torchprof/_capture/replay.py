@@ -367,18 +367,8 @@ def module_layout(root: Any) -> tuple:
     """What a replay relies on of a module: which modules it holds (by identity, in
     ``named_modules()`` order) and each one's parameters' names, sizes and dtypes. O(modules +
     parameters), no recursion, no paths built."""
-    out: list[Any] = []
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        module = stack.pop()
-        if id(module) in seen:
-            continue
-        seen.add(id(module))
-        params = tuple((name, tuple(p.shape), p.dtype) for name, p in module._parameters.items() if p is not None)
-        out.append((id(module), type(module), params))
-        stack.extend(child for child in reversed(module._modules.values()) if child is not None)
-    return tuple(out)
+    return tuple((id(module), type(module), tuple((name, tuple(p.shape), p.dtype) for name, p in module._parameters.items() if p is not None))
+                 for module in modules_below(root))  # fmt: skip
 
 
 def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: bool = False,
