@@ -73,6 +73,21 @@ def test_a_job_merges_into_one_tree_with_the_mean_the_range_and_the_slowest_rank
         assert col in df.columns
 
 
+def test_a_layer_known_on_every_rank_keeps_its_flops_where_the_step_total_is_unknown(job):
+    """A rank whose run total is NaN (a part of the step torchprof cannot count) still has exact
+    layers: the merged job keeps their mean, and the total stays NaN."""
+    from torchprof._load import merge_profiles
+
+    profs = [torchprof.load_trace(job / f"rank{r}.json") for r in (0, 1)]
+    for r, prof in enumerate(profs):
+        cols = prof.tree.columns
+        cols["flops"] = [1000.0 * (r + 1) if cols["name"][i] == "Net" else math.nan for i in range(len(prof.tree))]
+    df = merge_profiles(profs, [0, 1], [None, None], name="job").df
+    nets = df[df["name"] == "Net"]
+    assert len(nets) == 2 and (nets["flops"] == 1500.0).all()
+    assert math.isnan(df["flops"].iloc[0])
+
+
 def test_one_rank_leaves_the_rank_columns_empty_and_the_views_without_them(job):
     single = torchprof.load_trace(job / "rank0.json")
     assert single.ranks == [0]

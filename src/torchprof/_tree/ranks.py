@@ -54,7 +54,8 @@ def merge_ranks(trees: Sequence[Tree], ranks: Sequence[Any], walls: Sequence[flo
     columns: dict[str, list[Any]] = {}
     figures = [c for c in COLUMNS if c.numeric and c.name not in _FIRST and c.name not in RANK_COLUMNS and c.name != "depth"]
     for spec in figures:
-        recorded = [not is_missing(t.columns[spec.name][0]) if len(t) else False for t in trees]
+        # Recorded where any row has it: a run's total can be unknown (NaN) while its layers are known.
+        recorded = [any(not is_missing(v) for v in t.columns[spec.name]) for t in trees]
         if not any(recorded):
             columns[spec.name] = [NAN] * n
             continue
