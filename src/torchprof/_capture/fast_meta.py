@@ -148,6 +148,18 @@ def _like(x: Any) -> Any:
     return torch.empty_like(x)
 
 
+def _override(lib: Any, name: str, kernel: Callable[..., Any]) -> None:
+    """Put one stand-in in place of torch's Python meta kernel. Some torch releases (2.11) refuse
+    to override a Python kernel unless told ``allow_override`` (2.14 allows it by default); one
+    still refused keeps torch's own kernel: right, only slower."""
+    try:
+        lib.impl(name, kernel, allow_override=True)
+    except TypeError:  # a torch without the keyword, which overrides freely
+        lib.impl(name, kernel)
+    except RuntimeError:
+        pass
+
+
 @contextlib.contextmanager
 def fast_meta_kernels() -> Iterator[None]:
     """While the block runs (a replay), the shape-only kernels stand in for torch's Python meta
@@ -170,7 +182,7 @@ def fast_meta_kernels() -> Iterator[None]:
                 warnings.simplefilter("ignore")  # torch warns that a kernel is overridden: that is the point
                 lib = torch.library.Library("aten", "IMPL", "Meta")
                 for name, fallback, kind in _ops:
-                    lib.impl(name, _kernel(fallback, kind))
+                    _override(lib, name, _kernel(fallback, kind))
         yield
     finally:
         if lib is not None:

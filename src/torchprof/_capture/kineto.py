@@ -4,6 +4,7 @@ event objects. Everything after it works on :class:`~torchprof._records.EventCol
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .._records import EventColumns
@@ -14,6 +15,38 @@ from .._vocab import ATEN_PREFIX, CATEGORY_KIND, COMPILED_REGION_PREFIX, MEMORY_
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE,
     EventKind.MEMORY, EventKind.IGNORED, EventKind.PYFRAME))  # fmt: skip
+
+# Names of host calls into a device runtime or driver (cudaLaunchKernel, cuLaunchKernel, hipMemcpyAsync).
+RUNTIME_NAME_PREFIXES = ("cuda", "cu", "hip")
+
+
+def event_category(ev: Any) -> str:
+    """The chrome-trace category of one of kineto's events (``kernel``, ``cuda_runtime``, ``cpu_op``...).
+
+    ``_KinetoEvent.activity_type()`` says it where it exists; torch releases before it (2.11 has
+    none) are read as their own parser reads them: work on a device is a kernel (memcpys and memsets
+    too; their names tell them apart later) unless it is a user annotation; a host event linked to
+    an op, or named as a runtime call, is a runtime call; anything else on the host is an op.
+    """
+    try:
+        return str(ev.activity_type())
+    except AttributeError:
+        pass
+    annotation = ev.is_user_annotation()
+    if ev.device_type() != _cpu_device():
+        return "gpu_user_annotation" if annotation else "kernel"
+    if annotation:
+        return "user_annotation"
+    if ev.linked_correlation_id() > 0 or ev.name().startswith(RUNTIME_NAME_PREFIXES):
+        return "cuda_runtime"
+    return "cpu_op"
+
+
+@functools.cache
+def _cpu_device() -> Any:
+    from torch._C._autograd import DeviceType
+
+    return DeviceType.CPU
 
 
 def result_columns(result: Any, *, device: bool = False, python_frames: bool = False, shapes: bool = True) -> EventColumns:
@@ -123,12 +156,17 @@ def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list
                 kind = IGNORED
             elif name.startswith(COMPILED_REGION_PREFIX):
                 kind = REGION
-            elif name.startswith(MODULE_PREFIX):
-                kind = REGION if flat[i].extra_fields.scope == user_scope else MODULE
-                kinds[i] = kind
-                continue  # not kept: the next event of this name may be the other kind
             else:
-                kind = REGION if flat[i].extra_fields.scope == user_scope else OP
+                # Only an op has a scope: another kineto activity in the tree (a kernel or a
+                # runtime call, which torch 2.11 puts there) is read from the event list, if at all.
+                scope = getattr(flat[i].extra_fields, "scope", None)
+                if scope is None:
+                    kind = IGNORED
+                elif name.startswith(MODULE_PREFIX):
+                    kinds[i] = REGION if scope == user_scope else MODULE
+                    continue  # not kept: the next event of this name may be the other kind
+                else:
+                    kind = REGION if scope == user_scope else OP
             by_name[name] = kind
         if kind != OP:
             kinds[i] = kind
@@ -185,7 +223,7 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any, sha
         # costs several µs per event, so only a functional convolution or pooling pays for it.
         nonlocal by_id
         if by_id is None:
-            by_id = {ev.correlation_id(): ev for ev in result.events() if ev.activity_type() == "cpu_op"}
+            by_id = {ev.correlation_id(): ev for ev in result.events() if event_category(ev) == "cpu_op"}
         match = by_id.get(flat[i].correlation_id)
         return match.concrete_inputs() if match is not None else None
 
@@ -199,7 +237,7 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any, sha
         nonlocal fwd_by_id
         if fwd_by_id is None:
             fwd_by_id = {ev.correlation_id(): ev.fwd_thread_id() for ev in result.events()
-                         if ev.activity_type() == "cpu_op" and ev.sequence_nr() >= 0}  # fmt: skip
+                         if event_category(ev) == "cpu_op" and ev.sequence_nr() >= 0}  # fmt: skip
         return fwd_by_id.get(flat[i].correlation_id, 0) if i < len(flat) else 0
 
     cols.fwd_tid_of = fwd_tid_of
@@ -257,7 +295,7 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
     assert seq_of is not None
     cols.seq_of = lambda i: seq_of(i) if i < n else -1
     for ev in result.events():
-        kind = CATEGORY_KIND.get(ev.activity_type(), IGNORED)
+        kind = CATEGORY_KIND.get(event_category(ev), IGNORED)
         if kind not in (RUNTIME, DEVICE):
             continue
         link = ev.linked_correlation_id()

@@ -831,9 +831,31 @@ def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, A
         base = top.get("baseTimeNanoseconds")
         shift = int(base) if isinstance(base, (int, Decimal)) else 0
         cap.tensors = [KnownTensor(c, d, a, b, None if t is None else t - shift, m) for c, d, a, b, t, m in block["tensors"]]
+    _drop_untimed_device_work(cols, cap.meta)
     cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
     cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
     return cap
+
+
+def _drop_untimed_device_work(cols: EventColumns, meta: dict[str, Any]) -> None:
+    """Device activity written without its times is left out, and said so: device time unknown
+    (NaN), not zero. Kineto of torch 2.11 on an H200 wrote every kernel, memcpy and runtime call
+    at ``ts`` 0 with ``dur`` 0 (the live profile had their times); no real run has only kernels
+    of no duration, so that is how such a file is told apart."""
+    device = [i for i, k in enumerate(cols.kind) if k == DEVICE]
+    if not device or any(cols.end[i] != cols.start[i] for i in device):
+        return
+    linked = [i for i, k in enumerate(cols.kind) if k in _LINKED]
+    untimed = [i for i in linked if cols.end[i] == cols.start[i]]
+    kinds = list(cols.kind)
+    for i in untimed:
+        kinds[i] = IGNORED
+    cols.kind = kinds
+    note = (f"the trace's {len(device)} device activities (and {len(untimed) - len(device)} runtime calls) carry no times: "
+            "all at ts 0 with no duration, as torch 2.11's kineto wrote them; device time is unknown")  # fmt: skip
+    meta["warnings"] = [*meta.get("warnings", []), note]
+    if isinstance(meta.get("recorded"), dict):  # torchprof's own export says it recorded the device
+        meta["recorded"] = {**meta["recorded"], "cuda": False}
 
 
 def _meta_block(block: Any) -> dict[str, Any]:

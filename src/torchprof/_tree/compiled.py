@@ -175,11 +175,19 @@ class CompiledRegions:
         # An eager op call is (source op, sequence number, forward or backward work): a backward
         # graph's gradient matmuls share their forward matmul's op and number, but are calls of
         # their own; a forward node recomputed in the backward graph is the forward call again.
+        # A node without a number is its own call, except the parts of a decomposed matmul-like
+        # op (Inductor on CUDA splits addmm into mm and a bias add, numbering neither): they
+        # group by graph and module, where each part that is itself such an op is counted below.
         calls: dict[tuple[Any, ...], list[tuple[CompiledGraph, str, CompiledNode]]] = {}
         for graph in graphs:
             for name, node in graph.nodes.items():
                 source = node.source or node.op
-                key = (source, node.seq, node.bwd) if node.seq >= 0 else (source, graph.key, name)
+                if node.seq >= 0:
+                    key: tuple[Any, ...] = (source, node.seq, node.bwd)
+                elif source in _flops.STRUCTURED and source != node.op:
+                    key = (source, graph.key, node.modules[-1][0] if node.modules else "")
+                else:
+                    key = (source, graph.key, name)
                 calls.setdefault(key, []).append((graph, name, node))
         plan: dict[tuple[str, int], tuple[int, int, list[str]]] = {}
         for (source, *rest), members in calls.items():
@@ -189,11 +197,24 @@ class CompiledRegions:
             homed = [m for m in home if (m[0].key, m[1]) in owner]
             exact = [m for m in homed if _counts_as(m[2].op, source)]
             if exact:
-                counted = [(m, m[2].shapes, m[2].concrete) for m in exact]
+                counted = [(m, source, m[2].shapes, m[2].concrete) for m in exact]
+            elif source in _flops.STRUCTURED:
+                # A matmul-like call split into parts: its matmul parts count by their own
+                # formulas (an addmm's mm has its MACs; eager counts no bias add). With no such
+                # part, the layout that would count it is gone: unknown, never a guess from the
+                # largest tensor.
+                parts = [m for m in homed or home if m[2].op in _flops.STRUCTURED]
+                counted = [(m, m[2].op, m[2].shapes, m[2].concrete) for m in parts]
+                if not parts:
+                    graph, name, _ = (homed or home)[0]
+                    runner = owner.get((graph.key, name))
+                    key2 = (graph.key, id(runner) if runner is not None else GRAPH_LEVEL)
+                    m0, f0, u0 = plan.get(key2, (0, 0, []))
+                    plan[key2] = (m0, f0, [*u0, source])
             else:
-                counted = [((homed or home)[0], _decomposed_arguments(source, [m[2] for m in members]), [None] * 8)]
-            for (graph, name, _), shapes, concrete in counted:
-                macs, flops, unknown = _cost(source, shapes, concrete)
+                counted = [((homed or home)[0], source, _decomposed_arguments(source, [m[2] for m in members]), [None] * 8)]
+            for (graph, name, _), op, shapes, concrete in counted:
+                macs, flops, unknown = _cost(op, shapes, concrete)
                 if not (macs or flops or unknown):
                     continue
                 # Work no kernel of the map runs (a view Inductor folded away costs nothing; an

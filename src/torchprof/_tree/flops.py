@@ -473,6 +473,9 @@ FORMULAS: dict[str, Formula] = {
     "aten::grid_sampler_2d": _grid_sampler,
     "aten::cudnn_grid_sampler": _grid_sampler,
 }
+#: Ops whose cost follows the layout of their arguments (matmuls, convolutions, attention, RNNs,
+#: grid sampling), not the size of one tensor: only their own arguments can count them.
+STRUCTURED = frozenset(FORMULAS)
 for _d in (1, 2, 3):
     FORMULAS[f"aten::max_pool{_d}d"] = FORMULAS[f"aten::max_pool{_d}d_with_indices"] = _pool(_d, True)
     FORMULAS[f"aten::quantized_max_pool{_d}d"] = FORMULAS[f"aten::mkldnn_max_pool{_d}d"] = _pool(_d, True)

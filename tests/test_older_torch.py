@@ -1,0 +1,164 @@
+"""What differs on older torch releases (2.11 was met on a live GPU): kineto's events that do not
+say their category (no ``_KinetoEvent.activity_type``), and a library that refuses to override a
+Python meta kernel unless told."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch._C._autograd import DeviceType  # noqa: E402
+
+from torchprof._capture import kineto  # noqa: E402
+
+
+@dataclass
+class OldEvent:
+    """What a _KinetoEvent of such a release answers (no activity_type)."""
+
+    event_name: str
+    device: DeviceType
+    linked: int = 0
+    annotation: bool = False
+
+    def name(self) -> str:
+        return self.event_name
+
+    def device_type(self) -> DeviceType:
+        return self.device
+
+    def linked_correlation_id(self) -> int:
+        return self.linked
+
+    def is_user_annotation(self) -> bool:
+        return self.annotation
+
+
+class WithoutCategory:
+    """A real event of this torch, with its activity_type hidden."""
+
+    def __init__(self, ev) -> None:
+        self.ev = ev
+
+    def __getattr__(self, name):
+        if name == "activity_type":
+            raise AttributeError(name)
+        return getattr(self.ev, name)
+
+
+@pytest.mark.parametrize(
+    ("event", "category"),
+    [
+        (OldEvent("void at::native::vectorized_elementwise_kernel<4>", DeviceType.CUDA, linked=12), "kernel"),
+        (OldEvent("Memcpy HtoD (Pageable -> Device)", DeviceType.CUDA, linked=13), "kernel"),
+        (OldEvent("triton_poi_fused_add_0", DeviceType.CUDA), "kernel"),  # launched outside any op: still device time
+        (OldEvent("## Call CompiledFxGraph fabc ##", DeviceType.CUDA, annotation=True), "gpu_user_annotation"),
+        (OldEvent("cudaLaunchKernel", DeviceType.CPU, linked=12), "cuda_runtime"),
+        (OldEvent("cuLaunchKernel", DeviceType.CPU, linked=14), "cuda_runtime"),
+        (OldEvent("cudaDeviceSynchronize", DeviceType.CPU), "cuda_runtime"),  # torch.cuda.synchronize(): no op around it
+        (OldEvent("aten::addmm", DeviceType.CPU), "cpu_op"),
+        (OldEvent("Optimizer.step#AdamW.step", DeviceType.CPU, annotation=True), "user_annotation"),
+        (OldEvent("CUPTI Buffer Flush", DeviceType.CPU), "cpu_op"),  # an overhead record: not a runtime call
+    ],
+)
+def test_an_event_without_a_category_is_read_as_torchs_own_parser_reads_it(event, category):
+    assert kineto.event_category(event) == category
+    kind = kineto.CATEGORY_KIND[category]
+    assert (kind == kineto.DEVICE) == (category == "kernel") and (kind == kineto.RUNTIME) == (category == "cuda_runtime")
+
+
+def test_a_cpu_run_reads_the_same_with_and_without_the_category():
+    """On this torch (which has activity_type) the fallback gives every event of a real run the
+    category torch gives it, wherever the category is one the fallback can tell."""
+    with torch.profiler.profile() as prof:
+        torch.nn.Linear(8, 8)(torch.randn(2, 8)).sum()
+    events = list(prof.profiler.kineto_results.events())
+    assert events
+    if not hasattr(events[0], "activity_type"):
+        pytest.skip("this torch's events have no activity_type")
+    actual = [kineto.event_category(ev) for ev in events]
+    derived = [kineto.event_category(WithoutCategory(ev)) for ev in events]
+    told = [(a, d) for a, d in zip(actual, derived) if a in ("cpu_op", "user_annotation")]
+    assert told and all(a == d for a, d in told)
+
+
+class RefusingLibrary:
+    """torch.library.Library as 2.11 has it: a Python kernel is overridden only when allowed."""
+
+    def __init__(self, allows: bool) -> None:
+        self.allows, self.kernels = allows, {}
+
+    def impl(self, name, kernel, *, allow_override=False):
+        if not (allow_override and self.allows):
+            raise RuntimeError(f"This is not allowed since there's already a kernel registered from python overriding {name}")
+        self.kernels[name] = kernel
+
+
+class OldLibrary:
+    """A release whose impl takes no allow_override (and overrides freely)."""
+
+    def __init__(self) -> None:
+        self.kernels = {}
+
+    def impl(self, name, kernel):
+        self.kernels[name] = kernel
+
+
+def test_a_meta_stand_in_is_put_in_place_where_allowed_and_left_out_where_refused():
+    from torchprof._capture.fast_meta import _override
+
+    def kernel(*args):
+        return None
+
+    for lib, expected in [(RefusingLibrary(allows=True), {"add.Tensor": kernel}), (OldLibrary(), {"add.Tensor": kernel}),
+                          (RefusingLibrary(allows=False), {})]:  # fmt: skip
+        _override(lib, "add.Tensor", kernel)
+        assert lib.kernels == expected
+
+
+def test_a_kineto_activity_inside_the_event_tree_is_not_taken_for_an_op():
+    """torch 2.11 puts kernels and runtime calls of a CUDA run into the event tree, as events
+    whose fields have no scope: they are read from the event list, never as ops or regions."""
+    from types import SimpleNamespace
+
+    from torch._C._profiler import RecordScope
+
+    op = SimpleNamespace(extra_fields=SimpleNamespace(scope=RecordScope.FUNCTION))
+    region = SimpleNamespace(extra_fields=SimpleNamespace(scope=RecordScope.USER_SCOPE))
+    kernel = SimpleNamespace(extra_fields=SimpleNamespace())
+    kinds, memory = kineto._kinds([op, region, kernel], ["aten::mm", "my region", "ampere_sgemm_128x64_nn"], False)
+    assert kinds == [kineto.OP, kineto.REGION, kineto.IGNORED] and memory == []
+
+
+def untimed_trace(tmp_path, kernel_dur: float):
+    """A CUDA trace as torch 2.11's kineto wrote it on an H200: the host ops timed, every kernel
+    and runtime call at ts 0 with no duration (``kernel_dur`` > 0 gives the kernel its time)."""
+    import json
+
+    events = [
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": 1, "tid": 1, "ts": 1000.0, "dur": 100.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1010.0, "dur": 50.0,
+         "args": {"External id": 5, "Sequence number": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 0.0,
+         "args": {"correlation": 9, "External id": 5}},
+        {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm", "pid": 0, "tid": 7, "ts": 0.0 if not kernel_dur else 1030.0,
+         "dur": kernel_dur, "args": {"correlation": 9, "External id": 5, "device": 0, "stream": 7}},
+    ]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_a_trace_whose_device_work_has_no_times_reads_device_time_as_unknown(tmp_path):
+    import math
+
+    import torchprof
+
+    prof = torchprof.load_trace(untimed_trace(tmp_path, 0.0))
+    assert math.isnan(prof.df.iloc[0]["cuda_us"]) and prof.df.loc["aten::mm", "cpu_us"] == 50.0
+    assert "carry no times" in prof.summary["warnings"][0]
+    timed = torchprof.load_trace(untimed_trace(tmp_path, 20.0))
+    assert timed.df.iloc[0]["cuda_us"] == 20.0 and "warnings" not in timed.summary
