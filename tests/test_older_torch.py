@@ -121,7 +121,7 @@ def test_a_meta_stand_in_is_put_in_place_where_allowed_and_left_out_where_refuse
 
 def test_a_kineto_activity_inside_the_event_tree_is_not_taken_for_an_op():
     """torch 2.11 puts kernels and runtime calls of a CUDA run into the event tree, as events
-    whose fields have no scope: they are read from the event list, never as ops or regions."""
+    whose fields have no scope: never ops or regions (the tree is walked again without them)."""
     from types import SimpleNamespace
 
     from torch._C._profiler import RecordScope
@@ -130,7 +130,33 @@ def test_a_kineto_activity_inside_the_event_tree_is_not_taken_for_an_op():
     region = SimpleNamespace(extra_fields=SimpleNamespace(scope=RecordScope.USER_SCOPE))
     kernel = SimpleNamespace(extra_fields=SimpleNamespace())
     kinds, memory = kineto._kinds([op, region, kernel], ["aten::mm", "my region", "ampere_sgemm_128x64_nn"], False)
-    assert kinds == [kineto.OP, kineto.REGION, kineto.IGNORED] and memory == []
+    assert kinds == [kineto.OP, kineto.REGION, kineto._FOREIGN] and memory == []
+
+
+class TreeEvent:
+    """An event of torch's event tree: its fields and its children."""
+
+    def __init__(self, name: str, fields: object, children: list | None = None) -> None:
+        self.name, self.extra_fields, self._children = name, fields, children or []
+
+    @property
+    def children(self) -> list:
+        return self._children
+
+
+def test_kinetos_own_activities_are_walked_around_keeping_the_ops_nesting():
+    class Kernel:
+        pass
+
+    class Op:
+        pass
+
+    tree = [TreeEvent("aten::linear", Op(), [TreeEvent("cudaLaunchKernel", Kernel(), [TreeEvent("aten::mm", Op())]),
+                                             TreeEvent("aten::add", Op())])]  # fmt: skip
+    flat, parent = kineto._flatten(tree, None, drop=Kernel)
+    assert [e.name for e in flat] == ["aten::linear", "aten::mm", "aten::add"] and parent == [-1, 0, 0]
+    flat, parent = kineto._flatten(tree, None)
+    assert [e.name for e in flat] == ["aten::linear", "cudaLaunchKernel", "aten::mm", "aten::add"] and parent == [-1, 0, 1, 0]
 
 
 def untimed_trace(tmp_path, kernel_dur: float):

@@ -16,6 +16,9 @@ OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, IGNORED, PYFRAME = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE,
     EventKind.MEMORY, EventKind.IGNORED, EventKind.PYFRAME))  # fmt: skip
 
+# An event of the tree that is no op (kineto's own activity, seen by _kinds); never a node's kind.
+_FOREIGN = -1
+
 # Names of host calls into a device runtime or driver (cudaLaunchKernel, cuLaunchKernel, hipMemcpyAsync).
 RUNTIME_NAME_PREFIXES = ("cuda", "cu", "hip")
 
@@ -65,6 +68,7 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
     ``python_frames`` (``with_stack``): Python calls become frames that name each node's source
     line (the ``source`` column) and are not nodes themselves.
     """
+    import torch._C._profiler as profiler_types
     from torch._C._profiler import _ExtraFields_Allocation, _ExtraFields_TorchOp
 
     roots = sorted(result.experimental_event_tree(), key=lambda e: e.start_time_ns)
@@ -82,9 +86,20 @@ def result_columns(result: Any, *, device: bool = False, python_frames: bool = F
         return cols
     pe = type(flat[0])
     names = list(map(pe.name.fget, flat))
+    cols.kind, memory = _kinds(flat, names, python_frames)
+    kineto_type = getattr(profiler_types, "_ExtraFields_Kineto", None)
+    if not device and not python_frames and kineto_type is not None and _FOREIGN in cols.kind:
+        # This torch (2.11) put kineto's own activities (kernels, runtime calls) into the tree;
+        # without the device they are no one's: the tree is walked again without them (this
+        # costs a read per event, paid only where such activities are there).
+        flat, cols.parent = _flatten(roots, None, drop=kineto_type)
+        if not flat:
+            return EventColumns(parent=[])
+        names = list(map(pe.name.fget, flat))
+        cols.kind, memory = _kinds(flat, names, python_frames)
     n = len(flat)
     cols.name = names
-    cols.kind, memory = _kinds(flat, names, python_frames)
+    cols.kind = [IGNORED if k == _FOREIGN else k for k in cols.kind] if _FOREIGN in cols.kind else cols.kind
     cols.start = list(map(pe.start_time_ns.fget, flat))
     cols.end = list(map(pe.end_time_ns.fget, flat))
     zeros = [0] * n
@@ -161,7 +176,7 @@ def _kinds(flat: list[Any], names: list[str], python_frames: bool) -> tuple[list
                 # runtime call, which torch 2.11 puts there) is read from the event list, if at all.
                 scope = getattr(flat[i].extra_fields, "scope", None)
                 if scope is None:
-                    kind = IGNORED
+                    kind = _FOREIGN
                 elif name.startswith(MODULE_PREFIX):
                     kinds[i] = REGION if scope == user_scope else MODULE
                     continue  # not kept: the next event of this name may be the other kind
@@ -243,13 +258,14 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any, sha
     cols.fwd_tid_of = fwd_tid_of
 
 
-def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any], list[int]]:
+def _flatten(roots: list[Any], keep: tuple[type, ...] | None, drop: type | None = None) -> tuple[list[Any], list[int]]:
     """Pre-order list of a profiler event tree and each event's parent index.
 
     An explicit stack (trees can be 100k nodes wide or deep) of iterators over each open event's
     children, so children come out in start order and no list of pending events is copied or
     reversed. With ``keep``, events of other kinds (device activities) are dropped and their
-    children handed to the nearest kept ancestor. Cost: one read of ``children`` per event.
+    children handed to the nearest kept ancestor; with ``drop``, events of that kind are. Cost:
+    one read of ``children`` per event (and of its fields with either).
     """
     if not roots:
         return [], []
@@ -262,7 +278,7 @@ def _flatten(roots: list[Any], keep: tuple[type, ...] | None) -> tuple[list[Any]
     while stack:
         events, p = stack[-1]
         for e in events:
-            if keep is not None and not isinstance(e.extra_fields, keep):
+            if (keep is not None and not isinstance(e.extra_fields, keep)) or (drop is not None and isinstance(e.extra_fields, drop)):
                 me = p
             else:
                 me = len(flat)
