@@ -7,7 +7,10 @@ these ops get a kernel that makes the output directly in the simple case (floati
 one size and layout, dense, and plain numbers), and hands anything else to torch's own kernel;
 batch norm's forward and backward get outputs of the right sizes.
 The profiler records each op before dispatch reaches a kernel, so the FLOPs (counted from the
-recorded inputs) do not change; the kernels are put back when the replay ends.
+recorded inputs) do not change; the kernels are put back when the replay ends. What a stand-in
+runs to make its outputs (``aten::empty`` and the like) is not recorded: the op's event is the
+op, as on the real device, where no such event is inside it (a third of a replay's events were
+these, each formatted and read when the replay's profile stops).
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ _ops: list[tuple[str, Any, str]] | None = None  # (name, torch's meta kernel, ki
 
 #: Batch norm's meta kernels are Python decompositions too (half a DenseNet's replay).
 _BATCH_NORM = "native_batch_norm native_batch_norm_backward"
+#: Reductions over dimensions (a gradient summed back to a broadcast parameter's sizes: one per
+#: such parameter in every backward).
+_REDUCE = "sum.dim_IntList mean.dim"
 
 
 def _python_meta_ops() -> list[tuple[str, Any, str]]:
@@ -43,7 +49,7 @@ def _python_meta_ops() -> list[tuple[str, Any, str]]:
     from torch._decomp import global_decomposition_table
 
     found = []
-    for names, kind in ((_SAME, "same"), (_BOOL, "bool"), (_BATCH_NORM, "")):
+    for names, kind in ((_SAME, "same"), (_BOOL, "bool"), (_BATCH_NORM, ""), (_REDUCE, "reduce")):
         for name in names.split():
             base, _, overload = name.partition(".")
             packet = getattr(torch.ops.aten, base, None)
@@ -57,13 +63,34 @@ def _python_meta_ops() -> list[tuple[str, Any, str]]:
     return found
 
 
+def _unrecorded(make: Callable[..., Any]) -> Callable[..., Any]:
+    """``make`` run with torch's RecordFunction off on this thread: the ops it dispatches to
+    make the stand-in's outputs are no events (the op being dispatched, already entered, is)."""
+    import torch
+
+    enable = getattr(torch._C._autograd, "_enable_record_function", None)
+    if enable is None:  # a torch without the switch: the outputs' ops are recorded, as before
+        return make
+
+    def unrecorded(*args: Any, **kwargs: Any) -> Any:
+        enable(False)
+        try:
+            return make(*args, **kwargs)
+        finally:
+            enable(True)  # on during a replay: its profiler records through it
+
+    return unrecorded
+
+
 def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
     import torch
 
     if kind == "native_batch_norm":
-        return _meta_only(fallback, _batch_norm)
+        return _meta_only(fallback, _unrecorded(_batch_norm))
     if kind == "native_batch_norm_backward":
-        return _meta_only(fallback, _batch_norm_backward)
+        return _meta_only(fallback, _unrecorded(_batch_norm_backward))
+    if kind == "reduce":
+        return _reduction(fallback)
     floating = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
     tensor, meta = torch.Tensor, torch.device("meta")
     contiguous, channels_last = torch.contiguous_format, torch.channels_last
@@ -94,8 +121,38 @@ def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
         if first is None or not (first.is_contiguous(memory_format=contiguous) or first.is_contiguous(memory_format=channels_last)):
             return fallback(*args, **kwargs)
         if shape is not None:
-            return torch.empty(shape, dtype=dtype, device=meta)
-        return torch.empty_strided(first.shape, first.stride(), dtype=dtype, device=meta)
+            return empty(shape, dtype=dtype, device=meta)
+        return empty_strided(first.shape, first.stride(), dtype=dtype, device=meta)
+
+    empty, empty_strided = _unrecorded(torch.empty), _unrecorded(torch.empty_strided)
+    return kernel
+
+
+def _reduction(fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """``sum``/``mean`` over dimensions of a dense floating tensor, into its own dtype: a dense
+    tensor of the reduced sizes (as torch's kernel makes); anything else goes to torch's."""
+    import torch
+
+    floating = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
+    tensor, meta = torch.Tensor, torch.device("meta")
+    empty = _unrecorded(torch.empty)
+
+    def kernel(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+        if (not isinstance(x, tensor) or x.device != meta or x.dtype not in floating or dtype not in (None, x.dtype)
+                or x.dim() == 0 or not x.is_contiguous() or type(keepdim) is not bool):  # fmt: skip
+            return fallback(x, dim, keepdim, dtype=dtype)
+        rank = x.dim()
+        if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+            reduced = set(range(rank))
+        elif isinstance(dim, (list, tuple)) and all(type(d) is int and -rank <= d < rank for d in dim):
+            reduced = {d % rank for d in dim}
+            if len(reduced) != len(dim):
+                return fallback(x, dim, keepdim, dtype=dtype)  # a dimension twice: torch's error
+        else:
+            return fallback(x, dim, keepdim, dtype=dtype)
+        shape = [1 if i in reduced else n for i, n in enumerate(x.shape)] if keepdim else \
+            [n for i, n in enumerate(x.shape) if i not in reduced]  # fmt: skip
+        return empty(shape, dtype=x.dtype, device=meta)
 
     return kernel
 
