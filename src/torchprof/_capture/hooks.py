@@ -57,8 +57,11 @@ class ModuleTracker:
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
         record_inputs: bool = False,
         calls: CallRecorder | None = None,
+        counts: bool = True,
     ) -> None:
         self.model = model
+        self.counts = counts
+        """Count each module's parameters (a replay's modules, never shown, are not counted)."""
         self.calls = calls
         """Notes the arguments of root module calls, for FLOPs counted by a replay."""
         self._graph = ModuleGraph()
@@ -298,9 +301,9 @@ class ModuleTracker:
         path = self._path_in_stack(module, stack)
         if path is None:
             path = self._path_under_root(module)
-        if path is None:
-            path = self._add_root(module)
-        path = safe_text(path)
+            if path is None:
+                path = self._add_root(module)
+            path = safe_text(path)
         named = (path, module_range_name(path, safe_text(type(module).__name__)))
         self._names[(id(stack[-1][0]) if stack else id(None), id(module))] = named
         self._objects.setdefault(path, module)
@@ -311,20 +314,22 @@ class ModuleTracker:
         return named
 
     def _path_in_stack(self, module: Any, stack: list) -> str | None:
-        """The path under the innermost running module that contains ``module``, else None."""
+        """The path under the innermost running module that contains ``module``, else None. Made
+        safe (:func:`safe_text`) part by part: the caller's path is already, and checking it again
+        would cost its length per call (the square of the depth over a deep chain)."""
         if not stack:
             return None
         graph = self._graph
         caller, caller_path = stack[-1][0], stack[-1][1]
         rel = graph.path_between(caller, module)  # the common case: a child or grandchild of its caller
         if rel is not None:
-            return f"{caller_path}.{rel}"
+            return f"{caller_path}.{safe_text(rel)}"
         ancestors = graph.ancestors(module)
         if not ancestors:
             return None
         for entry in reversed(stack):
             if id(entry[0]) in ancestors:
-                return f"{entry[1]}.{graph.relative_name(entry[0], module)}"
+                return f"{entry[1]}.{safe_text(graph.relative_name(entry[0], module))}"
         return None
 
     def _path_under_root(self, module: Any) -> str | None:
@@ -379,9 +384,9 @@ class ModuleTracker:
         new = [(path, module) for path, module in list(self._objects.items()) if path not in self.modules]
         if not new:
             return
-        sizes = parameter_sizes([module for _, module in new])
+        sizes = parameter_sizes([module for _, module in new]) if self.counts else {}
         for path, module in new:
-            params, nbytes = sizes[id(module)]
+            params, nbytes = sizes.get(id(module), (0, 0))
             root = self._roots.get(id(module))
             self.modules[path] = ModuleInfo(type=safe_text(type(module).__name__), params=params, param_bytes=nbytes,
                                             op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path),

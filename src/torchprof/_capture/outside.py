@@ -560,7 +560,7 @@ def _call(call: CallSignature, args: Any, kwargs: Any, tensors: _Tensors) -> Non
 
 def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
     """``body`` under a shape-recording session of its own, the user's state kept."""
-    session = session_type(options_type(shapes=True, flops=True), lambda *_: None)
+    session = session_type(options_type(shapes=True, flops=True, replay=True), lambda *_: None)
     session.keeps_trace = False
     error: str | None = None
     with _user_state_kept():

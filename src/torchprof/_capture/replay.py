@@ -672,7 +672,7 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
     from torch.utils import _pytree
 
     # Every module it calls is tracked, not only the copy's own: a forward may make one (a loss).
-    session = session_type(options_type(shapes=True, flops=True, labels={copied: path}), lambda *_: None)
+    session = session_type(options_type(shapes=True, flops=True, labels={copied: path}, replay=True), lambda *_: None)
     session.keeps_trace = False
     error: str | None = None
     with _user_state_kept():
@@ -815,8 +815,9 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
     tensors.copies = memo
     for module, new in copies:
         state = module.__dict__
-        rest = {k: v for k, v in state.items() if k not in _MODULE_TABLES}
-        copied = copy.deepcopy(rest, memo)
+        # Plain values as they are (what deepcopy returns for them), without its call per value:
+        # most of a module's state (flags, sizes) is plain.
+        copied = {k: v if type(v) in _ATOMIC else copy.deepcopy(v, memo) for k, v in state.items() if k not in _MODULE_TABLES}
         for key in _MODULE_TABLES:
             value = state.get(key)
             if key in ("_parameters", "_buffers", "_modules") and isinstance(value, dict):
@@ -828,6 +829,9 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
         new.__dict__.update(copied)
     return memo[id(root)]
 
+
+#: What ``copy.deepcopy`` returns as it is.
+_ATOMIC = frozenset({type(None), bool, int, float, complex, str, bytes})
 
 #: A module's own tables: tensors and children are set from the copies made, hooks left out.
 _MODULE_TABLES = frozenset({

@@ -56,6 +56,9 @@ class CaptureOptions:
     labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None
     first_step: int = 0
     """The number of the step that runs when the session starts (torch counts from 0)."""
+    replay: bool = False
+    """A FLOP replay's session: its tree is matched, never shown, so module ranges record no
+    argument sizes and modules no parameter counts (the ops' shapes are what it is for)."""
 
 
 #: The session that is running in this process, if any (torch allows one profiler at a time).
@@ -196,7 +199,8 @@ class CaptureSession:
         # Without shapes=True, FLOPs come from replaying the root modules' calls afterwards
         # (``replay.py``): torch's record_shapes costs more than the rest of the capture together.
         self._calls = CallRecorder() if opts.flops and not opts.shapes else None
-        self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes, calls=self._calls)
+        self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes and not opts.replay, calls=self._calls,
+                                      counts=not opts.replay)
         self._torch_profile = profile(
             activities=activities,
             record_shapes=opts.shapes,
