@@ -815,9 +815,7 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
     tensors.copies = memo
     for module, new in copies:
         state = module.__dict__
-        # Plain values as they are (what deepcopy returns for them), without its call per value:
-        # most of a module's state (flags, sizes) is plain.
-        copied = {k: v if type(v) in _ATOMIC else copy.deepcopy(v, memo) for k, v in state.items() if k not in _MODULE_TABLES}
+        copied = {k: _state_copy(v, memo) for k, v in state.items() if k not in _MODULE_TABLES}
         for key in _MODULE_TABLES:
             value = state.get(key)
             if key in ("_parameters", "_buffers", "_modules") and isinstance(value, dict):
@@ -832,6 +830,21 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
 
 #: What ``copy.deepcopy`` returns as it is.
 _ATOMIC = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _state_copy(value: Any, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(value, memo)``, without its generic machinery for what most of a module's
+    state is: plain values (flags, sizes) returned as they are, and empty sets, dicts and lists
+    (``_non_persistent_buffers_set``) made anew, once per object as deepcopy's memo does."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if (kind is set or kind is dict or kind is list) and not value:
+        made = memo.get(id(value))
+        if made is None:
+            made = memo[id(value)] = kind()
+        return made
+    return copy.deepcopy(value, memo)
 
 #: A module's own tables: tensors and children are set from the copies made, hooks left out.
 _MODULE_TABLES = frozenset({
