@@ -24,9 +24,9 @@ from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, Rep
 from .._traces.rewrite import restore_names
 from . import compiled, compiled_warm, kernels
 from .distributed import ddp_buckets
-from .hooks import ModuleTracker
 from .interrupts import hold, lifecycle, release, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
+from .module_ranges import ModuleTracker
 from .outside import OutsideRecorder, replay_outside
 from .quiet import quiet_native_stderr
 from .replay import CallRecorder, replay
