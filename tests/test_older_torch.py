@@ -4,6 +4,7 @@ Python meta kernel unless told."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -215,3 +216,24 @@ def test_a_start_after_a_session_left_prepared_clears_it_and_starts(monkeypatch)
     with pytest.raises(RuntimeError, match="CUPTI"):
         session._start_torch(other)
     assert other.starts == 1
+
+
+
+def test_a_trace_written_with_raw_quotes_in_names_is_made_valid_with_the_real_names(tmp_path):
+    """kineto of torch 2.11 writes ``"name": "say "hi""`` (no JSON): the export escapes such names
+    and puts the real ones back (backslash and all), so the file opens in Perfetto and torchprof."""
+    import torchprof
+    from torchprof._traces.rewrite import restore_names
+
+    base = 1_790_000_000_000_000_000
+    backslashed = "a\\b \"c\""  # kineto 2.11 writes it 'a/b "c"'
+    written = [('say "hi"', 1000.0, 5.0), ('a/b "c"', 1010.0, 3.0), ("plain", 1020.0, 2.0)]
+    lines = [f'{{"ph": "X", "cat": "user_annotation", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {d}}}'
+             for n, ts, d in written]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text('{"schemaVersion": 1, "baseTimeNanoseconds": %d, "traceEvents": [%s]}' % (base, ", ".join(lines)))
+    with pytest.raises(ValueError):
+        json.loads(path.read_text())
+    restore_names(str(path), {(base + 1_000_000, base + 1_005_000): 'say "hi"', (base + 1_010_000, base + 1_013_000): backslashed})
+    assert [e["name"] for e in json.loads(path.read_text())["traceEvents"]] == ['say "hi"', backslashed, "plain"]
+    assert {'say "hi"', backslashed, "plain"} <= set(torchprof.load_trace(str(path)).df["name"])
