@@ -231,7 +231,8 @@ def test_a_trace_written_with_raw_quotes_in_names_is_made_valid_with_the_real_na
     lines = [f'{{"ph": "X", "cat": "user_annotation", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {d}}}'
              for n, ts, d in written]  # fmt: skip
     path = tmp_path / "t.json"
-    path.write_text('{"schemaVersion": 1, "baseTimeNanoseconds": %d, "traceEvents": [%s]}' % (base, ", ".join(lines)))
+    events = ", ".join(lines)
+    path.write_text(f'{{"schemaVersion": 1, "baseTimeNanoseconds": {base}, "traceEvents": [{events}]}}')
     with pytest.raises(ValueError):
         json.loads(path.read_text())
     restore_names(str(path), {(base + 1_000_000, base + 1_005_000): 'say "hi"', (base + 1_010_000, base + 1_013_000): backslashed})
