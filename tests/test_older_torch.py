@@ -4,6 +4,7 @@ Python meta kernel unless told."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -188,3 +189,52 @@ def test_a_trace_whose_device_work_has_no_times_reads_device_time_as_unknown(tmp
     assert "carry no times" in prof.summary["warnings"][0]
     timed = torchprof.load_trace(untimed_trace(tmp_path, 20.0))
     assert timed.df.iloc[0]["cuda_us"] == 20.0 and "warnings" not in timed.summary
+
+
+class StaleStart:
+    """torch.profiler.profile on torch 2.11 after a Ctrl-C between its prepare and its start: the
+    next start fails once with kineto's error (the session is then cleared and started)."""
+
+    def __init__(self, message: str) -> None:
+        self.message, self.starts = message, 0
+
+    def start(self) -> None:
+        self.starts += 1
+        if self.starts == 1:
+            raise RuntimeError(self.message)
+
+
+def test_a_start_after_a_session_left_prepared_clears_it_and_starts(monkeypatch):
+    from torchprof._capture import session
+
+    cleared = []
+    monkeypatch.setattr(session, "_clear_prepared", lambda prof: cleared.append(prof) or True)
+    stale = StaleStart("Can't disable Kineto profiler when it's not running")
+    session._start_torch(stale)
+    assert stale.starts == 2 and cleared == [stale]
+    other = StaleStart("CUPTI_ERROR_NOT_INITIALIZED")  # any other failure is the user's to see
+    with pytest.raises(RuntimeError, match="CUPTI"):
+        session._start_torch(other)
+    assert other.starts == 1
+
+
+
+def test_a_trace_written_with_raw_quotes_in_names_is_made_valid_with_the_real_names(tmp_path):
+    """kineto of torch 2.11 writes ``"name": "say "hi""`` (no JSON): the export escapes such names
+    and puts the real ones back (backslash and all), so the file opens in Perfetto and torchprof."""
+    import torchprof
+    from torchprof._traces.rewrite import restore_names
+
+    base = 1_790_000_000_000_000_000
+    backslashed = "a\\b \"c\""  # kineto 2.11 writes it 'a/b "c"'
+    written = [('say "hi"', 1000.0, 5.0), ('a/b "c"', 1010.0, 3.0), ("plain", 1020.0, 2.0)]
+    lines = [f'{{"ph": "X", "cat": "user_annotation", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {d}}}'
+             for n, ts, d in written]  # fmt: skip
+    path = tmp_path / "t.json"
+    events = ", ".join(lines)
+    path.write_text(f'{{"schemaVersion": 1, "baseTimeNanoseconds": {base}, "traceEvents": [{events}]}}')
+    with pytest.raises(ValueError):
+        json.loads(path.read_text())
+    restore_names(str(path), {(base + 1_000_000, base + 1_005_000): 'say "hi"', (base + 1_010_000, base + 1_013_000): backslashed})
+    assert [e["name"] for e in json.loads(path.read_text())["traceEvents"]] == ['say "hi"', backslashed, "plain"]
+    assert {'say "hi"', backslashed, "plain"} <= set(torchprof.load_trace(str(path)).df["name"])

@@ -24,9 +24,9 @@ from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, Rep
 from .._traces.rewrite import restore_names
 from . import compiled, compiled_warm, kernels
 from .distributed import ddp_buckets
-from .hooks import ModuleTracker
 from .interrupts import hold, lifecycle, release, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
+from .module_ranges import ModuleTracker
 from .outside import OutsideRecorder, replay_outside
 from .quiet import quiet_native_stderr
 from .replay import CallRecorder, replay
@@ -39,6 +39,9 @@ _CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 #: torch warns that global module hooks fire an extra time for torch.compile's wrapper: ours
 #: handle it (the wrapper stands for the model it wraps), so the warning would only mislead.
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
+# torch 2.11 warns at each session's first cycle that cycles do not accumulate events: torchprof
+# reads each cycle as it ends, so the warning only reaches the user's terminal as noise.
+_CYCLE_EVENTS_WARNING = r"Warning: Profiler clears events at the end of each cycle"
 
 
 @dataclass(frozen=True)
@@ -225,9 +228,10 @@ class CaptureSession:
             self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
             self._compile_capture.enter_context(kernels.recorded())
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
+            self._compile_capture.enter_context(_no_warning(_CYCLE_EVENTS_WARNING))
             self._torch_on = True
             with quiet_native_stderr():
-                self._torch_profile.start()
+                _start_torch(self._torch_profile)
             self._tracker.install(every_thread=self._every_thread)
             self._follow_schedule()
             if self._calls is not None:
@@ -386,7 +390,13 @@ class CaptureSession:
         self._torch_stop_tried = True
         prof = self._torch_profile
         with quiet_native_stderr():
-            prof.stop()
+            try:
+                prof.stop()
+            except RuntimeError as exc:
+                # torch 2.11 raises where a session of the block's own (a library's) stopped
+                # torchprof's already; later releases return what is left (nothing). Noted above.
+                if "not running" not in str(exc) or torch_profiler_running():
+                    raise
         if self.options.schedule is None and prof.profiler is not None:
             self._result = _recorded(prof.profiler.kineto_results)
         self._torch_on = False  # last: until then the safety net keeps the result
@@ -720,6 +730,39 @@ def _start_at_step(prof: Any, step: int) -> None:
     prof.current_action = action
     if hasattr(prof, "_prev_schedule_action"):  # torch 2.10+: what step() compares cycles against
         prof._prev_schedule_action = action
+
+
+def torch_profiler_running() -> bool:
+    """Whether torch's profiler runs now, as torch's Python side knows it."""
+    import torch
+
+    return bool(torch.autograd.profiler._is_profiler_enabled) or bool(torch._C._autograd._profiler_enabled())
+
+
+def _start_torch(prof: Any) -> None:
+    """torch's profiler started. torch 2.11 keeps a session that was prepared but never started
+    (a Ctrl-C between the two) and then fails every later start ("Can't disable Kineto profiler
+    when it's not running"); such a session is started and stopped, and the start tried again."""
+    try:
+        prof.start()
+    except RuntimeError as exc:
+        if "not running" not in str(exc) or not _clear_prepared(prof):
+            raise
+        prof.start()
+
+
+def _clear_prepared(prof: Any) -> bool:
+    from torch._C import _autograd
+
+    inner = getattr(prof, "profiler", None)
+    if inner is None:
+        return False
+    try:
+        _autograd._enable_profiler(inner.config(), inner.kineto_activities)
+        _autograd._disable_profiler()
+    except Exception:  # noqa: BLE001 - the start's own error is the one to show
+        return False
+    return True
 
 
 def _recorded(result: Any) -> Any:
