@@ -32,7 +32,7 @@ from torch.nn.modules import module as nn_module
 
 import torchprof
 from torchprof import _cli
-from torchprof._capture import compiled, hooks, interrupts, quiet, session
+from torchprof._capture import compiled, global_hooks, interrupts, module_names, quiet, session
 from torchprof._tree.builder import TreeBuilder
 
 X = torch.randn(2, 8)
@@ -125,8 +125,8 @@ START_STEPS = [
     pytest.param(nn_module, "register_module_forward_pre_hook", True, 1, id="hook-install-pre-hook-after"),
     pytest.param(nn_module, "register_module_forward_hook", False, 1, id="hook-install-forward-hook-at"),
     pytest.param(nn_module, "register_module_forward_hook", True, 1, id="hook-install-forward-hook-after"),
-    pytest.param(hooks.GlobalHooks, "show", False, 1, id="hook-reinstall-at"),
-    pytest.param(hooks.GlobalHooks, "show", True, 1, id="hook-reinstall-after"),
+    pytest.param(global_hooks.GlobalHooks, "show", False, 1, id="hook-reinstall-at"),
+    pytest.param(global_hooks.GlobalHooks, "show", True, 1, id="hook-reinstall-after"),
     pytest.param(autograd_profiler, "_prepare_profiler", False, 1, id="torch-prepare-at"),
     pytest.param(autograd_profiler, "_prepare_profiler", True, 1, id="torch-prepare-after"),
     pytest.param(autograd_profiler, "_run_on_profiler_start", True, 1, id="torch-flag-up-after"),
@@ -144,11 +144,11 @@ START_STEPS = [
 @pytest.mark.parametrize(("owner", "name", "after", "on_call"), START_STEPS)
 def test_ctrl_c_at_any_step_of_the_start_leaves_nothing_behind(owner, name, after, on_call, mlp, monkeypatch, capfd):
     before = fd2()
-    if owner is hooks.GlobalHooks:  # a start that puts the registered pair back (the second)
+    if owner is global_hooks.GlobalHooks:  # a start that puts the registered pair back (the second)
         with torchprof.Profiler():
             mlp(X)
     else:  # the process's first start, which registers the pair with torch
-        monkeypatch.setattr(hooks, "_GLOBAL_HOOKS", hooks.GlobalHooks())
+        monkeypatch.setattr(global_hooks, "GLOBAL_HOOKS", global_hooks.GlobalHooks())
     quiet_os = _QuietOs()
     monkeypatch.setattr(quiet, "os", quiet_os)
     injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
@@ -167,8 +167,8 @@ def test_ctrl_c_at_any_step_of_the_start_leaves_nothing_behind(owner, name, afte
 # -- the stop ------------------------------------------------------------------------------------------------
 STOP_STEPS = [
     # (owner, name, after, on_call, whether what was recorded survives)
-    pytest.param(hooks.GlobalHooks, "hide", False, 1, True, id="hook-removal-at"),
-    pytest.param(hooks.GlobalHooks, "hide", True, 1, True, id="hook-removal-after"),
+    pytest.param(global_hooks.GlobalHooks, "hide", False, 1, True, id="hook-removal-at"),
+    pytest.param(global_hooks.GlobalHooks, "hide", True, 1, True, id="hook-removal-after"),
     pytest.param(autograd_profiler.profile, "__exit__", False, 1, True, id="torch-stop-trace-at"),
     pytest.param(autograd_profiler.profile, "__exit__", True, 1, True, id="torch-stop-trace-after"),
     pytest.param(torch_profiler.profile, "stop", False, 1, True, id="torch-stop-at"),
@@ -326,7 +326,7 @@ def test_random_sigints_never_leave_the_process_unable_to_profile(capfd):
 def test_ctrl_c_inside_a_hook_is_not_blamed_on_another_profiler(mlp, monkeypatch):
     """A Ctrl-C that lands in torchprof's hook as a module call begins interrupts the forward; the
     profile used to warn that "a torch.profiler session started inside the block" dropped calls."""
-    real, calls = hooks.ModuleTracker._name, [0]
+    real, calls = module_names.ModuleNames.name, [0]
 
     def name(self, module, stack, args=()):
         calls[0] += 1
@@ -334,7 +334,7 @@ def test_ctrl_c_inside_a_hook_is_not_blamed_on_another_profiler(mlp, monkeypatch
             raise KeyboardInterrupt("in the hook")
         return real(self, module, stack, args)
 
-    monkeypatch.setattr(hooks.ModuleTracker, "_name", name)
+    monkeypatch.setattr(module_names.ModuleNames, "name", name)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(KeyboardInterrupt, match="in the hook"):
@@ -388,7 +388,7 @@ class State:
 
     def problems(self) -> list[str]:
         found = []
-        if nn_module._global_forward_pre_hooks or nn_module._global_forward_hooks or hooks._GLOBAL_HOOKS.owner is not None:
+        if nn_module._global_forward_pre_hooks or nn_module._global_forward_hooks or global_hooks.GLOBAL_HOOKS.owner is not None:
             found.append("module hooks left installed")
         if autograd_profiler._is_profiler_enabled or torch._C._autograd._profiler_enabled():
             found.append("torch's profiler left on")
@@ -593,8 +593,8 @@ def _repair(state: State) -> None:
     """Put the process back after a failed case, so one failure does not cascade."""
     nn_module._global_forward_pre_hooks.clear()
     nn_module._global_forward_hooks.clear()
-    hooks._GLOBAL_HOOKS.owner = None
-    hooks._GLOBAL_HOOKS._in_tables = False
+    global_hooks.GLOBAL_HOOKS.owner = None
+    global_hooks.GLOBAL_HOOKS._in_tables = False
     with contextlib.suppress(RuntimeError):
         torch_profiler_is_off()
     autograd_profiler._is_profiler_enabled = False

@@ -188,3 +188,30 @@ def test_a_trace_whose_device_work_has_no_times_reads_device_time_as_unknown(tmp
     assert "carry no times" in prof.summary["warnings"][0]
     timed = torchprof.load_trace(untimed_trace(tmp_path, 20.0))
     assert timed.df.iloc[0]["cuda_us"] == 20.0 and "warnings" not in timed.summary
+
+
+class StaleStart:
+    """torch.profiler.profile on torch 2.11 after a Ctrl-C between its prepare and its start: the
+    next start fails once with kineto's error (the session is then cleared and started)."""
+
+    def __init__(self, message: str) -> None:
+        self.message, self.starts = message, 0
+
+    def start(self) -> None:
+        self.starts += 1
+        if self.starts == 1:
+            raise RuntimeError(self.message)
+
+
+def test_a_start_after_a_session_left_prepared_clears_it_and_starts(monkeypatch):
+    from torchprof._capture import session
+
+    cleared = []
+    monkeypatch.setattr(session, "_clear_prepared", lambda prof: cleared.append(prof) or True)
+    stale = StaleStart("Can't disable Kineto profiler when it's not running")
+    session._start_torch(stale)
+    assert stale.starts == 2 and cleared == [stale]
+    other = StaleStart("CUPTI_ERROR_NOT_INITIALIZED")  # any other failure is the user's to see
+    with pytest.raises(RuntimeError, match="CUPTI"):
+        session._start_torch(other)
+    assert other.starts == 1

@@ -16,6 +16,7 @@ from torch import nn
 
 import torchprof
 from torchprof._tree import flops as _flops
+from torchprof._vocab import OPTIMIZER_CLOSURE
 
 
 @pytest.fixture(autouse=True)
@@ -638,6 +639,68 @@ def test_a_training_step_counts_its_optimizer_and_its_functional_loss_as_shapes_
     assert got.loc[region, "flops"] == want.loc[region, "flops"] > 0
     assert got.loc["profile", "flops"] == want.loc["profile", "flops"]  # the whole step
     assert not replayed.unsupported_ops
+
+
+@pytest.mark.parametrize("name", ["SGD momentum", "Adam"])
+def test_a_step_given_a_closure_counts_the_closures_loss_and_the_update_as_shapes_true_does(name):
+    """Lightning (and LBFGS) step the optimizer with a closure that runs the forward, the loss
+    and the backward inside the step: the closure's work is noted as any, in a range of its own,
+    and the step's update is replayed once the closure made the gradients."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt = OPTIMIZERS[name](model.parameters())
+    x, y = torch.randn(4, 8), torch.randn(4, 1)
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)  # outside every module, inside the step
+        loss.backward()
+        return loss
+
+    opt.step(closure)  # the optimizer's state exists from here on
+
+    def step():
+        opt.step(closure)
+
+    replayed, recorded = both(step)
+    got, want = replayed.df, recorded.df
+    region = f"Optimizer.step#{type(opt).__name__}.step"
+    assert got.loc[region, "flops"] == want.loc[region, "flops"] > got.loc[f"{region}/{OPTIMIZER_CLOSURE}", "flops"] > 0
+    assert got.loc["profile", "flops"] == want.loc["profile", "flops"]
+    assert not replayed.unsupported_ops and "warnings" not in replayed.summary
+
+
+def test_a_loss_inside_a_users_range_is_counted_forward_and_backward():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    x, y = torch.randn(4, 8), torch.tensor([0, 2, 1, 0])
+
+    def step():
+        model.zero_grad(set_to_none=True)  # each run alike: no gradient to accumulate into
+        with torch.profiler.record_function("loss"):
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+
+    replayed, recorded = both(step)
+    assert replayed.df.loc["loss", "flops"] == recorded.df.loc["loss", "flops"] > 0
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
+    assert not replayed.unsupported_ops
+
+
+def test_a_closure_that_raises_leaves_the_users_error_and_nothing_running():
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def closure():
+        raise ValueError("the user's own error")
+
+    with pytest.raises(ValueError, match="the user's own error"):
+        with torchprof.Profiler():
+            opt.step(closure)
+    with torchprof.Profiler() as prof:  # nothing was left running
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    assert prof.df.loc["profile", "flops"] > 0
 
 
 def test_gradient_accumulation_adds_are_counted():

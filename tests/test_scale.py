@@ -16,7 +16,7 @@ from torch import nn
 
 import torchprof
 from synthetic import build, ev
-from torchprof._capture.hooks import ModuleGraph, parameter_sizes
+from torchprof._capture.module_graph import ModuleGraph, parameter_sizes
 from torchprof._views import table as table_view
 from torchprof._views.payload import payload, payload_bytes
 
@@ -402,7 +402,7 @@ def test_rows_deeper_than_the_guide_limit_show_the_innermost_guides(monkeypatch)
 def test_the_submodules_of_a_compiled_root_are_listed_as_named_modules_lists_them_at_any_depth():
     # After a compiled graph ran, the modules of every root are listed, called or not (a compiled
     # region runs its layers without calling them): a 3000-deep chain must not recurse there.
-    from torchprof._capture.hooks import named_modules
+    from torchprof._capture.module_graph import named_modules
 
     shared = nn.Linear(2, 2)
     model = nn.Sequential(nn.Sequential(shared, nn.ReLU()), shared, nn.Sequential(nn.Identity()))

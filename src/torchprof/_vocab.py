@@ -228,6 +228,10 @@ LAUNCHED_BEFORE = "(launched before profiling)"
 OPTIMIZER_PREFIX = "Optimizer."
 OPTIMIZER_STEP_PREFIX = "Optimizer.step#"
 ZERO_GRAD_PREFIX = "Optimizer.zero_grad#"
+#: The range torchprof opens around the closure an optimizer step was given (Lightning's, LBFGS's):
+#: the loss, forward and backward it runs are its, the step's own update is outside it (not an
+#: ``Optimizer.`` range: the closure's work is not the optimizer's).
+OPTIMIZER_CLOSURE = "(optimizer closure)"
 #: The phases of a run, by code (the memory timeline, the moment of a memory peak): inside a
 #: module's forward, backward work, inside an ``Optimizer.`` region, anything else.
 PHASES: tuple[str, ...] = ("forward", "backward", "optimizer", "other")

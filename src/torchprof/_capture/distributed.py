@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from .hooks import named_modules
+from .module_graph import named_modules
 
 #: ``_get_zeros_like_grad_buckets`` allocates a zero copy of every gradient bucket: read the
 #: buckets that way only for models whose gradients take at most this many bytes.

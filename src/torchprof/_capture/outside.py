@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._records import ReplayRun
+from .._vocab import OPTIMIZER_CLOSURE
 from .replay import (
     TensorSpec,
     _backward_roots,
@@ -48,8 +49,6 @@ from .swaps import user_state_kept as _user_state_kept  # streams, warnings, ran
 OUTSIDE = "(outside modules)"
 #: Distinct calls outside modules (and distinct steps per optimizer) noted at most.
 MAX_CALLS = 256
-#: State of at most this many elements is kept as it is (the step count), the rest data-free.
-_SMALL = 1
 
 
 @dataclass
@@ -103,6 +102,7 @@ class OutsideRecorder:
         self._spec_of = spec_of
         self.optimizers: dict[int, OptimizerCalls] = {}
         self._labels: set[str] = set()
+        self._closure_steps: dict[int, Any] = {}  # id(optimizer) -> the optimizer, while its closure step runs
         self.calls: dict[tuple, CallSignature] = {}
         self.calls_skip: str | None = None
         """Why calls outside modules are not replayed (None: they are, where noted)."""
@@ -202,21 +202,56 @@ class OutsideRecorder:
                 self._push()
 
     # -- optimizer steps ----------------------------------------------------------------------------
-    def _step_starts(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def _step_starts(self, optimizer: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
         self.suspend()
         if not self._recording():
-            return
+            return None
         try:
-            self._note_step(optimizer, args, kwargs)
+            closure = _closure_of(args, kwargs)
+            if closure is None:
+                self._note_step(optimizer, args, kwargs)
+                return None
+            # A closure (Lightning's, LBFGS's) computes the loss and the gradients inside the step:
+            # its calls are noted as any outside call, and the step itself when it returns, when
+            # the gradients it updated with exist.
+            self._closure_steps[id(optimizer)] = optimizer
+            return _with_closure(args, kwargs, self._closure_call(closure))
         except Exception as exc:  # noqa: BLE001 - our hook never raises into the user's step
-            calls = self.optimizers.get(id(optimizer))
-            if calls is not None:
-                calls.skip = f"torchprof could not read its state ({type(exc).__name__}: {_first_line(exc)})"
+            self._step_failed(optimizer, exc)
+            return None
 
     def _step_ends(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._closure_steps.pop(id(optimizer), None) is not None:
+            try:
+                self._note_step(optimizer, args[:1], {})
+            except Exception as exc:  # noqa: BLE001 - our hook never raises into the user's step
+                self._step_failed(optimizer, exc)
         self.resume()
 
+    def _step_failed(self, optimizer: Any, exc: Exception) -> None:
+        calls = self.optimizers.get(id(optimizer))
+        if calls is not None:
+            calls.skip = f"torchprof could not read its state ({type(exc).__name__}: {_first_line(exc)})"
+
+    def _closure_call(self, closure: Callable[..., Any]) -> Callable[..., Any]:
+        """The user's closure, run with outside calls noted (the step's own work is not), inside
+        a range of its own: the step's replay is its update only, matched to what is outside it."""
+
+        record_function = self._torch.profiler.record_function
+
+        def noted_closure(*args: Any, **kwargs: Any) -> Any:
+            with record_function(OPTIMIZER_CLOSURE):
+                self.resume()
+                try:
+                    return closure(*args, **kwargs)
+                finally:
+                    self.suspend()
+
+        return noted_closure
+
     def _note_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """What a step's replay needs: its hyper-parameters, and each parameter with a gradient,
+        the gradient and the state, as specs (no data)."""
         calls = self.optimizers.get(id(optimizer))
         if calls is None:
             label = f"Optimizer.step#{type(optimizer).__name__}.step"
@@ -268,7 +303,9 @@ class OutsideRecorder:
         if isinstance(value, dict):
             return {k: self._state_value(v) for k, v in value.items()}
         if isinstance(value, torch.Tensor):
-            if value.numel() <= _SMALL and value.layout == torch.strided and not value.is_meta:
+            # Only a scalar (a step count): a one-element buffer of a one-element parameter is that
+            # parameter's state, on its device (a CPU copy of it beside meta tensors cannot run).
+            if value.dim() == 0 and value.layout == torch.strided and not value.is_meta:
                 return _Small(value)  # copied when replayed: nothing is allocated inside the user's step
             return self._spec_of(value)
         return value
@@ -321,6 +358,20 @@ class _Callback:
     def remove(self) -> None:
         with contextlib.suppress(Exception):
             self._handler.remove_start_callback(self._fn)
+
+
+def _closure_of(args: Any, kwargs: Any) -> Any:
+    """The closure an ``optimizer.step`` call was given (``args`` holds the optimizer first), or None."""
+    if len(args) > 1 and args[1] is not None:
+        return args[1]
+    return kwargs.get("closure")
+
+
+def _with_closure(args: Any, kwargs: Any, closure: Any) -> tuple[Any, Any]:
+    """The step's arguments with ``closure`` in place of the one it was given."""
+    if len(args) > 1 and args[1] is not None:
+        return (args[0], closure, *args[2:]), kwargs
+    return args, {**kwargs, "closure": closure}
 
 
 def _compiled_anything() -> bool:

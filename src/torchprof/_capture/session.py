@@ -24,9 +24,9 @@ from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, Rep
 from .._traces.rewrite import restore_names
 from . import compiled, compiled_warm, kernels
 from .distributed import ddp_buckets
-from .hooks import ModuleTracker
 from .interrupts import hold, lifecycle, release, run_all
 from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
+from .module_ranges import ModuleTracker
 from .outside import OutsideRecorder, replay_outside
 from .quiet import quiet_native_stderr
 from .replay import CallRecorder, replay
@@ -223,7 +223,7 @@ class CaptureSession:
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
             self._torch_on = True
             with quiet_native_stderr():
-                self._torch_profile.start()
+                _start_torch(self._torch_profile)
             self._tracker.install(every_thread=self._every_thread)
             self._follow_schedule()
             if self._calls is not None:
@@ -716,6 +716,32 @@ def _start_at_step(prof: Any, step: int) -> None:
     prof.current_action = action
     if hasattr(prof, "_prev_schedule_action"):  # torch 2.10+: what step() compares cycles against
         prof._prev_schedule_action = action
+
+
+def _start_torch(prof: Any) -> None:
+    """torch's profiler started. torch 2.11 keeps a session that was prepared but never started
+    (a Ctrl-C between the two) and then fails every later start ("Can't disable Kineto profiler
+    when it's not running"); such a session is started and stopped, and the start tried again."""
+    try:
+        prof.start()
+    except RuntimeError as exc:
+        if "not running" not in str(exc) or not _clear_prepared(prof):
+            raise
+        prof.start()
+
+
+def _clear_prepared(prof: Any) -> bool:
+    from torch._C import _autograd
+
+    inner = getattr(prof, "profiler", None)
+    if inner is None:
+        return False
+    try:
+        _autograd._enable_profiler(inner.config(), inner.kineto_activities)
+        _autograd._disable_profiler()
+    except Exception:  # noqa: BLE001 - the start's own error is the one to show
+        return False
+    return True
 
 
 def _recorded(result: Any) -> Any:

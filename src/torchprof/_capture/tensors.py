@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .._records import KnownTensor
-from .hooks import named_modules
+from .module_graph import named_modules
 
 
 def _device_key(tensor: Any) -> int:

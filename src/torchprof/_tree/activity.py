@@ -5,11 +5,14 @@ events before they are dropped."""
 from __future__ import annotations
 
 from itertools import compress
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .._records import EventColumns
 from .._vocab import COMM_RANGE_PREFIXES, HOST_RANGE_KINDS, DeviceWork, EventKind
 from .device_time import covered, union_intervals, work_of
+
+if TYPE_CHECKING:
+    from .built import StepSpan
 
 DEVICE = int(EventKind.DEVICE)
 _HOST = frozenset(int(k) for k in HOST_RANGE_KINDS)
@@ -23,7 +26,7 @@ def is_communication(name: str, kind: int) -> bool:
     return kind in _HOST and name.startswith(COMM_RANGE_PREFIXES)
 
 
-def cycle_activity(ev: EventColumns, steps: list[dict[str, Any]], node_of: list[int], labels: list[str]) -> int:
+def cycle_activity(ev: EventColumns, steps: list[StepSpan], node_of: list[int], labels: list[str]) -> int:
     """Adds ``gpu_busy_ns`` (the union of device intervals inside the step, every stream and
     device) and ``comm_ns`` (the union of communication intervals inside it, host ranges and
     kernels alike: on a CPU backend the data moves on c10d's worker thread, on a GPU in NCCL's

@@ -7,9 +7,9 @@ exactly right, and it is fed identically by a live capture and by a trace file.
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._records import CompiledGraph, CompiledKernel, EventColumns, KnownTensor, ModuleInfo, parse_module_range
+from .._records import CompiledKernel, EventColumns, parse_module_range
 from .._vocab import (
     BACKWARD_PREFIX,
     COMPILATION,
@@ -27,11 +27,11 @@ from .._vocab import (
 from . import flops as _flops
 from .activity import cycle_activity
 from .backward import ForwardIndex
-from .comm import CommState, attribute_comm
-from .compiled import COMPILATION_ROLE, FORWARD_ROLE, GRAPH_ROLE, CompiledRegions, GraphRun, role_of
-from .device_time import IDLE, OVERLAP, ROW, WORKS, device_of, device_time
+from .built import BuildState
+from .comm import attribute_comm
+from .compiled import COMPILATION_ROLE, FORWARD_ROLE, GRAPH_ROLE, GraphRun, role_of
+from .device_time import IDLE, OVERLAP, ROW, device_of, device_time
 from .finish import finish_tree
-from .memory import MemoryLedger
 from .nesting import nest
 from .nodes import (
     KEY_COMPILATION,
@@ -44,12 +44,8 @@ from .nodes import (
     TAG_KERNEL,
     TAG_MODULE,
     TAG_REGION,
-    Nodes,
 )
 from .tree import Tree
-
-if TYPE_CHECKING:
-    from .devices import Peak
 
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY, DEVICE_RANGE = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY,
@@ -58,79 +54,14 @@ _HOST = frozenset(int(k) for k in HOST_RANGE_KINDS)
 _UNLAUNCHED_KEYS = {LAUNCHED_BEFORE: KEY_LAUNCHED_BEFORE, DEVICE_WITHOUT_OP: KEY_DEVICE_WITHOUT_OP}
 
 
-class TreeBuilder:
+class TreeBuilder(BuildState):
     """Aggregates the events of one or more profiling cycles into one tree.
 
     Call :meth:`add` once per cycle (a schedule yields several), then :meth:`finish`. Raw events
-    are not kept: memory grows with the number of distinct tree nodes, not with run length.
+    are not kept: memory grows with the number of distinct tree nodes, not with run length. What
+    it gathers is a :class:`~torchprof._tree.built.BuildState`, which the passes after placement
+    (communication, the finished tree) read.
     """
-
-    def __init__(
-        self,
-        label: str = "profile",
-        modules: dict[str, ModuleInfo] | None = None,
-        flops: bool = True,
-        shapes: bool = True,
-        memory: bool = False,
-        cuda: bool = False,
-        compiled: dict[str, CompiledGraph] | None = None,
-    ) -> None:
-        self.nodes = Nodes()
-        self.root: int = self.nodes.add(-1, REGION, label, None, False, "")
-        self.modules = modules if modules is not None else {}
-        self.want_flops = flops
-        self.want_shapes = shapes
-        self.memory = memory
-        self.cuda = cuda
-        self.saw_shapes = False
-        self.formula_errors: dict[str, int] = {}  # ops whose formula failed on their arguments
-        # FLOPs from replays (no shapes recorded): applied once; ops no replay covers; and why a
-        # root module has no replay (see torchprof._tree.replay_match).
-        self.replayed = False
-        self.shapeless: dict[str, int] = {}
-        self.replay_problems: dict[str, str] = {}
-        self.unknown_flop_nodes: set[int] = set()  # ops of unknown cost: their rows and all above are NaN
-        self.steps: list[dict[str, Any]] = []
-        self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
-        # Kept bytes, peaks, the timeline and what the peak is made of (see torchprof._tree.memory).
-        self.ledger = MemoryLedger(self.nodes)
-        self.tensors: list[KnownTensor] = []  # parameters, gradients, optimizer state the capture saw
-        self.event_count = 0
-        self.device_busy_ns = 0  # union of device intervals, summed over cycles
-        self.device_window_ns = 0  # first device start to last device end, summed over cycles
-        # Device time by what it did (see _add_device_time): per node that holds device work, its
-        # [compute, comm, memcpy, comm overlapped by compute, idle it ended] ns; for the run, the
-        # union of each kind's intervals and the comm/compute overlap, summed over cycles.
-        self.device_split: dict[int, list[int]] = {}
-        self.device_union_ns = [0] * (WORKS + 1)
-        self.comm_ns = 0  # time collective communication was in flight, summed over cycles
-        # Device work outside the profiled window, which no figure counts: [activities wholly
-        # outside, activities partly outside, ns outside].
-        self.outside_window = [0, 0, 0]
-        self.device_ranges = 0  # CUPTI range-profiler ranges read (see _add_device_ranges)
-        # Ranges that outlived their parent, per node: [ranges, ns past the parent's end] (that
-        # time is in no total: see nesting.nest).
-        self.overrun: dict[int, list[int]] = {}
-        # DDP's buckets (set by the source before its cycles are added) and host comm's exposed time.
-        self.comm = CommState()
-        # Per distinct event name: (node key, module path or None, module type, starts backward,
-        # compiled role, has a FLOP formula).
-        self._name_info: dict[str, tuple[str, str | None, str | None, bool, int, bool]] = {}
-        # The latest forward node of each module path, and the module node each "(recompute)"
-        # node belongs to: a module that runs again inside backward is a recomputation.
-        self._forward_node: dict[str, int] = {}
-        self._recompute_of: dict[int, int] = {}
-        # Compiled regions: which graph ran, and the FLOPs and ops of unknown cost inside them.
-        self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
-        self.compiled_unknown: dict[str, int] = {}
-        self.compilation_nodes: set[int] = set()  # "(compilation)" rows: compile time, no ops
-        # Per thread (the source's thread id): [CPU ns of its outermost ranges, of them compiling];
-        # and the time any thread ran a range (their union, summed over cycles).
-        self.threads: dict[Any, list[int]] = {}
-        self.cpu_union_ns = 0
-        self.unmapped_graph_nodes: set[int] = set()
-        self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
-        self.peak_flops: Peak | None = None  # what the mfu column is measured against (set by whoever builds)
 
     # -- per-name facts, computed once ------------------------------------------------------
     def _info(self, name: str, kind: int) -> tuple[str, str | None, str | None, bool, int, bool]:

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from itertools import compress
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +56,7 @@ from .device_time import covered, union_intervals
 from .moves import EventMover, Target
 
 if TYPE_CHECKING:
-    from .builder import TreeBuilder
+    from .built import BuildState, CommState
     from .nodes import Nodes
 
 OP, REGION, MODULE, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.DEVICE))
@@ -74,19 +73,7 @@ _FSDP_PRE_FORWARD = "pre_forward"
 _FSDP_BACKWARD = ("post_backward", "pre_backward", "backward_prefetch")
 
 
-@dataclass
-class CommState:
-    """What the pass needs besides the events, and what it leaves for the finished tree."""
-
-    ddp: list[dict[str, Any]] = field(default_factory=list)
-    """Each DDP module's gradient buckets (:func:`~torchprof._capture.distributed.ddp_buckets`)."""
-    exposed: dict[int, int] = field(default_factory=dict)
-    """Per node: ns of its outermost communication ranges during which no model op ran."""
-    unsplit: int = 0
-    """DDP all-reduces whose bucket could not be told (they stay where torch recorded them)."""
-
-
-def attribute_comm(builder: TreeBuilder, ev: EventColumns, parent_ev: list[int], node_of: list[int]) -> None:
+def attribute_comm(builder: BuildState, ev: EventColumns, parent_ev: list[int], node_of: list[int]) -> None:
     """The pass over one placed cycle (see the module's docstring)."""
     nodes = builder.nodes
     labels = nodes.label
@@ -140,7 +127,7 @@ def comm_sums(nodes: Nodes, exposed: dict[int, int]) -> tuple[list[int], list[in
 class _Cycle:
     """One cycle's events as the pass reads and moves them."""
 
-    def __init__(self, builder: TreeBuilder, ev: EventColumns, parent_ev: list[int], node_of: list[int],
+    def __init__(self, builder: BuildState, ev: EventColumns, parent_ev: list[int], node_of: list[int],
                  comm_nodes: set[int], fsdp_nodes: set[int]) -> None:  # fmt: skip
         self.builder = builder
         self.nodes = builder.nodes

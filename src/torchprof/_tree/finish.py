@@ -16,10 +16,10 @@ from .memory import act_values, memory_report, peak_values
 from .mfu import tree_mfu
 from .modules import root_modules
 from .nodes import Nodes
-from .tree import PATH_SEPARATOR, Columns, PathColumn, Tree
+from .tree import PATH_SEPARATOR, Columns, PathColumn, StepTotals, Tree
 
 if TYPE_CHECKING:
-    from .builder import TreeBuilder
+    from .built import BuildState
 
 OP, REGION, MODULE, RUNTIME, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE))
 NAN = float("nan")
@@ -101,7 +101,7 @@ def rollup(nodes: Nodes) -> Sums:
 class Finishing:
     """What the column functions read: the builder's nodes and facts, the sums, the row order."""
 
-    builder: TreeBuilder
+    builder: BuildState
     nodes: Nodes
     sums: Sums
     order: list[int]
@@ -270,7 +270,7 @@ COMPUTE: dict[str, Callable[[Finishing], list[Any]]] = {
 }
 
 
-def finish_tree(builder: TreeBuilder) -> Tree:
+def finish_tree(builder: BuildState) -> Tree:
     """Every registry column, rows in pre-order with siblings by descending total CPU time."""
     nodes = builder.nodes
     sums = rollup(nodes)
@@ -294,7 +294,7 @@ def finish_tree(builder: TreeBuilder) -> Tree:
     if peak is not None:
         columns["mfu"] = tree_mfu(columns, builder.cuda, peak.flops_per_s)
     tot_cpu, tot_cuda, bwd_cpu = sums.total["cpu_ns"], sums.total["cuda_ns"], sums.bwd["cpu"]
-    steps = [
+    steps: list[StepTotals] = [
         {"step": s["step"], "wall_us": s["wall_us"], "cpu_us": tot_cpu[s["node"]] / US,
          "cuda_us": tot_cuda[s["node"]] / US if builder.cuda else NAN,
          "bwd_cpu_us": bwd_cpu[s["node"]] / US,
@@ -342,7 +342,7 @@ def device_time_sums(nodes: Nodes, split: dict[int, list[int]]) -> list[list[int
     return fields
 
 
-def gpu_time(builder: TreeBuilder) -> dict[str, float]:
+def gpu_time(builder: BuildState) -> dict[str, float]:
     """The run's device time by what it did (``prof.summary``): the time compute, communication
     and memcpy/memset work ran (their unions) and the time communication ran beside compute; NaN
     without device events."""
@@ -443,7 +443,7 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
     return scopes, labels, names
 
 
-def unsupported_ops(builder: TreeBuilder) -> dict[str, int]:
+def unsupported_ops(builder: BuildState) -> dict[str, int]:
     """Ops that have no formula, are not known to cost no FLOPs, are not inside an op that was
     counted and have no such op below them either (a leaf, or an op that only calls free ops,
     like a custom op computing in numpy), ops whose arithmetic depends on the data

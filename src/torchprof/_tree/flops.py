@@ -626,7 +626,7 @@ def _merge(concrete: Sequence[Any] | None, layout: Sequence[Any]) -> list[Any]:
 
 def args_from_layer(name: str, concrete: Sequence[Any] | None, op_args: dict[str, Any]) -> list[Any] | None:
     """Fill an op's missing arguments from the hyper-parameters of the layer that ran it (see
-    ``_hooks.layer_op_args``); None when the layer does not know them."""
+    ``torchprof._capture.call_args.layer_op_args``); None when the layer does not know them."""
     if name in ("aten::convolution", "aten::_convolution") and "convolution" in op_args:
         return _merge(concrete, op_args["convolution"])
     if name == "aten::convolution_backward" and "convolution" in op_args:

@@ -32,7 +32,7 @@ from .device_time import IDLE, OVERLAP, ROW, device_of, device_time
 from .nodes import TAG_KERNEL
 
 if TYPE_CHECKING:
-    from .builder import TreeBuilder
+    from .built import BuildState
 
 OP, REGION, MODULE, RUNTIME, DEVICE, MEMORY = map(int, (
     EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE, EventKind.MEMORY))  # fmt: skip
@@ -71,7 +71,7 @@ class EventMover:
     ``events`` are the events that may move or lie inside one that does; ``exposed`` the node
     accumulator of exposed communication ns, ``exposed_of`` each event's own exposed ns."""
 
-    def __init__(self, builder: TreeBuilder, ev: EventColumns, parent_ev: list[int], node_of: list[int],
+    def __init__(self, builder: BuildState, ev: EventColumns, parent_ev: list[int], node_of: list[int],
                  events: list[int], exposed: dict[int, int]) -> None:  # fmt: skip
         self.builder = builder
         self.nodes = builder.nodes

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import compress
-from typing import Any
+from typing import Any, cast
 
 from .._vocab import COLUMN, COLUMNS, LARGEST, RANK_COLUMNS, RANK_METRICS, RANK_SPREAD_METRICS, is_missing
-from .tree import RankRow, Tree
+from .tree import RankRow, StepTotals, Tree
 from .union import Union, preorder, summed, unite
 
 NAN = float("nan")
@@ -196,14 +196,15 @@ def _summed_dicts(dicts: Any) -> dict[str, int]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _mean_steps(trees: Sequence[Tree]) -> list[dict[str, Any]]:
+def _mean_steps(trees: Sequence[Tree]) -> list[StepTotals]:
     """Each step number's figures, the mean over the ranks that recorded that step."""
-    by_step: dict[Any, list[dict[str, Any]]] = {}
+    by_step: dict[int | str, list[StepTotals]] = {}
     for tree in trees:
         for s in tree.steps:
             by_step.setdefault(s["step"], []).append(s)
     out = []
     for step, records in by_step.items():
         keys = [k for k in records[0] if k != "step"]
-        out.append({"step": step, **{k: _mean(r.get(k, NAN) for r in records) for k in keys}})
+        # The first rank's figures, each the mean over the ranks: the keys of a StepTotals.
+        out.append(cast(StepTotals, {"step": step, **{k: _mean(r.get(k, NAN) for r in records) for k in keys}}))
     return out

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._records import ReplayRun
-from .._vocab import OPTIMIZER_STEP_PREFIX, STEP_PREFIX, EventKind
+from .._vocab import OPTIMIZER_CLOSURE, OPTIMIZER_PREFIX, OPTIMIZER_STEP_PREFIX, STEP_PREFIX, UNATTRIBUTED_BACKWARD, EventKind
 from . import flops as _flops
 from .builder import TreeBuilder
 from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
@@ -102,9 +102,27 @@ def outside_wanted(builder: TreeBuilder) -> tuple[set[str], bool]:
     nodes = builder.nodes
     steps = {label for nid, label in enumerate(nodes.label) if nodes.kind[nid] == REGION and label.startswith(OPTIMIZER_STEP_PREFIX)}
     containers = [builder.root] if not builder.steps else [s["node"] for s in builder.steps]
+    places = [place for c in containers for place in (c, *_regions_below(nodes, c))]
     calls = any(KEY_UNATTRIBUTED in nodes.children[c] or any(nodes.kind[k] == OP for k in nodes.children[c].values())
-                for c in containers)  # fmt: skip
+                for c in places)  # fmt: skip
     return steps, calls
+
+
+def _regions_below(nodes: Nodes, container: int) -> list[int]:
+    """The ranges in a step (or the profile) where calls outside modules may run besides the step
+    itself: a user's ``record_function``, a trainer's (Lightning's ``training_step``), an optimizer
+    step's closure. Only ranges are walked (never a layer or an op); an optimizer's own ranges
+    hold its work, not calls, and are only walked through to their closures."""
+    found: list[int] = []
+    stack = [c for c in nodes.children[container].values() if nodes.kind[c] == REGION]
+    while stack:
+        nid = stack.pop()
+        label = nodes.label[nid]
+        if label != UNATTRIBUTED_BACKWARD and not label.startswith(OPTIMIZER_PREFIX):
+            found.append(nid)
+        if label != UNATTRIBUTED_BACKWARD:
+            stack.extend(c for c in nodes.children[nid].values() if nodes.kind[c] == REGION)
+    return found
 
 
 def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootPlan]:
@@ -263,22 +281,59 @@ def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[Re
         step = _step_number(nodes, container)
         calls = [((run.steps or {}).get(step, 0) if builder.steps else run.count, r) for run, r in replays if r is not None]
         calls = [(w, r) for w, r in calls if w]
+        # The calls run in the step itself or in ranges inside it (an optimizer step's closure, a
+        # trainer's training_step); the backward of those in a range is that range's.
+        places = [container, *_regions_below(nodes, container)]
+        calls_backward = [(w, r.exp, r.unattributed) for w, r in calls if r.unattributed >= 0]
+        in_ranges = False
         if calls:
             outside = _combined([(w, r.exp, 0) for w, r in calls])
-            for key, child in nodes.children[container].items():
+            spots: dict[str, list[int]] = {}  # each op's nodes over the places (a call may run in several)
+            for place in places:
+                for key, child in nodes.children[place].items():
+                    if nodes.kind[child] == OP:
+                        spots.setdefault(key, []).append(child)
+            for key, children in spots.items():
                 c = outside.children[0].get(key)
-                if nodes.kind[child] == OP and c is not None and nodes.calls[child] == outside.calls[c]:
-                    _carry_over(nodes, child, outside, 1, plan, c)
-                    plan.covered.append(child)
-        backward_parts = [(w, r.exp, r.unattributed) for w, r in calls if r.unattributed >= 0]
+                if c is not None and len(children) == 1 and nodes.calls[children[0]] == outside.calls[c]:
+                    _carry_over(nodes, children[0], outside, 1, plan, c)
+                    plan.covered.append(children[0])
+                elif c is not None:
+                    _split_over(nodes, key, children, [(w, r.exp, 0) for w, r in calls], plan)
+                elif calls_backward and "AccumulateGrad" not in key:
+                    # the backward of calls made in a range: that range's, not no module's
+                    ranged = [n for n in children if nodes.bwd[n] and nodes.parent[n] != container]
+                    if ranged and len(ranged) == len(children):
+                        in_ranges = _split_over(nodes, key, ranged, calls_backward, plan) or in_ranges
+        # Backward of the calls matched in ranges is not looked for again with no module's.
+        backward_parts = [] if in_ranges else calls_backward
         for root_plan in plans.values():
             if root_plan.problem is None:
                 backward_parts += [(w, r.exp, r.unattributed) for w, r in root_plan.replays.get(container, []) if r.unattributed >= 0]
-        unattributed = nodes.children[container].get(KEY_UNATTRIBUTED, -1)
+        # The backward no module owns is matched where it is, if in one place (else it stays unknown).
+        holders = [nodes.children[place][KEY_UNATTRIBUTED] for place in places if KEY_UNATTRIBUTED in nodes.children[place]]
+        unattributed = holders[0] if len(holders) == 1 else -1
         if unattributed >= 0 and backward_parts and (problem is None or not _calls_have_backward(nodes, unattributed)):
             _carry_over(nodes, unattributed, _combined(backward_parts), 1, plan)
             plan.covered.append(unattributed)
     return plan
+
+
+def _split_over(nodes: Nodes, key: str, children: list[int], parts: list[tuple[int, _Expected, int]], plan: RootPlan) -> bool:
+    """Match one op's nodes in several places (a loss in the first micro-batch's range and in the
+    optimizer's closure) to the one replay that made the op: each node takes its own calls' share.
+    Nothing is matched (the op stays unknown) where several replays made it or the calls differ."""
+    made = [(w, exp, exp.children[top][key]) for w, exp, top in parts if key in exp.children[top]]
+    if len(made) != 1:
+        return False
+    weight, exp, at = made[0]
+    unit = exp.calls[at]
+    if not unit or sum(nodes.calls[n] for n in children) != weight * unit or any(nodes.calls[n] % unit for n in children):
+        return False
+    for n in children:
+        _carry_over(nodes, n, exp, nodes.calls[n] // unit, plan, at)
+        plan.covered.append(n)
+    return True
 
 
 def _calls_have_backward(nodes: Nodes, unattributed: int) -> bool:
@@ -479,12 +534,15 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
     n_calls, n_children, n_label, n_kind, n_bwd = nodes.calls, nodes.children, nodes.label, nodes.kind, nodes.bwd
     formulas = _flops.FORMULAS
     # The real subtree, parents before children, and which nodes hold work with a formula.
+    # A step's closure (its range) is not the step's own work: its layers and calls have replays
+    # of their own, so the step's update is matched to what is outside it.
     order: list[int] = []
     stack = [inst]
     while stack:
         nid = stack.pop()
         order.append(nid)
-        stack.extend(n_children[nid].values())
+        if not (n_kind[nid] == REGION and n_label[nid] == OPTIMIZER_CLOSURE and nid != inst):
+            stack.extend(n_children[nid].values())
     # (Only outermost formula ops count: what runs inside one is its own business, and may differ.)
     # (An op counted as zero, data movement or a collective's bookkeeping, is no work either.)
     covered, parent_of = nodes.covered, nodes.parent
@@ -619,8 +677,8 @@ def _note_uncovered(builder: TreeBuilder, covered_roots: list[int]) -> None:
         inside[top] = True
     for nid in range(1, len(nodes)):
         parent = nodes.parent[nid]
-        if inside[parent]:
-            inside[nid] = True
+        if inside[parent] and not (nodes.kind[nid] == REGION and nodes.label[nid] == OPTIMIZER_CLOSURE):
+            inside[nid] = True  # (a step's replay covers its update, not its closure: see _carry_over)
         elif not inside[nid] and nodes.kind[nid] == OP and nodes.label[nid] in _flops.FORMULAS and not nodes.covered[parent] \
                 and not nodes.flops[nid] and not nodes.macs[nid] and nodes.label[nid] not in _flops.NO_ARITHMETIC:  # fmt: skip
             builder.shapeless[nodes.label[nid]] = builder.shapeless.get(nodes.label[nid], 0) + nodes.calls[nid]

@@ -28,7 +28,7 @@ from typing import Any, cast
 from .._errors import TraceError
 from .._records import ModuleInfo, Recording, checked_step_times
 from .._vocab import COLUMNS, FLOAT_COLUMNS, is_missing
-from .tree import Columns, PathColumn, RankRow, Tree
+from .tree import Columns, PathColumn, RankRow, StepTotals, Tree
 from .validate import validate_saved
 
 SAVE_FORMAT = "torchprof-profile"
@@ -138,7 +138,7 @@ def from_json(data: Any, where: str) -> tuple[Tree, Recording]:
             columns=Columns(columns, paths, parent_index, [c.name for c in COLUMNS]),
             parent_index=parent_index,
             unsupported_ops=dict(data.get("unsupported_ops", {})),
-            steps=[{k: _from_json(v) for k, v in s.items()} for s in data.get("steps", [])],
+            steps=[cast(StepTotals, {k: _from_json(v) for k, v in s.items()}) for s in data.get("steps", [])],
             peak_cpu_mem=_from_json(data.get("peak_cpu_mem")),
             peak_cuda_mem=_from_json(data.get("peak_cuda_mem")),
             has_cuda=bool(data.get("has_cuda")),

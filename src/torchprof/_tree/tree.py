@@ -161,10 +161,10 @@ class Columns(dict[str, list[Any]]):
 
 class StepTotals(TypedDict, total=False):
     """One ``ProfilerStep#N`` of :attr:`Tree.steps` (``gpu_busy_us`` and ``comm_us`` are missing in
-    profiles saved before they were recorded). Tree.steps becomes ``list[StepTotals]`` once
-    ``finish.py``, which builds it, says so too."""
+    profiles saved before they were recorded; a merged job's steps have the means over its ranks)."""
 
-    step: int
+    step: int | str
+    """``N``; the text after ``ProfilerStep#`` where a trace names a step with something else."""
     wall_us: float
     cpu_us: float
     cuda_us: float
@@ -178,7 +178,7 @@ class RankRow(TypedDict):
     step, or its whole run (``step`` None) where it recorded no steps."""
 
     rank: Any
-    step: int | None
+    step: int | str | None
     wall_us: float
     cpu_us: float
     gpu_busy_us: float
@@ -198,8 +198,8 @@ class Tree:
     parent_index: list[int]
     unsupported_ops: dict[str, int]
     """Ops that ran but have no FLOP formula (name -> calls): their FLOPs are unknown."""
-    steps: list[dict[str, Any]]
-    """One dict per ``ProfilerStep#N``: ``step``, ``wall_us``, ``cpu_us``, ``cuda_us``, ``bwd_cpu_us``."""
+    steps: list[StepTotals]
+    """One per ``ProfilerStep#N``, in the order they ran."""
     peak_cpu_mem: float
     """Highest host bytes allocated during the run (NaN without ``memory=True``)."""
     peak_cuda_mem: float

@@ -1,0 +1,278 @@
+"""The module-range hooks: every ``nn.Module`` call wrapped in a named profiler range.
+
+The range name carries the module's path and class (``nn.Module: ResNet.layer1.0.conv1 [Conv2d]``),
+so the trace alone says which layer issued each op, in our tree and in Perfetto alike. The hooks
+themselves are :mod:`~torchprof._capture.global_hooks`' pair; the names come from
+:mod:`~torchprof._capture.module_names`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._records import ModuleInfo
+from . import compiled_calls, global_hooks
+from .call_args import recordable
+from .interrupts import run_all
+from .module_names import ModuleNames
+from .replay import PASS_THROUGH
+from .thread_stacks import CallStack, every_thread_recorded, recorded_where_started
+
+if TYPE_CHECKING:
+    import torch
+
+    from .replay import CallRecorder
+
+
+class ModuleTracker:
+    """Installs the hooks, opens and closes a range around each module call, and always takes the
+    hooks away again.
+
+    Modules are named by path (:class:`~torchprof._capture.module_names.ModuleNames`). Each thread
+    keeps its own stack of open calls (a forward pass on a worker thread nests within itself), and
+    counts its module calls, so a profile that lacks them can say so.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
+        record_inputs: bool = False,
+        calls: CallRecorder | None = None,
+    ) -> None:
+        self.model = model
+        self.calls = calls
+        """Notes the arguments of root module calls, for FLOPs counted by a replay."""
+        self.names = ModuleNames(labels, record_inputs)
+        self._named = self.names.cache  # read on every call: one attribute lookup less
+        self.only: set[int] | None = None
+        if model is not None:
+            self.names.graph.add(model)
+            self.only = set(self.names.graph.modules)
+        self.record_inputs = record_inputs
+        self._local = threading.local()
+        self._stacks: list[CallStack] = []  # every thread's, for the calls each made
+        self._thread_recorded: Callable[[], bool | None] = every_thread_recorded
+        self._kinds: dict[int, bool] = {}  # id(module) -> transparent (machinery, not a layer)
+        self._transparent_ids: set[int] = set()
+        self._unwrapped: dict[int, Any] = {}  # id(torch.compile wrapper) -> the model it wraps
+        self._keep: list[Any] = []
+        self.faults = 0
+        """Calls in which torchprof's own hook code failed (:meth:`fault`)."""
+        self.first_fault: str | None = None
+        self.paused = False
+        """Out of torch's tables for a schedule's idle steps (show() keeps them out)."""
+        from torch.fx import GraphModule
+
+        self._graph_module = GraphModule
+        if model is not None:
+            self.names.add_root(model)
+
+    @property
+    def problems(self) -> list[str]:
+        """What went wrong naming modules (a labels= callable that raised), for the profile's warnings."""
+        return self.names.problems
+
+    # -- install / remove ---------------------------------------------------------------------
+    def install(self, every_thread: bool = True) -> None:
+        """Install the hooks. ``every_thread``: torch's profiler records module ranges on every
+        thread; otherwise only where it runs, which each thread asks on its first module call."""
+        import torch
+        from torch._C._profiler import _RecordFunctionFast
+
+        self._range = _RecordFunctionFast
+        self._tensor = torch.Tensor
+        self._functorch_level = torch._C._functorch.maybe_current_level
+        if not every_thread:
+            self._thread_recorded = recorded_where_started()
+        hooks = global_hooks.GLOBAL_HOOKS
+        try:
+            hooks.attach(self)
+            compiled_calls.attach(hooks)
+        except BaseException:
+            run_all([self.remove, self.scrub])
+            raise
+
+    def remove(self) -> None:
+        """Remove the hooks and close any range left open (a module that raised mid-forward).
+
+        Every part runs even if one before it was interrupted; each can be repeated."""
+        run_all(
+            [
+                compiled_calls.detach,
+                lambda: global_hooks.GLOBAL_HOOKS.detach(self),
+                self._close_open_ranges,
+                self.names.collect,
+                lambda: self.calls.remove_hooks() if self.calls is not None else None,
+            ]
+        )
+
+    def _close_open_ranges(self) -> None:
+        stack = getattr(self._local, "stack", None)
+        while stack:
+            stack.pop()[2].__exit__(None, None, None)
+
+    def scrub(self) -> None:
+        """Take torchprof's hooks out of torch's tables even where their ids were lost (an
+        interrupt between torch registering a hook and the id being kept). Not while another
+        tracker holds them (a stop resumed after another Profiler started)."""
+        hooks = global_hooks.GLOBAL_HOOKS
+        if hooks.owner not in (None, self):
+            return
+        hooks.scrub()
+        if hooks.owner is self:
+            hooks.owner = None
+
+    @property
+    def installed(self) -> bool:
+        return global_hooks.GLOBAL_HOOKS.owner is self
+
+    def hide(self) -> None:
+        """Take the hooks out of torch's global tables while Dynamo compiles (see GlobalHooks)."""
+        if global_hooks.GLOBAL_HOOKS.owner is self:
+            global_hooks.GLOBAL_HOOKS.hide()
+
+    def show(self) -> None:
+        if global_hooks.GLOBAL_HOOKS.owner is self and not self.paused:
+            global_hooks.GLOBAL_HOOKS.show()
+
+    def pause(self) -> bool:
+        """Take the hooks out while nothing is recorded (a schedule's idle steps), so module calls
+        then cost what they cost without torchprof. Refused (False) while a module call is open
+        on any thread: its exit hook must still run to close its range."""
+        if any(self._stacks):
+            return False
+        self.paused = True
+        self.hide()
+        return True
+
+    def resume(self) -> None:
+        """Put the hooks back after :meth:`pause`."""
+        self.paused = False
+        self.show()
+
+    # -- the hooks (hot path) -----------------------------------------------------------------
+    def enter(self, module: Any, args: Any) -> None:
+        """The pre-hook: open ``module``'s range."""
+        if self._transparent(module):
+            return
+        module = self._unwrapped.get(id(module), module)
+        if self.only is not None and id(module) not in self.only:
+            return
+        try:
+            stack = self._local.stack
+        except AttributeError:
+            stack = self._new_stack()
+        if stack and stack[-1][0] is module:
+            # torch.compile's wrapper opened this model's range already; its own hooks fire
+            # inside only when it was compiled under them: one range, not two.
+            stack[-1][3] += 1
+            return
+        parent = stack[-1][0] if stack else None
+        key = (id(parent), id(module))
+        named = self._named.get(key)
+        if named is None:
+            with self.names.lock:  # two threads meeting a new root at once must not label it twice
+                try:
+                    named = self._named.get(key) or self.names.name(module, stack, args)
+                except Exception as exc:  # noqa: BLE001 - our hooks never raise into the user's forward
+                    self.names.unnamed(module, exc)
+                    return
+        sig = None
+        if not stack and self._functorch_level() is not None:
+            self.names.transformed.add(named[0])
+        if self.calls is not None and (not stack or stack[-1][4] is PASS_THROUGH):
+            if not stack:
+                self.calls.root_starts()
+            compiled = id(module) in self.names.wrapper_of or module.__dict__.get("_compiled_call_impl") is not None
+            sig = self.calls.root_call(module, named[0], args, compiled)
+        rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
+        rf.__enter__()
+        stack.append([module, named[0], rf, 0, sig])
+        stack.calls += 1  # counted once its range is open: what the profile can hold
+
+    def _new_stack(self) -> CallStack:
+        stack = self._local.stack = CallStack(threading.current_thread().name, self._thread_recorded())
+        self._stacks.append(stack)
+        return stack
+
+    def leave(self, module: Any, args: Any, output: Any) -> None:
+        """The post-hook: close ``module``'s range (and those a raising child left open)."""
+        if id(module) in self._transparent_ids:
+            return
+        module = self._unwrapped.get(id(module), module)
+        if self.only is not None and id(module) not in self.only:
+            return
+        stack = getattr(self._local, "stack", None)
+        if not stack:
+            return
+        if stack[-1][0] is module and stack[-1][3]:
+            stack[-1][3] -= 1
+            return
+        # A child that raised may have been skipped by torch (hooks registered after the call
+        # started, or an exception swallowed above it): unwind to this module.
+        if stack[-1][0] is not module and not any(entry[0] is module for entry in stack):
+            return
+        while stack:
+            entry = stack.pop()
+            entry[2].__exit__(None, None, None)
+            if entry[0] is module:
+                if entry[4] is not None and entry[4] is not PASS_THROUGH and self.calls is not None:
+                    self.calls.root_output(entry[4], output)
+                break
+        if not stack and self.calls is not None:
+            self.calls.root_ends()
+
+    def _transparent(self, module: Any) -> bool:
+        """Modules that are machinery, not layers, get no range: the FX graph modules a compiler
+        backend runs (unless the user made one a root themselves). ``torch.compile``'s wrapper
+        (``OptimizedModule``) stands for the model it wraps: its range is the model's (the model's
+        own hooks do not fire inside a frame compiled before the hooks were installed)."""
+        known = self._kinds.get(id(module))
+        if known is None:
+            known = False
+            if type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod"):
+                self._unwrapped[id(module)] = module._orig_mod
+                self.names.wrapper_of[id(module._orig_mod)] = module
+                self._keep.append(module)  # holding it keeps its id unique
+            elif (
+                isinstance(module, self._graph_module)
+                and id(module) not in self.names.roots_by_id
+                and self.names.label(module) is None
+                and not _exported(module)
+            ):  # a torch.export'ed program the user runs is their model
+                known = True
+                self._transparent_ids.add(id(module))
+                self._keep.append(module)
+            self._kinds[id(module)] = known
+        return known
+
+    def fault(self, module: Any, exc: Exception) -> None:
+        """Note a failure of torchprof's own hook code (the user's forward runs on regardless):
+        the first is kept for the warning; FLOPs of the run become unknown."""
+        self.faults += 1
+        if self.first_fault is None:
+            self.first_fault = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''} (in a call of {type(module).__name__})"
+        if self.calls is not None:
+            self.calls.failed(self.first_fault)
+
+    def thread_calls(self) -> list[tuple[str, int, bool | None]]:
+        """``(thread name, module calls, recorded by torch)`` for each thread that called a
+        module; ``recorded`` is None where torch's profiler records every thread."""
+        return [(s.name, s.calls, s.recorded) for s in list(self._stacks)]
+
+    def roots(self) -> list[tuple[Any, str]]:
+        """The root modules seen so far and their labels (the first part of their paths)."""
+        return self.names.roots()
+
+    def collect(self, submodules: bool = False) -> dict[str, ModuleInfo]:
+        """Module facts gathered so far (see :meth:`ModuleNames.collect`)."""
+        return self.names.collect(submodules)
+
+
+def _exported(module: Any) -> bool:
+    """A module ``torch.export`` made (``ExportedProgram.module()``): the user's model, not a
+    compiler's graph."""
+    return any(cls.__name__ == "_StatefulGraphModule" for cls in type(module).__mro__)
