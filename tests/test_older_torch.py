@@ -4,6 +4,7 @@ Python meta kernel unless told."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -215,3 +216,55 @@ def test_a_start_after_a_session_left_prepared_clears_it_and_starts(monkeypatch)
     with pytest.raises(RuntimeError, match="CUPTI"):
         session._start_torch(other)
     assert other.starts == 1
+
+
+
+def test_a_trace_written_with_raw_quotes_in_names_is_made_valid_with_the_real_names(tmp_path):
+    """kineto of torch 2.11 writes ``"name": "say "hi""`` (no JSON): the export escapes such names
+    and puts the real ones back (backslash and all), so the file opens in Perfetto and torchprof."""
+    import torchprof
+    from torchprof._traces.rewrite import restore_names
+
+    base = 1_790_000_000_000_000_000
+    backslashed = "a\\b \"c\""  # kineto 2.11 writes it 'a/b "c"'
+    written = [('say "hi"', 1000.0, 5.0), ('a/b "c"', 1010.0, 3.0), ("plain", 1020.0, 2.0)]
+    lines = [f'{{"ph": "X", "cat": "user_annotation", "name": "{n}", "pid": 1, "tid": 1, "ts": {ts}, "dur": {d}}}'
+             for n, ts, d in written]  # fmt: skip
+    path = tmp_path / "t.json"
+    events = ", ".join(lines)
+    path.write_text(f'{{"schemaVersion": 1, "baseTimeNanoseconds": {base}, "traceEvents": [{events}]}}')
+    with pytest.raises(ValueError):
+        json.loads(path.read_text())
+    restore_names(str(path), {(base + 1_000_000, base + 1_005_000): 'say "hi"', (base + 1_010_000, base + 1_013_000): backslashed})
+    assert [e["name"] for e in json.loads(path.read_text())["traceEvents"]] == ['say "hi"', backslashed, "plain"]
+    assert {'say "hi"', backslashed, "plain"} <= set(torchprof.load_trace(str(path)).df["name"])
+
+
+def test_without_a_second_trace_writer_the_handlers_export_gets_a_copy_of_ours(monkeypatch, tmp_path):
+    """kineto writes a cycle's trace once and torch 2.11 has no second writer: with a schedule,
+    torchprof writes the cycle's trace first and the handler's own export_chrome_trace (as
+    tensorboard_trace_handler calls it) gets a copy; both exports hold the cycle."""
+    import gzip
+
+    import torchprof
+    from torchprof._capture import session
+
+    monkeypatch.setattr(session, "_exports_twice", lambda: False)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    written = []
+
+    def handler(prof):
+        path = tmp_path / f"cycle{len(written)}.pt.trace.json.gz"
+        prof.export_chrome_trace(str(path))
+        written.append(path)
+
+    with torchprof.Profiler(schedule=torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=2), on_trace_ready=handler) as prof:
+        for _ in range(4):
+            net(torch.randn(2, 8))
+            prof.step()
+    assert len(written) == 2
+    for path in written:
+        events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+        assert any(e.get("name", "").startswith("ProfilerStep#") for e in events)
+    ours = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "all.json")))
+    assert list(ours.steps["step"]) == list(prof.steps["step"]) == [1, 3]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .._errors import TraceError
 from .._files import dumps, parse_json, read_bytes, write_atomic
 from .._vocab import CATEGORY_KIND, PYTHON_CATEGORY, EventKind
 from .reader import span_ns
@@ -38,7 +39,16 @@ def restore_names(path: str, names: dict[tuple[int, int], str]) -> None:
     changes; the numbers keep their digits (the file is read exactly)."""
     if not names:
         return
-    data = parse_json(read_bytes(path), path, exact=True)
+    raw = read_bytes(path)
+    changed = False
+    try:
+        data = parse_json(raw, path, exact=True)
+    except TraceError:
+        fixed = _escape_raw_quotes(raw, names.values())
+        if fixed == raw:
+            raise
+        data = parse_json(fixed, path, exact=True)
+        changed = True  # the file is written again, valid, whatever names change below
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         return
     base = data.get(BASE_TIME_KEY)
@@ -46,7 +56,6 @@ def restore_names(path: str, names: dict[tuple[int, int], str]) -> None:
     resolution = 1 if type(base) is int else 1000
     base = base if type(base) is int else 0
     by_time = {(s // resolution, e // resolution): name for (s, e), name in names.items()}
-    changed = False
     for e in data["traceEvents"]:
         if not isinstance(e, dict) or e.get("ph") != "X" or e.get("cat") not in _NAMED_CATEGORIES:
             continue
@@ -60,6 +69,21 @@ def restore_names(path: str, names: dict[tuple[int, int], str]) -> None:
             changed = True
     if changed:
         write_atomic(path, dumps(data))
+
+
+def _escape_raw_quotes(raw: bytes, names: Any) -> bytes:
+    """kineto of torch 2.11 writes a name's quotes as they are (``"name": "say "hi""``), which is
+    no JSON: each such name, as that writer spells it (backslashes as slashes, newlines dropped),
+    is written escaped. Names it writes otherwise (``unknown`` for any byte outside printable
+    ASCII) are valid already."""
+    for name in set(names):
+        if '"' not in name:
+            continue
+        written = name.replace("\\", "/").replace("\n", "")
+        if not (written.isascii() and written.isprintable()):
+            continue
+        raw = raw.replace(b'"name": "' + written.encode() + b'"', b'"name": ' + dumps(written))
+    return raw
 
 
 def with_block(raw: bytes, key: str, block: dict[str, Any]) -> bytes:
