@@ -238,3 +238,33 @@ def test_a_trace_written_with_raw_quotes_in_names_is_made_valid_with_the_real_na
     restore_names(str(path), {(base + 1_000_000, base + 1_005_000): 'say "hi"', (base + 1_010_000, base + 1_013_000): backslashed})
     assert [e["name"] for e in json.loads(path.read_text())["traceEvents"]] == ['say "hi"', backslashed, "plain"]
     assert {'say "hi"', backslashed, "plain"} <= set(torchprof.load_trace(str(path)).df["name"])
+
+
+def test_without_a_second_trace_writer_the_handlers_export_gets_a_copy_of_ours(monkeypatch, tmp_path):
+    """kineto writes a cycle's trace once and torch 2.11 has no second writer: with a schedule,
+    torchprof writes the cycle's trace first and the handler's own export_chrome_trace (as
+    tensorboard_trace_handler calls it) gets a copy; both exports hold the cycle."""
+    import gzip
+
+    import torchprof
+    from torchprof._capture import session
+
+    monkeypatch.setattr(session, "_exports_twice", lambda: False)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    written = []
+
+    def handler(prof):
+        path = tmp_path / f"cycle{len(written)}.pt.trace.json.gz"
+        prof.export_chrome_trace(str(path))
+        written.append(path)
+
+    with torchprof.Profiler(schedule=torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=2), on_trace_ready=handler) as prof:
+        for _ in range(4):
+            net(torch.randn(2, 8))
+            prof.step()
+    assert len(written) == 2
+    for path in written:
+        events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+        assert any(e.get("name", "").startswith("ProfilerStep#") for e in events)
+    ours = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "all.json")))
+    assert list(ours.steps["step"]) == list(prof.steps["step"]) == [1, 3]

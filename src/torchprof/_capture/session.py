@@ -35,13 +35,12 @@ from .tensors import TensorWatch
 if TYPE_CHECKING:
     import torch
 
+#: torch (2.11 at a session's start too) warns that each cycle replaces the last one's events:
+#: torchprof keeps every cycle in its tree, so the warning would only mislead.
 _CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
 #: torch warns that global module hooks fire an extra time for torch.compile's wrapper: ours
 #: handle it (the wrapper stands for the model it wraps), so the warning would only mislead.
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
-# torch 2.11 warns at each session's first cycle that cycles do not accumulate events: torchprof
-# reads each cycle as it ends, so the warning only reaches the user's terminal as noise.
-_CYCLE_EVENTS_WARNING = r"Warning: Profiler clears events at the end of each cycle"
 
 
 @dataclass(frozen=True)
@@ -111,6 +110,7 @@ class CaptureSession:
         self._torch_profile: Any = None
         self._tracker: ModuleTracker | None = None
         self._result: Any = None  # the unscheduled run's one cycle (torch's result)
+        self._cycle_cut = False  # the user's on_trace_ready raised while torch changed cycles
         self._torch_on = False  # torch's profiler may be running: set before starting it, cleared once it is stopped
         self._torch_stop_tried = False  # torch's own stop is tried once; the safety net does the rest
         self._stopped = False  # the teardown is complete (a stop interrupted before that is resumed)
@@ -228,7 +228,7 @@ class CaptureSession:
             self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
             self._compile_capture.enter_context(kernels.recorded())
             self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
-            self._compile_capture.enter_context(_no_warning(_CYCLE_EVENTS_WARNING))
+            self._compile_capture.enter_context(_no_warning(_CYCLE_WARNING))
             self._torch_on = True
             with quiet_native_stderr():
                 _start_torch(self._torch_profile)
@@ -389,6 +389,10 @@ class CaptureSession:
             return  # stopped, or torch's stop was interrupted: the safety net finishes it
         self._torch_stop_tried = True
         prof = self._torch_profile
+        if self._cycle_cut:  # nothing runs: the handler's error cut torch's change of cycle short
+            from torch.profiler import ProfilerAction
+
+            prof.current_action = ProfilerAction.NONE
         with quiet_native_stderr():
             try:
                 prof.stop()
@@ -465,10 +469,20 @@ class CaptureSession:
                 prof.step()
             else:
                 with quiet_native_stderr(), warnings.catch_warnings():
-                    # torch warns that each cycle replaces the last one's events; torchprof keeps
-                    # every cycle in its tree, so the warning would only mislead.
                     warnings.filterwarnings("ignore", message=_CYCLE_WARNING)
-                    prof.step()
+                    try:
+                        prof.step()
+                    except RuntimeError as exc:
+                        # torch 2.11 raises ending a cycle that a torch.profiler session of the
+                        # block's own already ended (later releases end it empty): the cycle is
+                        # left out, and the step's next cycle started as torch would have.
+                        if "not running" not in str(exc) or torch_profiler_running():
+                            raise
+                        _restart_cycle(prof)
+                        self._note("a profiling cycle recorded nothing: a torch.profiler session was started inside the "
+                                   "block, as some libraries do, and torch, which runs one session at a time, dropped "
+                                   "torchprof's for it. The cycle is left out. Turn the library's profiler off while "
+                                   "torchprof runs.")  # fmt: skip
                 self._follow_schedule()
         finally:
             # The next step's clock starts now: folding a finished cycle in is not the loop's time.
@@ -533,10 +547,29 @@ class CaptureSession:
         if opts.schedule is not None:
             cols = result_columns(result, device=opts.cuda, python_frames=opts.stack, shapes=opts.shapes)
             self._on_cycle(cols, self.modules)
+        mangled = names_kineto_mangles(cols) if cols is not None else None
+        kept = False
+        if opts.schedule is not None and opts.on_trace_ready is not None and not _exports_twice():
+            # kineto writes a cycle's trace once, and this torch has no second writer: ours is
+            # written first, and the handler's export_chrome_trace (tensorboard_trace_handler's)
+            # gets a copy of it.
+            self._keep_trace(result, mangled)
+            kept = True
+            if not self._trace_problems:
+                kept_file = self._trace_files[-1]
+                torch_prof.export_chrome_trace = lambda path, *args, **kwargs: _copy_trace(kept_file, path)
         if opts.on_trace_ready is not None:
-            opts.on_trace_ready(torch_prof)
-        if opts.schedule is not None:
-            self._keep_trace(result, names_kineto_mangles(cols) if cols is not None else None)
+            try:
+                opts.on_trace_ready(torch_prof)
+            except BaseException:
+                # torch's own change of cycle ends here, before the next cycle is prepared: its
+                # stop would stop a cycle that never started (torch 2.11 crashes the process).
+                self._cycle_cut = True
+                raise
+            finally:
+                torch_prof.__dict__.pop("export_chrome_trace", None)
+        if opts.schedule is not None and not kept:
+            self._keep_trace(result, mangled)
 
     def replays(self, paths: list[str], fake: bool = False) -> list[ReplayRun]:
         """The calls of the root modules at ``paths`` run again on meta copies, for their FLOPs
@@ -730,6 +763,45 @@ def _start_at_step(prof: Any, step: int) -> None:
     prof.current_action = action
     if hasattr(prof, "_prev_schedule_action"):  # torch 2.10+: what step() compares cycles against
         prof._prev_schedule_action = action
+
+
+def _restart_cycle(prof: Any) -> None:
+    """After torch's change of cycle failed half-way (its step set the new action, then raised
+    before preparing it): run that change again from nothing running."""
+    import torch
+    from torch.profiler import ProfilerAction
+
+    intended = prof.current_action
+    prof.current_action = ProfilerAction.NONE
+    try:
+        prof._transit_action(ProfilerAction.NONE, intended)
+    except Exception:  # noqa: BLE001 - then the run goes on unrecorded until the next cycle
+        return
+    prof.current_action = intended
+    if getattr(prof, "record_steps", False):  # and the step's range, which torch opens last
+        prof.step_rec_fn = torch.autograd.profiler.record_function(f"ProfilerStep#{prof.step_num}")
+        prof.step_rec_fn.__enter__()
+
+
+def _exports_twice() -> bool:
+    """Whether this torch can write a cycle's chrome trace again after kineto wrote it (its
+    Python exporter, which 2.11 lacks)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch.profiler._chrome_trace_export") is not None
+
+
+def _copy_trace(kept: str, path: str) -> None:
+    """torch's ``export_chrome_trace(path)`` for a cycle torchprof already wrote: a copy of that
+    file, gzipped where the path ends in ``.gz`` (as torch's does)."""
+    import gzip
+    import shutil
+
+    if os.fspath(path).endswith(".gz"):
+        with open(kept, "rb") as src, gzip.open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    else:
+        shutil.copyfile(kept, path)
 
 
 def torch_profiler_running() -> bool:

@@ -24,6 +24,8 @@ import zlib
 from array import array
 from collections.abc import Callable
 from decimal import ROUND_FLOOR, Context, Decimal
+from itertools import compress, repeat
+from operator import contains
 from typing import Any, cast
 
 from .._capture.distributed import checked_ddp_buckets
@@ -64,8 +66,10 @@ _TORCH_MODULE = re.compile(r"^nn\.Module: (.+?)(?:_\d+)?$")
 #: Name prefixes of events whose kind depends on more than their category.
 _LOOK_CLOSER = (MODULE_PREFIX, COMPILED_REGION_PREFIX, LIGHTNING_MODULE_PREFIX)
 
-#: The integer columns of the events, packed (see _EventReader).
-_PACKED = ("start", "end", "seq", "fwd_tid", "ext_id", "link", "corr", "nbytes", "mem_total")
+#: The integer columns of the events, packed (see _EventReader); the memory columns are filled
+#: at the end, from the memory events only.
+_PACKED = ("start", "end", "seq", "fwd_tid", "ext_id", "link", "corr")
+_MEMORY_PACKED = ("nbytes", "mem_total")
 #: Event args read after the events (lazily): the rest are read as each event is, then dropped.
 _KEPT_ARGS = frozenset({TraceArg.INPUT_DIMS, TraceArg.CONCRETE_INPUTS, TraceArg.MODULE_HIERARCHY})
 _NO_ARGS: dict[str, Any] = {}
@@ -74,6 +78,9 @@ MAX_NS = 2**63 - 1
 _MAX_US = MAX_NS // 1000
 #: Event kinds by category, as plain ints (faster to compare than the enum).
 _KIND_OF = {cat: int(kind) for cat, kind in CATEGORY_KIND.items()}
+#: The categories whose complete events _EventReader._add_plain reads inline (their name decides
+#: nothing more, unless it has a prefix of _LOOK_CLOSER); the others' events go through add.
+_PLAIN_KIND: dict[Any, int] = {cat: kind for cat, kind in _KIND_OF.items() if kind != MEMORY}
 #: Ids (sequence numbers, correlation ids, byte counts) are int64 or uint64 in kineto.
 _ID_MIN, _ID_MAX = -(2**63), 2**64 - 1
 #: Below this many µs a double is spaced finer than 1/1024 µs, so it pins a three-decimal
@@ -191,25 +198,26 @@ class _EventReader:
         self.facts: dict[str, Any] = {}
         self.torch_modules: list[int] = []  # torch's own "nn.Module: Linear_0" events
         self.lightning_modules: list[int] = []  # Lightning's "[pl][module]<type>: <name>" ranges
-        self.memory: list[tuple[int, int, int]] = []  # (event, address, device index) of memory events
+        # (event, address, device index, bytes, on the device, total allocated) of memory events
+        self.memory: list[tuple[int, int, int, int, bool, int]] = []
         self.has_our_modules = False
         self._names: dict[str, str] = {}
+        self._plain_names: dict[str, str] = {}  # the names read inline (none of _LOOK_CLOSER), as _names holds them
         self.seen = 0  # events of the file read so far, kept or not
-        self._threads: dict[Any, dict[Any, tuple[Any, Any]]] = {}
+        self._threads: dict[tuple[Any, Any], tuple[Any, Any]] = {}  # one (pid, tid) tuple per thread
         c = self.cols
         # Numbers as machine integers (8 bytes each, not a 32-byte int object and a pointer): a
         # column holding a number beyond int64 (an id up to 2**64) becomes a list (_widen).
+        self.packed = True
         for field in _PACKED:
             setattr(c, field, cast(list[int], array("q")))
         c.kind = cast(list[int], bytearray())
-        c.on_cuda = cast(list[bool], bytearray())
         self._bind()
 
     def _columns(self) -> tuple[list[Any], ...]:
         c = self.cols
         assert c.seq is not None
-        return (c.name, c.kind, c.tid, c.start, c.end, c.seq, c.fwd_tid, c.ext_id, c.link, c.corr, c.nbytes,
-                c.on_cuda, c.mem_total, self.args_of)  # fmt: skip
+        return (c.name, c.kind, c.tid, c.start, c.end, c.seq, c.fwd_tid, c.ext_id, c.link, c.corr, self.args_of)
 
     def _bind(self) -> None:
         self._appends: tuple[Callable[[Any], None], ...] = tuple(column.append for column in self._columns())
@@ -223,6 +231,7 @@ class _EventReader:
         c = self.cols
         for field in _PACKED:
             setattr(c, field, list(getattr(c, field)))
+        self.packed = False
         self._bind()
 
     def add(self, e: Any) -> None:
@@ -270,16 +279,107 @@ class _EventReader:
 
     def add_all(self, events: list[Any]) -> None:
         """Add ``events``, the next ones of the file (errors name an event by its index there)."""
-        add, first = self.add, self.seen
+        stop = self._add_plain(events) if self.packed else 0
+        for i in range(stop, len(events)):
+            self._add_one(events[i], self.seen + i)
+        self.seen += len(events)
+
+    def _add_one(self, e: Any, index: int) -> None:
+        try:
+            self.add(e)
+        except ValueError as exc:
+            raise TraceError(f"event {index} of traceEvents: {exc}") from None
+        except OverflowError:  # a number array("q") cannot hold, checked valid by add
+            self._widen()
+            self.add(e)
+
+    def _add_plain(self, events: list[Any]) -> int:
+        """:meth:`add` of each event, with the common one read inline: a complete event of a
+        category that says its kind, a name, integer or pinned µs, a thread and integer ids (a
+        call and a dozen appends per event were most of a big trace's load). Anything else, and
+        every error, goes through :meth:`add`. Returns where it stopped: after an event that
+        widened the columns (then the others are read one at a time), else at the end."""
+        (add_name, add_kind, add_tid, add_start, add_end, add_seq, add_fwd, add_ext, add_link, add_corr,
+         add_args) = self._appends  # fmt: skip
+        name_of, thread_of, kind_of = self._names.setdefault, self._threads.setdefault, _PLAIN_KIND.get
+        plain_names = self._plain_names
+        plain_name = plain_names.get
+        seq_key, fwd_key, ext_key, old_key, corr_key = (TraceArg.SEQUENCE, TraceArg.FWD_THREAD, TraceArg.EXTERNAL_ID,
+                                                        TraceArg.EXTERNAL_ID_OLD, TraceArg.CORRELATION)  # fmt: skip
+        dims_key, concrete_key, hierarchy_key = TraceArg.INPUT_DIMS, TraceArg.CONCRETE_INPUTS, TraceArg.MODULE_HIERARCHY
+        no_args, max_us, exact_us = _NO_ARGS, _MAX_US, _DOUBLE_EXACT_US
+        first = self.seen
+        last_pid: Any = None  # the thread of the event before: runs of events share it
+        last_tid: Any = None
+        last_thread: tuple[Any, Any] = (None, None)
         for i, e in enumerate(events):
             try:
-                add(e)
-            except ValueError as exc:
-                raise TraceError(f"event {first + i} of traceEvents: {exc}") from None
-            except OverflowError:  # a number array("q") cannot hold, checked valid by add
-                self._widen()
-                add(e)
-        self.seen += len(events)
+                if type(e) is not dict:
+                    pass
+                elif (ph := e["ph"]) != "X":  # (subscripts, not get: faster; KeyError: add reads it)
+                    if ph != "i" and (ph is None or type(ph) is str) and ((cat := e.get("cat")) is None or type(cat) is str):
+                        continue  # not an event torchprof reads
+                elif (kind := kind_of(e["cat"], -1)) == IGNORED:  # TypeError: an unhashable category
+                    continue
+                elif kind >= 0 and type(name := e["name"]) is str and (
+                        (known := plain_name(name)) is not None or not name.startswith(_LOOK_CLOSER)):
+                    # -1 from here on: not plain after all, add reads it.
+                    ts, dur = e["ts"], e["dur"]
+                    if type(ts) is int and type(dur) is int and dur >= 0 and -max_us <= ts <= max_us - dur:
+                        start = ts * 1000
+                        end = start + dur * 1000
+                    elif (type(ts) is float and type(dur) is float and -exact_us < ts < exact_us and 0.0 <= dur < exact_us
+                          and (start := round(ts * 1000)) / 1000 == ts and (end := round(dur * 1000)) / 1000 == dur):  # fmt: skip
+                        end += start
+                    else:
+                        kind = -1
+                    pid, tid, args = e["pid"], e["tid"], e.get("args")
+                    if args is None:
+                        args = no_args
+                    if not ((type(pid) is int or type(pid) is str) and (type(tid) is int or type(tid) is str) and type(args) is dict):
+                        kind = -1
+                    elif not args:
+                        seq, fwd, ext, link, corr = -1, 0, 0, 0, 0
+                    else:
+                        seq, fwd, ext = args.get(seq_key, -1), args.get(fwd_key, 0), args.get(ext_key, 0)
+                        if ext == 0 and type(ext) is int:
+                            ext = args.get(old_key, 0)
+                        # Only the args read later (shapes, a TorchScript op's modules) are kept.
+                        if kind in _LINKED:
+                            link, corr, args = ext, args.get(corr_key, 0), no_args
+                        else:
+                            link = corr = 0
+                            if not (dims_key in args or concrete_key in args or hierarchy_key in args):
+                                args = no_args
+                        if not (type(seq) is int and type(fwd) is int and type(ext) is int and type(corr) is int):
+                            kind = -1
+                    if kind >= 0:
+                        # One string per distinct name and one tuple per thread, not one per event.
+                        if tid != last_tid or pid != last_pid:
+                            last_pid, last_tid = thread = (pid, tid)
+                            last_thread = thread_of(thread, thread)
+                        if known is None:
+                            known = plain_names[name] = name_of(name, name)
+                        add_name(known)
+                        add_kind(kind)
+                        add_tid(last_thread)
+                        add_start(start)
+                        add_end(end)
+                        add_seq(seq)
+                        add_fwd(fwd)
+                        add_ext(ext)
+                        add_link(link)
+                        add_corr(corr)
+                        add_args(args)
+                        continue
+            except (TypeError, KeyError):  # an unhashable category, a field left out: add reads it
+                pass
+            except OverflowError:  # an id beyond int64: add checks it, and the columns are widened
+                self._widen()  # drops the event's part-appended fields
+            self._add_one(e, first + i)
+            if not self.packed:
+                return i + 1
+        return len(events)
 
     def truncate(self, n: int, seen: int) -> None:
         """Forget every event after the first ``n`` kept (``seen`` read): a chunk read again."""
@@ -352,20 +452,15 @@ class _EventReader:
 
     def _append(self, e: dict[str, Any], kind: int, name: str, start: int, end: int, args: dict[str, Any]) -> None:
         (add_name, add_kind, add_tid, add_start, add_end, add_seq, add_fwd, add_ext, add_link, add_corr,
-         add_nbytes, add_on_cuda, add_mem_total, add_args) = self._appends  # fmt: skip
+         add_args) = self._appends  # fmt: skip
         # One string per distinct name and one tuple per thread, not one per event (millions).
         add_name(self._names.setdefault(name, name))
         add_kind(kind)
         pid, tid = e.get("pid", 0), e.get("tid", 0)
         if not (type(pid) is int or type(pid) is str) or not (type(tid) is int or type(tid) is str):
             pid, tid = _thread(e, "pid"), _thread(e, "tid")
-        of_pid = self._threads.get(pid)
-        if of_pid is None:
-            of_pid = self._threads[pid] = {}
-        thread = of_pid.get(tid)
-        if thread is None:
-            thread = of_pid[tid] = (pid, tid)
-        add_tid(thread)
+        thread = (pid, tid)
+        add_tid(self._threads.setdefault(thread, thread))
         add_start(start)
         add_end(end)
         if not args:  # most events of a big trace: every id unknown
@@ -375,10 +470,7 @@ class _EventReader:
             add_link(0)
             add_corr(0)
             if kind == MEMORY:
-                self.memory.append((len(self.args_of), 0, -1))
-            add_nbytes(0)
-            add_on_cuda(False)
-            add_mem_total(0)
+                self.memory.append((len(self.args_of), 0, -1, 0, False, 0))
             add_args(_NO_ARGS)
             return
         add_seq(_id(args, TraceArg.SEQUENCE, -1))
@@ -393,16 +485,11 @@ class _EventReader:
             add_corr(0)
         if kind == MEMORY:
             on_device = _id(args, TraceArg.DEVICE_TYPE, 0) not in CPU_DEVICE_TYPES
-            self.memory.append((len(self.args_of), _id(args, TraceArg.ADDR, 0), _id(args, TraceArg.DEVICE_ID, 0 if on_device else -1)))
-            add_nbytes(_id(args, TraceArg.BYTES, 0))
-            add_on_cuda(on_device)
-            add_mem_total(_id(args, TraceArg.TOTAL_ALLOCATED, 0))
-        else:
-            add_nbytes(0)
-            add_on_cuda(False)
-            add_mem_total(0)
-        # Only the args read later (shapes, a TorchScript op's modules) are kept.
-        add_args(args if _KEPT_ARGS & args.keys() else _NO_ARGS)
+            self.memory.append((len(self.args_of), _id(args, TraceArg.ADDR, 0), _id(args, TraceArg.DEVICE_ID, 0 if on_device else -1),
+                                _id(args, TraceArg.BYTES, 0), on_device, _id(args, TraceArg.TOTAL_ALLOCATED, 0)))  # fmt: skip
+        # Only the args read later (shapes, a TorchScript op's modules: never a runtime call's or a
+        # kernel's) are kept.
+        add_args(args if kind not in _LINKED and _KEPT_ARGS & args.keys() else _NO_ARGS)
 
     def _script_modules(self) -> None:
         """Module ranges for a TorchScript model profiled ``with_modules``: its ops carry the module
@@ -412,7 +499,7 @@ class _EventReader:
         O(ops log ops)."""
         args_of, cols = self.args_of, self.cols
         key = TraceArg.MODULE_HIERARCHY
-        found = [i for i, a in enumerate(args_of) if key in a and cols.kind[i] == OP]
+        found = [i for i in compress(range(len(args_of)), map(contains, args_of, repeat(key))) if cols.kind[i] == OP]
         if not found:
             return
         found.sort(key=lambda i: (cols.start[i], -cols.end[i]))
@@ -473,19 +560,31 @@ class _EventReader:
             return dims, _concrete(args.get(TraceArg.CONCRETE_INPUTS), len(dims))
 
         cols.inputs = inputs
-        if self.memory:
-            _read_memory_places(cols, len(args_of), self.memory)
+        _read_memory_columns(cols, len(args_of), self.memory, self.packed)
         if "span" in self.facts:
             cols.span = self.facts["span"]
         return cols, self.facts
 
 
-def _read_memory_places(cols: EventColumns, n: int, memory: list[tuple[int, int, int]]) -> None:
-    """The address and device index columns, from each memory event's (checked) arguments."""
-    cols.mem_addr, cols.mem_device = [0] * n, [0] * n
-    for i, addr, device in memory:
-        cols.mem_addr[i] = addr
-        cols.mem_device[i] = device
+def _read_memory_columns(cols: EventColumns, n: int, memory: list[tuple[int, int, int, int, bool, int]], packed: bool) -> None:
+    """The memory columns of ``n`` events, from each memory event's (checked) arguments; the
+    others' are 0. Bytes and totals packed as the other numbers are (``packed``) where they fit."""
+    on_cuda = bytearray(n)
+    for field in _MEMORY_PACKED:
+        setattr(cols, field, array("q", bytes(8 * n)) if packed else [0] * n)
+    try:
+        nbytes, mem_total = cols.nbytes, cols.mem_total
+        for i, _, _, size, on_device, total in memory:
+            nbytes[i], on_cuda[i], mem_total[i] = size, on_device, total
+    except OverflowError:  # a count beyond int64 (they are uint64 in kineto)
+        return _read_memory_columns(cols, n, memory, False)
+    cols.on_cuda = cast(list[bool], on_cuda)
+    if memory:
+        cols.mem_addr, cols.mem_device = [0] * n, [0] * n
+        for i, addr, device, *_ in memory:
+            cols.mem_addr[i] = addr
+            cols.mem_device[i] = device
+    return None
 
 
 def _thread(e: dict[str, Any], field: str) -> Any:
@@ -802,13 +901,12 @@ def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, A
     if len(cols) == 0:
         raise TraceError("holds no profiler events (no operators, ranges or kernels)")
     block = _meta_block(top.get(TRACE_META_KEY))
-    host = [i for i, k in enumerate(cols.kind) if k != IGNORED]
     wall = block.get("wall_us")
     if wall is None:
         span = facts.get("span")
         if span and span[1] > span[0]:
             wall = (span[1] - span[0]) / 1000.0
-        elif host:
+        elif host := [i for i, k in enumerate(cols.kind) if k != IGNORED]:
             wall = (max(cols.end[i] for i in host) - min(cols.start[i] for i in host)) / 1000.0
     meta: dict[str, Any] = {"source": where}
     if "recorded" in block:
@@ -832,8 +930,8 @@ def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, A
         shift = int(base) if isinstance(base, (int, Decimal)) else 0
         cap.tensors = [KnownTensor(c, d, a, b, None if t is None else t - shift, m) for c, d, a, b, t, m in block["tensors"]]
     _drop_untimed_device_work(cols, cap.meta)
-    cap.meta["has_device"] = any(k == DEVICE for k in cols.kind)
-    cap.meta["has_memory"] = any(k == MEMORY for k in cols.kind)
+    cap.meta["has_device"] = DEVICE in cols.kind
+    cap.meta["has_memory"] = MEMORY in cols.kind
     return cap
 
 
@@ -842,9 +940,9 @@ def _drop_untimed_device_work(cols: EventColumns, meta: dict[str, Any]) -> None:
     (NaN), not zero. Kineto of torch 2.11 on an H200 wrote every kernel, memcpy and runtime call
     at ``ts`` 0 with ``dur`` 0 (the live profile had their times); no real run has only kernels
     of no duration, so that is how such a file is told apart."""
-    device = [i for i, k in enumerate(cols.kind) if k == DEVICE]
-    if not device or any(cols.end[i] != cols.start[i] for i in device):
+    if DEVICE not in cols.kind or any(e != s for k, s, e in zip(cols.kind, cols.start, cols.end) if k == DEVICE):
         return
+    device = [i for i, k in enumerate(cols.kind) if k == DEVICE]
     linked = [i for i, k in enumerate(cols.kind) if k in _LINKED]
     untimed = [i for i in linked if cols.end[i] == cols.start[i]]
     kinds = list(cols.kind)

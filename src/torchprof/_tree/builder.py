@@ -554,7 +554,8 @@ class TreeBuilder(BuildState):
         corrs, links = ev.corr, ev.link
         op_by_ext: dict[int, int] | None = None
         first_launch = min(runtime_by_corr) if runtime_by_corr else None
-        host_start = min((s for s, k in zip(ev.start, ev.kind) if k in _HOST), default=None)
+        host_start: int | None = None  # the first host event's start: found for the first work no op launched
+        host_start_known = False
         placed: list[int] = []
         for k, i in enumerate(device):
             c = corrs[i]
@@ -569,13 +570,16 @@ class TreeBuilder(BuildState):
                     pnode = node_of[j]
                 elif launcher == -1:  # a runtime call outside every range
                     pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
-                elif (host_start is not None and ev.start[i] < host_start) or (
-                        c and first_launch is not None and c < first_launch):  # fmt: skip
-                    # Correlation ids grow with every launch: one older than every launch seen
-                    # was issued before the window opened.
-                    pnode = self._unlaunched_row(LAUNCHED_BEFORE)
                 else:
-                    pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
+                    if not host_start_known:
+                        host_start = min((s for s, k in zip(ev.start, ev.kind) if k in _HOST), default=None)
+                        host_start_known = True
+                    if (host_start is not None and ev.start[i] < host_start) or (c and first_launch is not None and c < first_launch):
+                        # Correlation ids grow with every launch: one older than every launch
+                        # seen was issued before the window opened.
+                        pnode = self._unlaunched_row(LAUNCHED_BEFORE)
+                    else:
+                        pnode = self._unlaunched_row(DEVICE_WITHOUT_OP)
             name = ev.name[i]
             key = TAG_KERNEL + name
             node = nodes.children[pnode].get(key, -1)
