@@ -6,6 +6,7 @@ several outputs), FLOPs said to be unknown where it cannot, and the user's state
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 
@@ -701,6 +702,25 @@ def test_a_closure_that_raises_leaves_the_users_error_and_nothing_running():
         model(torch.randn(2, 4)).sum().backward()
         opt.step()
     assert prof.df.loc["profile", "flops"] > 0
+
+
+def test_with_compiled_code_in_the_process_only_an_outside_call_with_a_cost_is_unknown():
+    """Calls outside modules are not noted once the process holds compiled code (noting them
+    would make Dynamo compile again): a loss's sum is then unknown and said so; a run whose
+    outside calls cost nothing (a gradient seed) stays exact, with nothing said."""
+    torch.compile(lambda t: t * 2, backend="eager")(torch.randn(3))
+    model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+    x = torch.randn(8, 16)
+    with torchprof.Profiler() as seeded:
+        out = model(x)
+        out.backward(torch.ones_like(out))
+    assert seeded.df.loc["profile", "flops"] == seeded.df.loc["Sequential", "flops"] > 0
+    assert "warnings" not in seeded.summary
+    with torchprof.Profiler() as summed:
+        model(x).sum().backward()
+    assert math.isnan(summed.df.loc["profile", "flops"]) and "aten::sum" in summed.unsupported_ops
+    assert "compiled code in this process" in summed.summary["warnings"][0]
+    torch._dynamo.reset()
 
 
 def test_gradient_accumulation_adds_are_counted():

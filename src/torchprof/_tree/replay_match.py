@@ -365,6 +365,10 @@ def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan], outside: Ro
         # FLOPs are known but for what is listed (a compiled graph without its map is listed).
         builder.saw_shapes = True
     _note_uncovered(builder, covered)
+    if OUTSIDE_CALLS in builder.replay_problems and not builder.shapeless and not builder.unknown_flop_nodes:
+        # The calls outside modules could not be replayed, but none of them had a cost (a grad
+        # seed's ones_like): nothing is unknown, so nothing is said.
+        del builder.replay_problems[OUTSIDE_CALLS]
     return dict(builder.replay_problems)
 
 
