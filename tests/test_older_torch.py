@@ -268,3 +268,32 @@ def test_without_a_second_trace_writer_the_handlers_export_gets_a_copy_of_ours(m
         assert any(e.get("name", "").startswith("ProfilerStep#") for e in events)
     ours = torchprof.load_trace(prof.export_chrome_trace(str(tmp_path / "all.json")))
     assert list(ours.steps["step"]) == list(prof.steps["step"]) == [1, 3]
+
+
+def test_device_work_written_without_times_gets_the_times_the_capture_read(tmp_path):
+    """The export of a live CUDA profile under torch 2.11: kineto wrote the kernel and its launch
+    at ts 0 with no duration, while the capture read their times (by correlation id); the file
+    gets them back, so Perfetto and load_trace show the device time."""
+    import torchprof
+    from torchprof._traces.rewrite import retime_device_work
+
+    base = 1_790_857_026_000_000_000
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 4804330530301.895, "dur": 50.0,
+         "args": {"External id": 5}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 0.0, "dur": 0.0,
+         "args": {"correlation": 9, "External id": 5}},
+        {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm", "pid": 0, "tid": 7, "ts": 0.0, "dur": 0.0,
+         "args": {"correlation": 9, "External id": 5, "device": 0, "stream": 7}},
+    ]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"baseTimeNanoseconds": base, "traceEvents": events}))
+    launch = base + 4804330530310_000
+    kernel = base + 4804330530320_000
+    times = {(False, 9): (launch, launch + 4_000), (True, 9): (kernel, kernel + 20_500)}
+    assert retime_device_work(str(path), times) == 2
+    written = {e["cat"]: e for e in json.loads(path.read_text())["traceEvents"]}
+    assert (written["kernel"]["ts"], written["kernel"]["dur"]) == (4804330530320.0, 20.5)
+    prof = torchprof.load_trace(str(path))
+    assert prof.df.iloc[0]["cuda_us"] == 20.5 and "warnings" not in prof.summary
+    assert retime_device_work(str(path), times) == 0  # a file with times is left as it is

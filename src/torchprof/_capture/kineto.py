@@ -332,6 +332,17 @@ def _add_device_events(cols: EventColumns, result: Any, flat: list[Any]) -> None
             cols.parent.append(index_of_op.get(link, -1) if kind == RUNTIME else -1)
 
 
+def device_times(result: Any) -> dict[tuple[bool, int], tuple[int, int]]:
+    """``(is device work, correlation id) -> (start, end)`` in ns of a result's device work and
+    runtime calls, as kineto's event list has them (for a trace file written without them)."""
+    times: dict[tuple[bool, int], tuple[int, int]] = {}
+    for ev in result.events():
+        kind = CATEGORY_KIND.get(event_category(ev), IGNORED)
+        if kind in (DEVICE, RUNTIME):
+            times[(kind == DEVICE, ev.correlation_id())] = (ev.start_ns(), ev.end_ns())
+    return times
+
+
 def names_kineto_mangles(cols: EventColumns) -> dict[tuple[int, int], str]:
     """``(start, end) -> name`` of the events whose names kineto's JSON writer would change
     (non-ASCII, control characters, quotes, backslashes), for the exported trace to get them back.

@@ -21,11 +21,11 @@ from .._errors import ProfilerError as ProfilerError  # re-exported: their home 
 from .._errors import ProfilerWarning as ProfilerWarning
 from .._errors import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
-from .._traces.rewrite import restore_names
+from .._traces.rewrite import restore_names, retime_device_work
 from . import compiled, compiled_warm, kernels
 from .distributed import ddp_buckets
 from .interrupts import hold, lifecycle, release, run_all
-from .kineto import event_names, names_kineto_mangles, result_columns, save_trace
+from .kineto import device_times, event_names, names_kineto_mangles, result_columns, save_trace
 from .module_ranges import ModuleTracker
 from .outside import OutsideRecorder, replay_outside
 from .quiet import quiet_native_stderr
@@ -692,6 +692,9 @@ class CaptureSession:
         try:
             with quiet_native_stderr():
                 save_trace(result, tmp)
+            if self.options.cuda:  # device work kineto wrote without times (torch 2.11) gets them
+                with contextlib.suppress(TraceError):
+                    retime_device_work(tmp, device_times(result))
             # Best effort: a file kineto wrote as invalid JSON (unescaped quotes, in some
             # versions) stays as it is, and the profile itself does not depend on it.
             with contextlib.suppress(TraceError):
