@@ -399,7 +399,7 @@ class CaptureSession:
             except RuntimeError as exc:
                 # torch 2.11 raises where a session of the block's own (a library's) stopped
                 # torchprof's already; later releases return what is left (nothing). Noted above.
-                if "not running" not in str(exc) or torch_profiler_running():
+                if not _none_ran(exc):
                     raise
         if self.options.schedule is None and prof.profiler is not None:
             self._result = _recorded(prof.profiler.kineto_results)
@@ -476,7 +476,7 @@ class CaptureSession:
                         # torch 2.11 raises ending a cycle that a torch.profiler session of the
                         # block's own already ended (later releases end it empty): the cycle is
                         # left out, and the step's next cycle started as torch would have.
-                        if "not running" not in str(exc) or torch_profiler_running():
+                        if not _none_ran(exc):
                             raise
                         _restart_cycle(prof)
                         self._note("a profiling cycle recorded nothing: a torch.profiler session was started inside the "
@@ -807,11 +807,18 @@ def _copy_trace(kept: str, path: str) -> None:
         shutil.copyfile(kept, path)
 
 
-def torch_profiler_running() -> bool:
-    """Whether torch's profiler runs now, as torch's Python side knows it."""
+#: What torch 2.11 raises where it is asked to stop (or, a session left prepared, to prepare) while
+#: no session runs; later releases log it instead.
+_KINETO_NOT_RUNNING = "Kineto profiler when it's not running"
+
+
+def _none_ran(exc: RuntimeError) -> bool:
+    """``exc`` is torch 2.11 saying no session ran, and none runs now: a session of the block's
+    own (a library's) stopped torchprof's already."""
     import torch
 
-    return bool(torch.autograd.profiler._is_profiler_enabled) or bool(torch._C._autograd._profiler_enabled())
+    running = bool(torch.autograd.profiler._is_profiler_enabled) or bool(torch._C._autograd._profiler_enabled())
+    return _KINETO_NOT_RUNNING in str(exc) and not running
 
 
 def _start_torch(prof: Any) -> None:
@@ -821,7 +828,7 @@ def _start_torch(prof: Any) -> None:
     try:
         prof.start()
     except RuntimeError as exc:
-        if "not running" not in str(exc) or not _clear_prepared(prof):
+        if _KINETO_NOT_RUNNING not in str(exc) or not _clear_prepared(prof):
             raise
         prof.start()
 
