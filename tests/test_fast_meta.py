@@ -43,6 +43,40 @@ def test_reductions_make_what_torch_makes() -> None:
         lambda: _meta(3, 4).t() + _meta(4, 3),
         lambda: _meta(2, 3) > 0,
     ]
+    cases = cases + cases[::-1]  # the second time, from sizes worked out once
+    theirs = _outputs(cases)
+    with fast_meta_kernels():
+        ours = _outputs(cases)
+    assert ours == theirs
+
+
+def test_elementwise_ops_make_what_torch_makes_each_time() -> None:
+    """Sizes each stand-in worked out once are reused: each case runs twice, in another order
+    the second time, and every output is the one torch's own kernel makes."""
+    cl = torch.channels_last
+    cases = [
+        lambda: _meta(2) * _meta(1),
+        lambda: _meta(1) * _meta(2),
+        lambda: _meta(2, 3) * _meta(2, 3),
+        lambda: _meta(4, 1, 3) + _meta(3),
+        lambda: _meta(3) + _meta(4, 1, 3),
+        lambda: _meta(3, 1) - _meta(1, 4),
+        lambda: _meta(3, 4) / _meta(5, 4),
+        lambda: torch.addcmul(_meta(4, 1), _meta(1, 5), _meta(4, 5)),
+        lambda: torch.addcmul(_meta(4, 5), _meta(4, 1), _meta(5)),
+        lambda: _meta() * _meta(2, 3),
+        lambda: _meta(2, 3) * 2.5,
+        lambda: _meta(2, 3, dtype=torch.float16) * _meta(2, 3),
+        lambda: _meta(2, 3, dtype=torch.int64) * _meta(2, 3, dtype=torch.int64),
+        lambda: _meta(2, 3, 4, 5).to(memory_format=cl) * _meta(2, 3, 4, 5).to(memory_format=cl),
+        lambda: _meta(2, 3, 4, 5).to(memory_format=cl) * _meta(2, 3, 4, 5),
+        lambda: _meta(2, 3, 4, 5).to(memory_format=cl) * _meta(3, 1, 1),
+        lambda: _meta(4, 3).t() * _meta(3, 4),
+        lambda: _meta(3, 1) > _meta(1, 4),
+        lambda: _meta(2, 3) <= 0,
+        lambda: torch.sigmoid(_meta(5, 2)),
+    ]
+    cases = cases + cases[::-1]
     theirs = _outputs(cases)
     with fast_meta_kernels():
         ours = _outputs(cases)

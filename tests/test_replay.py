@@ -739,6 +739,46 @@ def test_gradient_accumulation_adds_are_counted():
     assert accumulated.any() and not replayed.unsupported_ops
 
 
+def test_accumulation_in_one_root_keeps_every_roots_gradient_adds_exact():
+    """The gradient adds of all roots land in one "(backward, no module)" node: one root that
+    accumulates (two micro-batches) and one that does not are replayed alike, so both count."""
+    torch.manual_seed(0)
+    first, second = nn.Linear(16, 16), nn.Linear(16, 4)
+    x = torch.randn(8, 16)
+
+    def run():
+        first.zero_grad(set_to_none=True)
+        second.zero_grad(set_to_none=True)
+        for part in x.chunk(2):  # the second backward adds into the gradients of the first
+            first(part).sum().backward()
+        second(x).sum().backward()  # stores its gradients, adds nothing
+
+    replayed, recorded = both(run)
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
+    assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
+
+
+def test_a_replay_without_accumulation_records_no_gradient_stores():
+    """Parameters without gradients: the replay takes the gradients at the leaves, so its
+    profile holds each parameter's engine range but not the store inside it (three events per
+    parameter that cost their reading and placing), and the FLOPs are still the recorded ones."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4))
+    x = torch.randn(8, 16)
+
+    def run():
+        model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
+    (run_,) = replayed._session.replays(["Sequential"])
+    names = set(run_.events.name)
+    assert "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad" in names
+    assert "torch::autograd::AccumulateGrad" not in names and "aten::detach" not in names
+
+
 @pytest.mark.parametrize("shapes", [False, True])
 def test_vmap_and_per_sample_gradients_are_unknown_and_say_why_never_one_examples_count(shapes):
     from torch.func import functional_call, grad, vmap

@@ -93,15 +93,18 @@ def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
         return _reduction(fallback)
     floating = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
     tensor, meta = torch.Tensor, torch.device("meta")
-    contiguous, channels_last = torch.contiguous_format, torch.channels_last
-    boolean = kind == "bool"
+    channels_last = torch.channels_last
+    boolean = torch.bool if kind == "bool" else None
+    # The sizes each pair of sizes broadcasts to, worked out once per pair (a replay's calls
+    # repeat a few pairs thousands of times); the kernel lives as long as one replay.
+    broadcasts: dict[tuple[Any, Any], tuple[int, ...] | None] = {}
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         first = None
         shape: Any = None  # the broadcast sizes, where the tensors' sizes differ
-        for a in (*args, *kwargs.values()):
+        for a in (*args, *kwargs.values()) if kwargs else args:
             if isinstance(a, tensor):
-                if a.dtype not in floating or a.device != meta:
+                if not a.is_meta or a.dtype not in floating:
                     return fallback(*args, **kwargs)
                 if a.dim() == 0:
                     continue  # a number as a tensor: the sized tensor's dtype wins within floating types
@@ -112,19 +115,31 @@ def _kernel(fallback: Callable[..., Any], kind: str) -> Callable[..., Any]:
                 elif a.shape != first.shape or a.stride() != first.stride():
                     if not (a.is_contiguous() and first.is_contiguous()):
                         return fallback(*args, **kwargs)  # broadcasting keeps a layout only as torch works it out
-                    shape = _broadcast(shape if shape is not None else first.shape, a.shape)
+                    pair = (shape if shape is not None else first.shape, a.shape)
+                    shape = broadcasts.get(pair, pair)
+                    if shape is pair:
+                        shape = broadcasts[pair] = _broadcast(*pair)
                     if shape is None:
                         return fallback(*args, **kwargs)
             elif not isinstance(a, (bool, int, float, str)) and a is not None:
                 return fallback(*args, **kwargs)
-        dtype = torch.bool if boolean else first.dtype if first is not None else None
-        if first is None or not (first.is_contiguous(memory_format=contiguous) or first.is_contiguous(memory_format=channels_last)):
+        if first is None:
             return fallback(*args, **kwargs)
-        if shape is not None:
-            return empty(shape, dtype=dtype, device=meta)
-        return empty_strided(first.shape, first.stride(), dtype=dtype, device=meta)
+        dtype = boolean if boolean is not None else first.dtype
+        if shape is None and not (first.is_contiguous() or first.is_contiguous(memory_format=channels_last)):
+            return fallback(*args, **kwargs)  # (both of each differing pair are dense: checked above)
+        if switch is not None:
+            switch(False)  # the ops that make the output are no events (see _unrecorded)
+        try:
+            if shape is not None:
+                return empty(shape, dtype=dtype, device=meta)
+            return empty_strided(first.shape, first.stride(), dtype=dtype, device=meta)
+        finally:
+            if switch is not None:
+                switch(True)
 
-    empty, empty_strided = _unrecorded(torch.empty), _unrecorded(torch.empty_strided)
+    empty, empty_strided = torch.empty, torch.empty_strided
+    switch = getattr(torch._C._autograd, "_enable_record_function", None)
     return kernel
 
 
@@ -136,25 +151,43 @@ def _reduction(fallback: Callable[..., Any]) -> Callable[..., Any]:
     floating = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
     tensor, meta = torch.Tensor, torch.device("meta")
     empty = _unrecorded(torch.empty)
+    # The reduced sizes per (sizes, dims, keepdim), worked out once each (the kernel lives as
+    # long as one replay); None: torch's kernel decides (an error, a dimension twice).
+    reduced_sizes: dict[tuple[Any, Any, bool], list[int] | None] = {}
 
     def kernel(x: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
-        if (not isinstance(x, tensor) or x.device != meta or x.dtype not in floating or dtype not in (None, x.dtype)
+        if (not isinstance(x, tensor) or not x.is_meta or x.dtype not in floating or dtype not in (None, x.dtype)
                 or x.dim() == 0 or not x.is_contiguous() or type(keepdim) is not bool):  # fmt: skip
             return fallback(x, dim, keepdim, dtype=dtype)
-        rank = x.dim()
-        if dim is None or (isinstance(dim, (list, tuple)) and not dim):
-            reduced = set(range(rank))
-        elif isinstance(dim, (list, tuple)) and all(type(d) is int and -rank <= d < rank for d in dim):
-            reduced = {d % rank for d in dim}
-            if len(reduced) != len(dim):
-                return fallback(x, dim, keepdim, dtype=dtype)  # a dimension twice: torch's error
-        else:
+        try:
+            key = (x.shape, tuple(dim) if isinstance(dim, (list, tuple)) else dim, keepdim)
+            shape = reduced_sizes[key]
+        except KeyError:
+            shape = reduced_sizes[key] = _reduced(x.shape, dim, keepdim)
+        except TypeError:  # a dimension that is no plain value
+            shape = None
+        if shape is None:
             return fallback(x, dim, keepdim, dtype=dtype)
-        shape = [1 if i in reduced else n for i, n in enumerate(x.shape)] if keepdim else \
-            [n for i, n in enumerate(x.shape) if i not in reduced]  # fmt: skip
         return empty(shape, dtype=x.dtype, device=meta)
 
     return kernel
+
+
+def _reduced(sizes: Any, dim: Any, keepdim: bool) -> list[int] | None:
+    """The sizes of a reduction over ``dim`` (None, ``[]``: every dimension); None where torch's
+    own kernel must decide (a dimension out of range or twice, one that is no int)."""
+    rank = len(sizes)
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        reduced = set(range(rank))
+    elif isinstance(dim, (list, tuple)) and all(type(d) is int and -rank <= d < rank for d in dim):
+        reduced = {d % rank for d in dim}
+        if len(reduced) != len(dim):
+            return None  # a dimension twice: torch's error
+    else:
+        return None
+    if keepdim:
+        return [1 if i in reduced else n for i, n in enumerate(sizes)]
+    return [n for i, n in enumerate(sizes) if i not in reduced]
 
 
 def _broadcast(a: Any, b: Any) -> tuple[int, ...] | None:
