@@ -141,13 +141,15 @@ def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootP
         if label in kinds and nodes.kind[nid] == kinds[label]:
             instances_of.setdefault(label, []).append(nid)
     plans: dict[str, RootPlan] = {}
+    # FLOPs already in the tree (a compiled graph's map): looked for below each root only if any.
+    counted = any(nodes.flops) or any(nodes.macs)
     for path, path_runs in by_path.items():
         instances = instances_of.get(path, [])
         if not instances:
             continue
         best: RootPlan | None = None
         for alternative in _alternatives(path_runs):
-            plan = _plan_root(nodes, instances, alternative)
+            plan = _plan_root(nodes, instances, alternative, counted)
             if best is None or plan.missing() < best.missing():
                 best = plan
             if best.exact:
@@ -168,7 +170,7 @@ def _alternatives(runs: list[ReplayRun], limit: int = 16) -> list[list[ReplayRun
     return ways
 
 
-def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun]) -> RootPlan:
+def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun], counted: bool = True) -> RootPlan:
     plan = RootPlan()
     plan.problem = next((r.error for r in path_runs if r.error is not None), None)
     if plan.problem is not None:
@@ -180,7 +182,7 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun]) -
         return plan
     per_step = any(run.steps is not None for run, _ in parts)
     for inst in instances:
-        if _has_flops(nodes, inst):
+        if counted and _has_flops(nodes, inst):
             plan.covered.append(inst)  # counted already (a compiled graph's map)
             continue
         container = _container(nodes, inst)
@@ -576,7 +578,8 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
         if at is None:
             continue
         kids = e_children[at]
-        done = done_of[nid] = backward_done(nid, at)
+        # (No real child: no backward done here, the common case of a leaf op, asked cheaply.)
+        done = done_of[nid] = e_bwd[at] or (bool(n_children[nid]) and backward_done(nid, at))
         if work[nid] and n_kind[nid] == OP and n_label[nid] in formulas:
             consistent[nid] = True  # an outermost formula op: counted whole, its inside unread
             continue
@@ -608,7 +611,7 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
             base = n_label[child].rstrip("_")
             real_calls[base] = real_calls.get(base, 0) + n_calls[child]
         replayed_calls: dict[str, int] = {}
-        for key, c in kids.items():
+        for key, c in kids.items() if loose or len(taken) != len(kids) else ():  # (all matched: nothing left to read)
             if c in taken:
                 continue
             base = key.rstrip("_")
