@@ -79,7 +79,8 @@ def _broadcast_numel(shapes: Shapes) -> int:
             return prod(first)
     out: list[int] = []
     for shape in shapes:
-        dims = _dims(shape)
+        # (Only read: a plain size list is used as it is, not copied.)
+        dims = shape if type(shape) is list and all(type(d) is int for d in shape) else _dims(shape)
         if len(dims) > len(out):
             out = [1] * (len(dims) - len(out)) + out
         for k in range(1, len(dims) + 1):
