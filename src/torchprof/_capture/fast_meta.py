@@ -150,7 +150,8 @@ def _reduction(fallback: Callable[..., Any]) -> Callable[..., Any]:
 
     floating = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16})
     tensor, meta = torch.Tensor, torch.device("meta")
-    empty = _unrecorded(torch.empty)
+    empty = torch.empty
+    switch = getattr(torch._C._autograd, "_enable_record_function", None)
     # The reduced sizes per (sizes, dims, keepdim), worked out once each (the kernel lives as
     # long as one replay); None: torch's kernel decides (an error, a dimension twice).
     reduced_sizes: dict[tuple[Any, Any, bool], list[int] | None] = {}
@@ -168,7 +169,13 @@ def _reduction(fallback: Callable[..., Any]) -> Callable[..., Any]:
             shape = None
         if shape is None:
             return fallback(x, dim, keepdim, dtype=dtype)
-        return empty(shape, dtype=x.dtype, device=meta)
+        if switch is not None:
+            switch(False)  # making the output is no event (see _unrecorded)
+        try:
+            return empty(shape, dtype=x.dtype, device=meta)
+        finally:
+            if switch is not None:
+                switch(True)
 
     return kernel
 

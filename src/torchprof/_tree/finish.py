@@ -459,9 +459,14 @@ def unsupported_ops(builder: BuildState) -> dict[str, int]:
         if kinds[nid] in (RUNTIME, DEVICE):
             launches[parent[nid]] = True
 
+    free: dict[str, bool] = {}  # per distinct name (thousands of nodes share a few names)
+
     def cost_unknown(nid: int) -> bool:
         name = labels[nid]
-        return not _flops.is_free(name) or (launches[nid] and _flops.is_autograd_node(name))
+        known = free.get(name)
+        if known is None:
+            known = free[name] = _flops.is_free(name)
+        return not known or (launches[nid] and _flops.is_autograd_node(name))
 
     # work_below[n]: an op under n is counted or has unknown cost itself. Children have larger
     # ids than their parent, so one reverse sweep sees a whole subtree before its root.

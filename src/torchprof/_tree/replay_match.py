@@ -556,7 +556,7 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
             and not (nid != inst and covered[parent_of[nid]]) for nid in order}  # fmt: skip
     for nid in reversed(order):
         if work[nid] and nid != inst:
-            work[nodes.parent[nid]] = True
+            work[parent_of[nid]] = True
 
     def backward_done(nid: int, at: int) -> bool:
         """Did the real run do this node's backward, all of it? Its autograd entries (backward
