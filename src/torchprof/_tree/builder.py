@@ -164,6 +164,8 @@ class TreeBuilder(BuildState):
                 # pre-order its op is the next event, found without the pass over all events.)
                 if pre_order and i + 1 < n and parent_ev[i + 1] == i and kinds[i + 1] == OP:
                     j = i + 1
+                elif pre_order and (i + 1 >= n or parent_ev[i + 1] != i):
+                    j = -1  # no child at all (a replay's gradient taken at a leaf: the range alone)
                 else:
                     if first_op_child is None:
                         first_op_child = _first_op_children(order, parent_ev, kinds)
