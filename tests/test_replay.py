@@ -739,6 +739,67 @@ def test_gradient_accumulation_adds_are_counted():
     assert accumulated.any() and not replayed.unsupported_ops
 
 
+
+def _micro_batches(where: str):
+    """One optimizer step of two micro-batches (gradient accumulation), the way ``where`` runs
+    them: a plain loop, a loop that clears the gradients between the first forward and its
+    backward, or Lightning's way (that order, the first micro-batch in a range of its own, the
+    second in the optimizer's closure, so its gradient adds run in another place)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    xs, ys = torch.randn(2, 4, 8), torch.randn(2, 4, 1)
+
+    def micro(i: int, zero_grad: bool = False) -> torch.Tensor:
+        with torch.profiler.record_function("micro-batch"):
+            loss = nn.functional.mse_loss(model(xs[i]), ys[i]) / 2  # outside every module
+            if zero_grad:  # Lightning clears them after the forward, before the backward
+                opt.zero_grad()
+            loss.backward()
+        return loss
+
+    def step():
+        if where == "plain loop":
+            micro(0), micro(1)
+            opt.step()
+            opt.zero_grad()
+        elif where == "zero_grad before the backward":
+            micro(0, zero_grad=True), micro(1)
+            opt.step()
+        else:
+            micro(0, zero_grad=True)
+            opt.step(lambda: micro(1))
+
+    step()  # the gradients and the optimizer's state exist from here on, as in steady training
+    return step
+
+
+@pytest.mark.parametrize("where", ["plain loop", "zero_grad before the backward", "Lightning's closure"])
+def test_a_step_of_accumulated_micro_batches_counts_every_gradient_add_as_shapes_true_does(where):
+    """Whether a micro-batch's backward adds into a gradient depends on the gradients that exist
+    when its backward runs, not when its forward did; and the adds run where its backward ran
+    (two places under Lightning). The step's total equals shapes=True, and so does every row."""
+    step = _micro_batches(where)
+
+    def recorded_steps(**options):  # steps 2 and 3 of 4, as a trainer's profiler records them
+        with torchprof.Profiler(steps=[2, 3], **options) as prof:
+            for _ in range(4):
+                step()
+                prof.step()
+        return prof
+
+    replayed, recorded = recorded_steps(), recorded_steps(shapes=True)
+    got, want = replayed.df, recorded.df
+    assert not replayed.unsupported_ops and "warnings" not in replayed.summary
+    adds = want.index[want["name"].eq("aten::add_") & want.index.str.contains("AccumulateGrad")]
+    assert len(adds) == 2 and (want.loc[adds, "flops"] > 0).all()  # one row per recorded step
+    # (the default capture runs the closure in a range of its own, under the optimizer's step)
+    mine = {path.replace(f"/{OPTIMIZER_CLOSURE}", ""): flops for path, flops in got["flops"].items() if not path.endswith(OPTIMIZER_CLOSURE)}
+    for path in [*adds, *want.index[want["kind"] != "op"]]:
+        assert mine[path] == want.loc[path, "flops"], path
+    assert got.loc["ProfilerStep#3", "flops"] == want.loc["ProfilerStep#3", "flops"]
+
+
 @pytest.mark.parametrize("shapes", [False, True])
 def test_vmap_and_per_sample_gradients_are_unknown_and_say_why_never_one_examples_count(shapes):
     from torch.func import functional_call, grad, vmap
