@@ -800,6 +800,35 @@ def test_a_step_of_accumulated_micro_batches_counts_every_gradient_add_as_shapes
     assert got.loc["ProfilerStep#3", "flops"] == want.loc["ProfilerStep#3", "flops"]
 
 
+
+def test_gradient_adds_that_could_be_split_two_ways_stay_unknown_never_a_guess():
+    """Two backward passes in two ranges, one adding into the first layer's gradient (64
+    elements) and copying the second's, the other the other way round: each range holds one add
+    and one copy, and either split of the replays fits the ops that ran. Which add ran where is
+    not known, so neither is counted: the adds are listed, their rows unknown, the layers exact."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8, bias=False), nn.Linear(8, 2, bias=False))
+    first, second = model[0].weight, model[1].weight
+    x, seed = torch.randn(4, 8), torch.ones(4, 2)
+
+    def step():
+        first.grad, second.grad = torch.zeros_like(first), None
+        with torch.profiler.record_function("adds into the first layer"):
+            model(x).backward(seed)
+        first.grad, second.grad = None, torch.zeros_like(second)
+        with torch.profiler.record_function("adds into the second layer"):
+            model(x).backward(seed)
+
+    replayed, recorded = both(step)
+    got, want = replayed.df, recorded.df
+    adds = want.index[want["name"].eq("aten::add_")]
+    assert sorted(want.loc[adds, "flops"]) == [16, 64]
+    assert got.loc[adds, "flops"].isna().all() and replayed.unsupported_ops == {"aten::add_": 2}
+    assert math.isnan(got.loc["profile", "flops"])
+    for layers in want.index[want["kind"] == "module"]:
+        assert got.loc[layers, "flops"] == want.loc[layers, "flops"] > 0, layers
+
+
 @pytest.mark.parametrize("shapes", [False, True])
 def test_vmap_and_per_sample_gradients_are_unknown_and_say_why_never_one_examples_count(shapes):
     from torch.func import functional_call, grad, vmap

@@ -190,7 +190,7 @@ class CallRecorder:
             calls.params = [p for m in modules_below(module) for p in m._parameters.values() if p is not None]
         # Which parameters have a gradient already: its backward adds to those (accumulation).
         grads = tuple(p.grad is not None for p in calls.params) if grad else ()
-        key: list[Any] = [grad, bool(getattr(module, "training", False)), str(spec), autocast, anomaly, grads]  # grads: _GRADS_AT
+        key: list[Any] = [grad, bool(getattr(module, "training", False)), str(spec), autocast, anomaly, grads]  # (grads: at _GRADS_AT)
         kept: list[Any] = []
         first: dict[int, int] = {}  # id(tensor) -> its first leaf: one tensor passed twice is one tensor again
         for n, leaf in enumerate(leaves):
@@ -259,7 +259,7 @@ class CallRecorder:
             for n, leaf in enumerate(output_tensors(output, self._tensor, self._module)):
                 if leaf.requires_grad and n not in sig.grad_outputs:
                     self._handles.append(leaf.register_hook(_Reached(sig.grad_outputs, n)))
-                if starts is not None and leaf.requires_grad and (n in sig.grad_outputs or not sig.grad_outputs):
+                if starts is not None and leaf.requires_grad:
                     self._handles.append(leaf.register_hook(starts))
         except Exception:  # noqa: BLE001 - an output that cannot be walked: its backward stays unknown
             sig.unwatched = True

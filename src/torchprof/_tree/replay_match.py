@@ -21,10 +21,14 @@ FLOPs are thus the replay's exactly, and an op's wherever the op is the same.
   as the replay's.
 - Ops with a formula that no replay covers (code outside any module, a module that could not be
   replayed) are listed as of unknown cost, never counted as zero.
+- The backward no module owns (gradient accumulation) found in several places of a step
+  (micro-batches before an optimizer step and in its closure) is split over them only where one
+  split of the replays fits the ops each place ran; else it is listed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .._records import ReplayRun
@@ -361,11 +365,16 @@ def _split_backward(nodes: Nodes, holders: list[int], parts: list[tuple[int, _Ex
     those of the shares it was given (the gradient adds of a micro-batch that found gradients to
     add into, the copies of one that found none). Carried over only where every way that fits
     gives each place the same FLOPs; else nothing is (the adds stay unknown, and listed)."""
+    merged: dict[tuple[int, int], tuple[int, _Expected, int]] = {}  # one replay's share given by several places: one share
+    for weight, exp, top in parts:
+        had = merged.get((id(exp), top))
+        merged[id(exp), top] = (weight + (had[0] if had else 0), exp, top)
+    parts = list(merged.values())
+    if math.prod(math.comb(weight + len(holders) - 1, len(holders) - 1) for weight, _, _ in parts) > _MAX_SPLITS:
+        return False
     ways: list[list[tuple[int, ...]]] = [[]]
     for weight, _, _ in parts:
         ways = [[*way, share] for way in ways for share in _shares(weight, len(holders))]
-        if len(ways) > _MAX_SPLITS:
-            return False
     tried: dict[tuple[int, tuple[int, ...]], tuple[tuple[int, int, int], ...] | None] = {}
     found: set[tuple[tuple[int, int, int], ...]] = set()
     for way in ways:
@@ -389,9 +398,10 @@ def _split_backward(nodes: Nodes, holders: list[int], parts: list[tuple[int, _Ex
 
 def _shares(count: int, places: int) -> list[tuple[int, ...]]:
     """Every way to share ``count`` calls out over ``places`` (in order, each may get none)."""
-    if places == 1:
-        return [(count,)]
-    return [(first, *rest) for first in range(count + 1) for rest in _shares(count - first, places - 1)]
+    ways: list[tuple[int, ...]] = [()]
+    for _ in range(places - 1):
+        ways = [(*way, n) for way in ways for n in range(count - sum(way) + 1)]
+    return [(*way, count - sum(way)) for way in ways]
 
 
 def _fits(nodes: Nodes, holder: int, given: list[tuple[int, _Expected, int]]) -> tuple[tuple[int, int, int], ...] | None:
