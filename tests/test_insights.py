@@ -105,9 +105,10 @@ def test_views_open_on_the_hot_path_and_the_payload_carries_it(resnet18_step):
 
     prof, _ = resnet18_step
     hot = prof.summary["hot_path"]
-    # the profile, the model, then the costliest layer through its ancestors (which layer follows
-    # the timings: under load a BatchNorm can be it, right below the model)
-    assert len(hot) >= 3 and all(child.startswith(parent + ".") for parent, child in itertools.pairwise(hot[1:]))
+    # the profile, then down to the costliest layer through its ancestors (which layer follows the
+    # timings: under load a BatchNorm can be it, right below the model, or a stall can make the
+    # optimizer's step or the model's own time the costliest)
+    assert len(hot) >= 2 and all(child.startswith(parent + ".") for parent, child in itertools.pairwise(hot[1:]))
     expanded = check_state(prof.tree, {})["expanded"]
     assert set(hot[1:-1]) <= set(expanded) and set(default_expanded(prof.tree)) <= set(expanded)
     data = payload(prof.tree, prof.summary)

@@ -52,10 +52,23 @@ def run_once():
     return prof.to_markdown()
 
 
+#: An insight as the summary lists it, or the line saying none fired.
+INSIGHT = re.compile(r"^(?:N\. \*\*[a-z_]+\*\* \(.*\): .+|No rule fired: .+|N more in prof\.insights\(\)\.)$")
+
+
 def masked(text: str) -> list[str]:
     """The text with every figure replaced, the costliest layers' rows in name order (their order
-    is a figure too)."""
+    is a figure too), and each insight as ``INSIGHT``: which rules fire follows the timings (a
+    stall under load is Python overhead for a step this small), so it is a figure too."""
     lines = [FIGURE.sub("N", line) for line in text.splitlines()]
+    start = lines.index("**Insights:**") if "**Insights:**" in lines else len(lines)
+    for i in range(start + 1, len(lines)):
+        if any(lines[i].startswith(s) for s in SECTIONS):
+            break
+        if lines[i]:
+            assert INSIGHT.match(lines[i]), lines[i]
+            lines[i] = "INSIGHT"
+    lines = [line for n, line in enumerate(lines) if line != "INSIGHT" or lines[n - 1] != "INSIGHT"]
     table = [i for i, line in enumerate(lines) if line.startswith("| `")]
     rows = sorted(lines[i] for i in table)
     for i, row in zip(table, rows):

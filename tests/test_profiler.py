@@ -282,6 +282,21 @@ def test_no_kineto_lines_reach_stderr():
     assert len(set(fds[1:])) == 1, fds
 
 
+def test_native_output_around_torchs_start_and_stop_keeps_each_swaps_own_lines_only(monkeypatch, capsys):
+    import os
+
+    from torchprof._capture import quiet
+
+    monkeypatch.setattr(quiet, "_SINK_LIMIT", 200)  # the kept file is emptied once it holds this much
+    kineto = "USDT:2026-11-26 03:22:42 24401:24401 SyncActivityProfilerHandler.cpp:46] profiler_stop\n"
+    for n in range(6):  # the later swaps write past the limit: the file is emptied between them
+        with quiet.quiet_native_stderr():
+            os.write(2, kineto.encode())
+            os.write(2, f"native line {n}\n".encode())
+        assert capsys.readouterr().err == f"native line {n}\n"  # its own line once, never an earlier swap's
+    assert quiet._free_sink and os.fstat(quiet._free_sink[-1][1]).st_size < 200 + 2 * len(kineto)
+
+
 def test_functional_convolution_counts_its_real_stride():
     class Functional(torch.nn.Module):
         def __init__(self):

@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import inspect
 import json
+import random
 import sys
 import zlib
 
@@ -360,6 +361,26 @@ def test_parameter_sizes_count_each_tensor_once_as_parameters_does():
     for m in modules:
         params = list(m.parameters())
         assert sizes[id(m)] == (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params)), m
+
+
+def test_parameter_sizes_of_a_tree_in_any_order_take_one_walk_and_match_parameters():
+    from torchprof._capture.module_graph import _tree_sizes
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 8).half(), nn.LayerNorm(8)), nn.ModuleList([chain(4)]))
+    modules = list(model.modules())
+    random.Random(0).shuffle(modules)  # descendants asked about before their ancestors too
+    assert _tree_sizes(modules) is not None  # nothing shared: the one-walk path
+    sizes = parameter_sizes(modules)
+    for m in modules:
+        params = list(m.parameters())
+        assert sizes[id(m)] == (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params)), m
+    tied = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    tied[1].weight = tied[0].weight
+    reused = nn.Sequential(tied[0], tied[0])
+    looped = nn.Sequential(nn.Linear(2, 2))
+    looped.loop = looped
+    assert [_tree_sizes([m]) for m in (tied, reused, looped)] == [None, None, None]  # the general path counts them
 
 
 def test_indexing_naming_and_counting_a_3000_deep_chain_need_no_recursion():

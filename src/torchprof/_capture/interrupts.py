@@ -31,6 +31,11 @@ from collections.abc import Callable
 from types import CodeType, FrameType
 from typing import Any, TypeVar
 
+# signal's own functions without its enum conversions (they cost as much as the rest of a hold)
+_raw_signal: Any = getattr(signal, "_signal", signal)  # CPython's C module; the wrappers elsewhere
+_getsignal: Callable[[int], Any] = _raw_signal.getsignal
+_setsignal: Callable[[int, Any], Any] = _raw_signal.signal
+
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
@@ -73,12 +78,12 @@ class _Deferral:
             return
         self.holders.add(id(owner))
         try:
-            current = signal.getsignal(signal.SIGINT)
+            current = _getsignal(_SIGINT)
             if current == self.handle or not callable(current):
                 return
             # Kept before the switch: a Ctrl-C right after it finds the handler to pass it to.
             self.previous = current
-            signal.signal(signal.SIGINT, self.handle)
+            _setsignal(_SIGINT, self.handle)
         except (ValueError, OSError, RuntimeError):  # not the main interpreter, or no signals here
             return
 
@@ -87,8 +92,8 @@ class _Deferral:
         if self.holders or threading.current_thread() is not threading.main_thread():
             return  # off the main thread it cannot be removed: it removes itself at the next Ctrl-C
         try:
-            if signal.getsignal(signal.SIGINT) == self.handle:
-                signal.signal(signal.SIGINT, self.previous)
+            if _getsignal(_SIGINT) == self.handle:
+                _setsignal(_SIGINT, self.previous)
         except (ValueError, OSError, RuntimeError):
             return
         self.raise_pending()
@@ -107,6 +112,7 @@ class _Deferral:
         self.previous(signum, frame)
 
 
+_SIGINT = int(signal.SIGINT)
 _DEFERRAL = _Deferral()
 
 

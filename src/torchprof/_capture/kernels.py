@@ -28,6 +28,7 @@ _active = False
 _original_load: Any = None
 _profiled_sources: dict[str, bool] = {}  # module file -> Inductor records its kernels itself
 _names: dict[int, tuple[Any, list[str]]] = {}  # id(wrapper module) -> (it, its kernels' names)
+_wrappers: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(wrapper module) -> (it, its kernels' range wrappers)
 
 
 def _instrument(fn: Callable[..., Any], name: str, record: Any) -> Callable[..., Any]:
@@ -67,14 +68,21 @@ def _kernel_names(module: Any) -> list[str]:
 
 def _rebind(module: Any) -> None:
     """Rebind the C++ kernels of one wrapper module (called with the lock held)."""
-    from torch._C._profiler import _RecordFunctionFast
-
     names = vars(module)
+    known = _wrappers.get(id(module))
+    if known is None or known[0] is not module:
+        known = _wrappers[id(module)] = (module, {})
+    made = known[1]
     for name in _kernel_names(module):
         fn = names.get(name)
         if fn is None or hasattr(fn, "torchprof_kernel"):
             continue
-        names[name] = _instrument(fn, name, _RecordFunctionFast)
+        wrapper = made.get(name)
+        if wrapper is None or wrapper.torchprof_kernel is not fn:  # made once per kernel, kept for the next Profiler
+            from torch._C._profiler import _RecordFunctionFast
+
+            wrapper = made[name] = _instrument(fn, name, _RecordFunctionFast)
+        names[name] = wrapper
         _rebound.append((names, name, fn))
 
 

@@ -166,6 +166,9 @@ def parameter_sizes(modules: list[Any]) -> dict[int, tuple[int, int]]:
     needs it, joined by the smaller ones ("small to large"): O(modules + tensors * log depth)
     for a tree, plus a copy of a shared module's set for each extra parent.
     """
+    tree = _tree_sizes(modules)
+    if tree is not None:
+        return tree
     # Children before parents (an iterative post-order of the graph below the modules asked about).
     order: list[Any] = []
     kids: dict[int, list[Any]] = {}
@@ -218,4 +221,59 @@ def parameter_sizes(modules: list[Any]) -> dict[int, tuple[int, int]]:
                 totals[1] += size[id(p)][1]
         sets[id(m)] = (ids, totals)
         out[id(m)] = (totals[0], totals[1])
+    return out
+
+
+def _tree_sizes(modules: list[Any]) -> dict[int, tuple[int, int]] | None:
+    """:func:`parameter_sizes` where no module and no tensor below ``modules`` has two owners (the
+    common case): each module's totals are its own tensors' plus its children's, in one walk.
+    None where something is shared (tied weights, a layer used twice)."""
+    order: list[Any] = []  # parents before children
+    parents: dict[int, int] = {}
+    owned: set[int] = set()
+    own: dict[int, tuple[int, int]] = {}
+    stack = list(modules)
+    while stack:
+        m = stack.pop()
+        if id(m) in own:
+            continue
+        n = nbytes = 0
+        for p in m._parameters.values():
+            if p is None:
+                continue
+            if id(p) in owned:
+                return None
+            owned.add(id(p))
+            count = p.numel()
+            n += count
+            nbytes += count * p.element_size()
+        own[id(m)] = (n, nbytes)
+        order.append(m)
+        for c in m._modules.values():
+            if c is None:
+                continue
+            if parents.get(id(c)):
+                return None
+            parents[id(c)] = 1
+            stack.append(c)
+    out: dict[int, tuple[int, int]] = {}
+    entered: set[int] = set()
+    for start in order:
+        walk: list[tuple[Any, bool]] = [(start, False)]
+        while walk:
+            m, done = walk.pop()
+            if done:
+                n, nbytes = own[id(m)]
+                for c in m._modules.values():
+                    if c is not None:
+                        cn, cb = out[id(c)]
+                        n += cn
+                        nbytes += cb
+                out[id(m)] = (n, nbytes)
+            elif id(m) not in out:
+                if id(m) in entered:
+                    return None  # an ancestor is its own descendant (a cycle)
+                entered.add(id(m))
+                walk.append((m, True))
+                walk.extend((c, False) for c in m._modules.values() if c is not None and id(c) not in out)
     return out

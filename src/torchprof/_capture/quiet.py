@@ -15,7 +15,6 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import IO
 
 from .interrupts import hold, lifecycle, release
 
@@ -62,7 +61,8 @@ class _Fd2Swap:
     def __init__(self) -> None:
         self.fd = 2
         self.saved: int | None = None  # a duplicate of the real fd 2
-        self.sink: IO[bytes] | None = None
+        self.sink: int | None = None
+        self.offset = 0  # where in the sink this swap's output starts
         self.redirected = False
 
     @lifecycle
@@ -80,12 +80,13 @@ class _Fd2Swap:
                 pass
         try:
             self.saved = os.dup(self.fd)
-        except OSError:  # no usable fd 2 (some embedded interpreters): nothing to silence
+            self.sink = _take_sink()
+            self.offset = os.fstat(self.sink).st_size
+        except OSError:  # no usable fd 2 (some embedded interpreters) or no temporary file: nothing to silence
             return
-        self.sink = _take_sink()
         # Marked first: a restore when the switch did not happen copies fd 2 onto itself.
         self.redirected = True
-        os.dup2(self.sink.fileno(), self.fd)
+        os.dup2(self.sink, self.fd)
 
     @lifecycle
     def finish(self) -> None:
@@ -98,20 +99,23 @@ class _Fd2Swap:
         sink, self.sink = self.sink, None
         if sink is not None:
             try:
-                _replay(sink)
+                _replay(sink, self.offset)
             finally:
                 _give_back_sink(sink)
         release(self)
 
 
-#: One temporary file kept for the next swap, with the process that made it: creating one costs
-#: about 0.2 ms, and every profiled block swaps fd 2 twice (start and stop). A swap that finds
-#: none free (nested, or on another thread) makes its own; a forked child never shares its
-#: parent's (their file offset would be one).
-_free_sink: list[tuple[int, IO[bytes]]] = []
+#: One temporary file kept for the next swap, as a raw descriptor opened for appending, with the
+#: process that made it: creating one costs about 0.2 ms, and every profiled block swaps fd 2
+#: twice (start and stop). Raw descriptor calls (no buffered file object) and appending keep a
+#: swap to a few system calls: each swap reads what was appended after where it started, and the
+#: file is emptied only once it holds :data:`_SINK_LIMIT` bytes (truncating costs as much as the
+#: rest of a swap). A swap that finds none free (nested, or on another thread) makes its own; a
+#: forked child never shares its parent's (their file offset would be one).
+_free_sink: list[tuple[int, int]] = []
 
 
-def _take_sink() -> IO[bytes]:
+def _take_sink() -> int:
     try:
         pid, sink = _free_sink.pop()
     except IndexError:
@@ -119,27 +123,46 @@ def _take_sink() -> IO[bytes]:
     else:
         if pid == os.getpid():
             return sink
-    return tempfile.TemporaryFile()  # closed or kept by _give_back_sink
-
-
-def _give_back_sink(sink: IO[bytes]) -> None:
+    fd, path = tempfile.mkstemp(prefix="torchprof-stderr-")
     try:
-        sink.seek(0)
-        sink.truncate()
-    except (OSError, ValueError):
+        appending = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_BINARY", 0))
+    finally:
+        os.close(fd)
         with suppress(OSError):
-            sink.close()
+            os.remove(path)  # (where an open file cannot be removed, it stays until the process ends)
+    return appending
+
+
+_SINK_LIMIT = 1 << 20
+
+
+def _give_back_sink(sink: int) -> None:
+    try:
+        if os.fstat(sink).st_size >= _SINK_LIMIT:
+            os.ftruncate(sink, 0)
+    except OSError:
+        with suppress(OSError):
+            os.close(sink)
         return
     if _free_sink:
-        sink.close()
+        with suppress(OSError):
+            os.close(sink)
     else:
         _free_sink.append((os.getpid(), sink))
 
 
-def _replay(sink: IO[bytes]) -> None:
-    sink.flush()
-    sink.seek(0)
-    text = sink.read().decode("utf-8", errors="replace")
+def _written(sink: int, offset: int) -> bytes:
+    size = os.fstat(sink).st_size - offset
+    if size <= 0:
+        return b""
+    if hasattr(os, "pread"):
+        return os.pread(sink, size, offset)
+    os.lseek(sink, offset, os.SEEK_SET)
+    return os.read(sink, size)
+
+
+def _replay(sink: int, offset: int) -> None:
+    text = _written(sink, offset).decode("utf-8", errors="replace")
     kept = [line for line in text.splitlines(keepends=True) if line.strip() and not is_noise(line)]
     if kept:
         with suppress(OSError, ValueError):

@@ -221,11 +221,15 @@ class CallRecorder:
     def spec(self, t: Any) -> TensorSpec:
         """A plain tensor's sizes, strides, dtype and device; a tensor a data-free copy cannot
         stand for raises :class:`_Unreplayable` saying what it is."""
+        cls = type(t)
+        if (cls is self._tensor or cls is self._parameter) and not (
+            t.is_nested or t.is_quantized or t._has_symbolic_sizes_strides or self._is_wrapped(t)
+        ) and t.layout == self._strided:  # the common case, in fewer queries (an optimizer step asks for hundreds)
+            return TensorSpec(tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.device, t.is_leaf)
         if t.is_nested:
             raise _Unreplayable("it was called with a nested tensor, whose sizes vary per entry")
         if self._is_wrapped(t):
             raise _Unreplayable("it ran inside torch.func (vmap, grad): its tensors are batched or wrapped")
-        cls = type(t)
         if cls is not self._tensor and cls is not self._parameter and getattr(cls, "__torch_dispatch__", None) is not self._plain_dispatch:
             # DTensor, FakeTensor, a user's wrapper: which ops run on what is the subclass's own
             raise _Unreplayable(f"it was called with a {cls.__name__}, a tensor subclass that runs its own ops")

@@ -83,12 +83,18 @@ def _thread_config(memory: bool) -> tuple[bool, Any]:
     """
     if memory:
         return False, None
-    from torch._C._profiler import _ExperimentalConfig
+    if not _ALL_THREADS:  # made once: torch copies a config before changing it
+        from torch._C._profiler import _ExperimentalConfig
 
-    try:
-        return True, _ExperimentalConfig(profile_all_threads=True)
-    except TypeError:  # a torch without profile_all_threads
-        return False, None
+        try:
+            _ALL_THREADS.append(_ExperimentalConfig(profile_all_threads=True))
+        except TypeError:  # a torch without profile_all_threads
+            _ALL_THREADS.append(None)
+    config = _ALL_THREADS[0]
+    return config is not None, config
+
+
+_ALL_THREADS: list[Any] = []
 
 
 class CaptureSession:
