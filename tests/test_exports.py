@@ -6,6 +6,7 @@ import gzip
 import json
 import math
 import re
+import sys
 
 import pandas as pd
 import pytest
@@ -305,12 +306,8 @@ def test_csv_text_leaves_numbers_and_ordinary_text_alone():
 
 def test_a_trace_of_a_default_run_keeps_the_replays_flops(mlp, tmp_path):
     """Without shapes the trace cannot count FLOPs again: the replay's counts go with it."""
-    import sys
-
     dynamo = sys.modules.get("torch._dynamo")
-    if dynamo is not None:
-        # The loss (a call outside modules) is replayed only in a process holding no compiled
-        # code, as a fresh one holds none: earlier tests' compiled code is dropped.
+    if dynamo is not None:  # compiled code of earlier tests would leave the .sum() outside modules unknown
         dynamo.reset()
     x = torch.randn(4, 8)
     mlp(x).sum().backward()

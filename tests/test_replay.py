@@ -758,6 +758,24 @@ def test_accumulation_in_one_root_keeps_every_roots_gradient_adds_exact():
     assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
 
 
+def test_gradient_adds_no_forward_saw_coming_are_counted():
+    """Two forwards, then two backwards: neither forward found a gradient, but the second
+    backward adds into the first's. The replays run their backward as it ran, adds included."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 4))
+    x = torch.randn(8, 16)
+
+    def run():
+        model.zero_grad(set_to_none=True)
+        first, second = model(x[:4]), model(x[4:])
+        first.sum().backward()
+        second.sum().backward()
+
+    replayed, recorded = both(run)
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
+    assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
+
+
 def test_a_replay_without_accumulation_records_no_gradient_stores():
     """Parameters without gradients: the replay takes the gradients at the leaves, so its
     profile holds each parameter's engine range but not the store inside it (three events per
@@ -777,6 +795,95 @@ def test_a_replay_without_accumulation_records_no_gradient_stores():
     names = set(run_.events.name)
     assert "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad" in names
     assert "torch::autograd::AccumulateGrad" not in names and "aten::detach" not in names
+
+
+def _micro_batches(where: str):
+    """One optimizer step of two micro-batches (gradient accumulation), the way ``where`` runs
+    them: a plain loop, a loop that clears the gradients between the first forward and its
+    backward, or Lightning's way (that order, the first micro-batch in a range of its own, the
+    second in the optimizer's closure, so its gradient adds run in another place)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    xs, ys = torch.randn(2, 4, 8), torch.randn(2, 4, 1)
+
+    def micro(i: int, zero_grad: bool = False) -> torch.Tensor:
+        with torch.profiler.record_function("micro-batch"):
+            loss = nn.functional.mse_loss(model(xs[i]), ys[i]) / 2  # outside every module
+            if zero_grad:  # Lightning clears them after the forward, before the backward
+                opt.zero_grad()
+            loss.backward()
+        return loss
+
+    def step():
+        if where == "plain loop":
+            micro(0), micro(1)
+            opt.step()
+            opt.zero_grad()
+        elif where == "zero_grad before the backward":
+            micro(0, zero_grad=True), micro(1)
+            opt.step()
+        else:
+            micro(0, zero_grad=True)
+            opt.step(lambda: micro(1))
+
+    step()  # the gradients and the optimizer's state exist from here on, as in steady training
+    return step
+
+
+@pytest.mark.parametrize("where", ["plain loop", "zero_grad before the backward", "Lightning's closure"])
+def test_a_step_of_accumulated_micro_batches_counts_every_gradient_add_as_shapes_true_does(where):
+    """Whether a micro-batch's backward adds into a gradient depends on the gradients that exist
+    when its backward runs, not when its forward did; and the adds run where its backward ran
+    (two places under Lightning). The step's total equals shapes=True, and so does every row."""
+    step = _micro_batches(where)
+
+    def recorded_steps(**options):  # steps 2 and 3 of 4, as a trainer's profiler records them
+        with torchprof.Profiler(steps=[2, 3], **options) as prof:
+            for _ in range(4):
+                step()
+                prof.step()
+        return prof
+
+    replayed, recorded = recorded_steps(), recorded_steps(shapes=True)
+    got, want = replayed.df, recorded.df
+    assert not replayed.unsupported_ops and "warnings" not in replayed.summary
+    adds = want.index[want["name"].eq("aten::add_") & want.index.str.contains("AccumulateGrad")]
+    assert len(adds) == 2 and (want.loc[adds, "flops"] > 0).all()  # one row per recorded step
+    # (the default capture runs the closure in a range of its own, under the optimizer's step)
+    mine = {path.replace(f"/{OPTIMIZER_CLOSURE}", ""): flops for path, flops in got["flops"].items() if not path.endswith(OPTIMIZER_CLOSURE)}
+    for path in [*adds, *want.index[want["kind"] != "op"]]:
+        assert mine[path] == want.loc[path, "flops"], path
+    assert got.loc["ProfilerStep#3", "flops"] == want.loc["ProfilerStep#3", "flops"]
+
+
+
+def test_gradient_adds_that_could_be_split_two_ways_stay_unknown_never_a_guess():
+    """Two backward passes in two ranges, one adding into the first layer's gradient (64
+    elements) and copying the second's, the other the other way round: each range holds one add
+    and one copy, and either split of the replays fits the ops that ran. Which add ran where is
+    not known, so neither is counted: the adds are listed, their rows unknown, the layers exact."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8, bias=False), nn.Linear(8, 2, bias=False))
+    first, second = model[0].weight, model[1].weight
+    x, seed = torch.randn(4, 8), torch.ones(4, 2)
+
+    def step():
+        first.grad, second.grad = torch.zeros_like(first), None
+        with torch.profiler.record_function("adds into the first layer"):
+            model(x).backward(seed)
+        first.grad, second.grad = None, torch.zeros_like(second)
+        with torch.profiler.record_function("adds into the second layer"):
+            model(x).backward(seed)
+
+    replayed, recorded = both(step)
+    got, want = replayed.df, recorded.df
+    adds = want.index[want["name"].eq("aten::add_")]
+    assert sorted(want.loc[adds, "flops"]) == [16, 64]
+    assert got.loc[adds, "flops"].isna().all() and replayed.unsupported_ops == {"aten::add_": 2}
+    assert math.isnan(got.loc["profile", "flops"])
+    for layers in want.index[want["kind"] == "module"]:
+        assert got.loc[layers, "flops"] == want.loc[layers, "flops"] > 0, layers
 
 
 @pytest.mark.parametrize("shapes", [False, True])

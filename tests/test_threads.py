@@ -30,6 +30,12 @@ def on_thread(fn, name: str = "worker"):
     return out["value"]
 
 
+def own_warnings(summary) -> list[str]:
+    """The profile's warnings, less the one a test before this one in the process causes by
+    compiling something (calls outside modules are then not noted, whatever the threads did)."""
+    return [w for w in summary.get("warnings", []) if "torch.compile has compiled code in this process" not in w]
+
+
 def profiler_warnings(caught) -> list[str]:
     return [str(w.message) for w in caught if issubclass(w.category, torchprof.ProfilerWarning)]
 
@@ -44,7 +50,7 @@ def test_forward_on_another_thread_is_recorded_and_its_backward_reaches_the_laye
     for layer in ("Sequential.0", "Sequential.1", "Sequential.2"):
         assert df.loc[layer, "bwd_cpu_us"] > 0, layer
     assert df.loc[f"Sequential.0/{BACKWARD_MM}", "calls"] == 1
-    assert "warnings" not in prof.summary
+    assert own_warnings(prof.summary) == []
 
 
 def test_forward_on_a_thread_pool_started_before_the_profiler_is_recorded(mlp):
@@ -130,7 +136,7 @@ def test_a_torch_profiler_session_inside_the_block_is_reported_and_leaves_nothin
     assert not torch.autograd.profiler._is_profiler_enabled and session._active is None
     with torchprof.Profiler() as again:
         mlp(X)
-    assert again.df.loc["Sequential", "calls"] == 1 and "warnings" not in again.summary
+    assert again.df.loc["Sequential", "calls"] == 1 and own_warnings(again.summary) == []
 
 
 def test_a_torch_profiler_session_still_running_at_the_end_is_reported_by_the_missing_calls(mlp):
@@ -154,7 +160,7 @@ def test_a_torch_profiler_session_still_running_at_the_end_is_reported_by_the_mi
 def test_a_complete_profile_carries_no_warning_and_the_warnings_survive_save_and_load(mlp, tmp_path):
     with torchprof.Profiler() as clean:
         mlp(X)
-    assert "warnings" not in clean.summary and "warnings" not in clean.meta
+    assert own_warnings(clean.summary) == [] and own_warnings(clean.meta) == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torchprof.Profiler() as emptied:
@@ -207,7 +213,7 @@ def test_the_starting_thread_is_not_reported_missing_when_its_first_call_falls_i
                 mlp(X)
                 prof.step()
         assert prof.df.loc["ProfilerStep#2/Sequential", "calls"] == 1
-    assert profiler_warnings(caught) == [] and "warnings" not in prof.summary
+    assert profiler_warnings(caught) == [] and own_warnings(prof.summary) == []
 
 
 # -- start on one thread, stop on another ---------------------------------------------------------------------

@@ -173,7 +173,9 @@ class Profiler:
 
     @lifecycle
     def _start(self, entered_from: FrameType | None) -> None:
-        self._builder = self._new_builder()
+        # A schedule's cycles are folded in as they complete; one unscheduled cycle is read into a
+        # fresh builder when the profile is first read (see _make_result).
+        self._builder = self._new_builder() if self.options.schedule is not None else None
         self._facts = RunFacts()
         if self.options.memory:
             # c10 logs a line to fd 2 for each block from before the run freed inside it (every
@@ -289,9 +291,10 @@ class Profiler:
             with contextlib.suppress(Exception):
                 meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda))
         peak = choose_peak(meta, self.peak_flops, opts.cuda)
-        assert self._builder is not None
-        recording = Recording(modules=self._builder.modules, wall_us=session.wall_us, label=self.name or "profile", meta=meta,
-                              compiled=self._builder.compiled.graphs, step_times=_step_columns(session.step_times()))  # fmt: skip
+        folded = self._builder
+        recording = Recording(modules=folded.modules if folded is not None else {}, wall_us=session.wall_us,
+                              label=self.name or "profile", meta=meta, compiled=folded.compiled.graphs if folded is not None else {},
+                              step_times=_step_columns(session.step_times()))  # fmt: skip
         block_wall_us = session.wall_us
         buckets = session.ddp_buckets()  # read now: the tree is built later, maybe after the job ended
         if buckets:

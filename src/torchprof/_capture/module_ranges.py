@@ -65,9 +65,7 @@ class ModuleTracker:
         self.first_fault: str | None = None
         self.paused = False
         """Out of torch's tables for a schedule's idle steps (show() keeps them out)."""
-        from torch.fx import GraphModule
-
-        self._graph_module = GraphModule
+        self._graph_module = _graph_module()
         if model is not None:
             self.names.add_root(model)
 
@@ -277,3 +275,16 @@ def _exported(module: Any) -> bool:
     """A module ``torch.export`` made (``ExportedProgram.module()``): the user's model, not a
     compiler's graph."""
     return any(cls.__name__ == "_StatefulGraphModule" for cls in type(module).__mro__)
+
+
+def _graph_module() -> Any:
+    """``torch.fx.GraphModule``, imported once (an import statement per Profiler costs more than
+    the rest of a tracker's set-up)."""
+    if not _GRAPH_MODULE:
+        from torch.fx import GraphModule
+
+        _GRAPH_MODULE.append(GraphModule)
+    return _GRAPH_MODULE[0]
+
+
+_GRAPH_MODULE: list[Any] = []

@@ -95,10 +95,10 @@ class Signature:
 
 @dataclass
 class Accumulation:
-    """Whether a root call of the run found a parameter with a gradient already (gradient
-    accumulation). One for all the roots of a run: their backward no module owns (every
-    parameter's ``AccumulateGrad``) is one node of the tree, matched to all their replays at once,
-    so they replay it alike."""
+    """Whether a root call of the run found a parameter with a gradient already, as its forward
+    or its backward started (gradient accumulation). One for all the roots of a run: their
+    backward no module owns (every parameter's ``AccumulateGrad``) is one node of the tree,
+    matched to all their replays at once, so they replay it alike."""
 
     seen: bool = False
 
@@ -205,7 +205,7 @@ class CallRecorder:
         grads = tuple(p.grad is not None for p in calls.params) if grad else ()
         if any(grads):
             calls.accumulation.seen = True
-        key: list[Any] = [grad, bool(getattr(module, "training", False)), str(spec), autocast, anomaly, grads]
+        key: list[Any] = [grad, bool(getattr(module, "training", False)), str(spec), autocast, anomaly, grads]  # (grads: at _GRADS_AT)
         kept: list[Any] = []
         first: dict[int, int] = {}  # id(tensor) -> its first leaf: one tensor passed twice is one tensor again
         for n, leaf in enumerate(leaves):
@@ -272,11 +272,42 @@ class CallRecorder:
         if not sig.grad:
             return
         try:
+            # Whether its backward adds into gradients is read when its backward starts: a
+            # trainer may clear them in between (Lightning: after the forward, before the backward).
+            starts = _BackwardStarts(self, sig, self.step_of()) if sig.grads else None
             for n, leaf in enumerate(output_tensors(output, self._tensor, self._module)):
                 if leaf.requires_grad and n not in sig.grad_outputs:
                     self._handles.append(leaf.register_hook(_Reached(sig.grad_outputs, n)))
+                if starts is not None and leaf.requires_grad:
+                    self._handles.append(leaf.register_hook(starts))
         except Exception:  # noqa: BLE001 - an output that cannot be walked: its backward stays unknown
             sig.unwatched = True
+
+    def backward_starts(self, sig: Signature, step: int) -> None:
+        """One call of ``sig`` starts its backward: it is counted under the signature whose
+        parameters had a gradient as they have now (its gradient adds are those). Never raises."""
+        root = sig.root
+        try:
+            now = tuple(p.grad is not None for p in root.params)
+            if any(now):
+                root.accumulation.seen = True  # its backward adds into gradients (the replays' then do too)
+            if now == sig.grads or not sig.count:
+                return
+            key = next(k for k, s in root.signatures.items() if s is sig)
+            other_key = (*key[:_GRADS_AT], now, *key[_GRADS_AT + 1:])
+            other = root.signatures.get(other_key)
+            if other is None:
+                if len(root.signatures) >= MAX_SIGNATURES:
+                    return  # its replay's adds then differ from the run's: the tree leaves them unknown
+                other = root.signatures[other_key] = dataclasses.replace(sig, grads=now, count=0, steps={}, returned=0)
+            for moved, by in ((sig, -1), (other, 1)):
+                moved.count += by
+                moved.returned += by
+                moved.steps[step] = moved.steps.get(step, 0) + by
+                if not moved.steps[step]:
+                    del moved.steps[step]
+        except Exception:  # noqa: BLE001 - our hook never raises into the user's backward
+            root.skip = "torchprof could not read which of its gradients existed when its backward ran"
 
     def failed(self, why: str) -> None:
         """torchprof's hooks failed somewhere in the run: no root is replayed (what the hooks
@@ -356,6 +387,23 @@ def output_tensors(output: Any, tensor: type, module: type, limit: int = 10_000)
 _SEQUENCE_ITERATORS = frozenset({"list_iterator", "tuple_iterator", "list_reverseiterator"})
 
 
+#: Where a signature's key holds which parameters had a gradient (``Signature.grads``).
+_GRADS_AT = 5
+
+
+class _BackwardStarts:
+    """A tensor hook on a root call's outputs: the first gradient to reach one starts the call's
+    backward (:meth:`CallRecorder.backward_starts`; returns None: the gradient is left as it is)."""
+
+    def __init__(self, recorder: CallRecorder, sig: Signature, step: int) -> None:
+        self.recorder, self.sig, self.step, self.done = recorder, sig, step, False
+
+    def __call__(self, grad: Any) -> None:
+        if not self.done:
+            self.done = True
+            self.recorder.backward_starts(self.sig, self.step)
+
+
 class _Reached:
     """A tensor hook noting that a gradient reached output ``n`` (returns None: the gradient is
     left as it is)."""
@@ -423,6 +471,8 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
                 runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
                 continue
             for n, sig in enumerate(root.signatures.values()):
+                if not sig.count:
+                    continue  # every call of it started its backward under another (backward_starts)
                 if sig.returned < sig.count:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="a call of it raised an exception"))
                     continue

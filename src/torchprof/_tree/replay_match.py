@@ -21,10 +21,14 @@ FLOPs are thus the replay's exactly, and an op's wherever the op is the same.
   as the replay's.
 - Ops with a formula that no replay covers (code outside any module, a module that could not be
   replayed) are listed as of unknown cost, never counted as zero.
+- The backward no module owns (gradient accumulation) found in several places of a step
+  (micro-batches before an optimizer step and in its closure) is split over them only where one
+  split of the replays fits the ops each place ran; else it is listed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .._records import ReplayRun
@@ -181,6 +185,14 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun], c
         plan.problem = "its replay recorded no call of it"
         return plan
     per_step = any(run.steps is not None for run, _ in parts)
+    # The root's calls per step (or in the profile) over the places they ran in, and the steps
+    # whose replays were handed on already (each step's once, however many places it has).
+    calls_in: dict[int, int] = {}
+    for inst in instances:
+        if not _has_flops(nodes, inst):
+            container = _container(nodes, inst)
+            calls_in[container] = calls_in.get(container, 0) + nodes.calls[inst]
+    handed: set[int] = set()
     for inst in instances:
         if counted and _has_flops(nodes, inst):
             plan.covered.append(inst)  # counted already (a compiled graph's map)
@@ -214,6 +226,22 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun], c
                     break
                 weights = [(scale, rep)]
                 exp, top = rep.exp, rep.top
+            elif weights and nodes.calls[inst] != made and calls_in[container] == made and _one_cost(weights, forward_only=True):
+                # Signatures that differ only in the backward no module owns (which gradients
+                # existed to add into: micro-batches of gradient accumulation), in several places
+                # of the step: each place takes its own calls' forward and backward, and the step's
+                # replays, each as often as it ran, go to that backward (matched in plan_outside).
+                rep = weights[0][1]
+                scale, rest = divmod(nodes.calls[inst], rep.exp.calls[rep.top])
+                if rest or not scale:
+                    plan.problem = "its calls do not match its replay"
+                    break
+                _carry_over(nodes, inst, rep.exp, scale, plan, rep.top)
+                plan.covered.append(inst)
+                if container not in handed:
+                    handed.add(container)
+                    plan.replays.setdefault(container, []).extend(weights)
+                continue
             elif not weights or nodes.calls[inst] != made or (not per_step and len(instances) > 1):
                 plan.problem = "it was called with several argument sizes in different steps"
                 break
@@ -225,12 +253,14 @@ def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun], c
     return plan
 
 
-def _one_cost(weights: list[tuple[int, _Replayed]]) -> bool:
+def _one_cost(weights: list[tuple[int, _Replayed]], forward_only: bool = False) -> bool:
     """Whether every replay in ``weights`` has the same tree below its top, calls and counts
-    alike (signatures that differ only where the replay counts nothing)."""
+    alike (signatures that differ only where the replay counts nothing); ``forward_only``: below
+    its top alone (the backward no module owns may differ)."""
     first = weights[0][1]
-    return all(_same_subtree(first.exp, first.top, r.exp, r.top) and (first.unattributed < 0) == (r.unattributed < 0)
-               and (first.unattributed < 0 or _same_subtree(first.exp, first.unattributed, r.exp, r.unattributed))
+    return all(_same_subtree(first.exp, first.top, r.exp, r.top) and (forward_only or (
+               (first.unattributed < 0) == (r.unattributed < 0)
+               and (first.unattributed < 0 or _same_subtree(first.exp, first.unattributed, r.exp, r.unattributed))))
                for _, r in weights[1:])  # fmt: skip
 
 
@@ -312,13 +342,84 @@ def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[Re
         for root_plan in plans.values():
             if root_plan.problem is None:
                 backward_parts += [(w, r.exp, r.unattributed) for w, r in root_plan.replays.get(container, []) if r.unattributed >= 0]
-        # The backward no module owns is matched where it is, if in one place (else it stays unknown).
+        # The backward no module owns is matched where it is: in one place, or split over several
+        # (micro-batches whose backward ran in different ranges) where only one split fits.
         holders = [nodes.children[place][KEY_UNATTRIBUTED] for place in places if KEY_UNATTRIBUTED in nodes.children[place]]
-        unattributed = holders[0] if len(holders) == 1 else -1
-        if unattributed >= 0 and backward_parts and (problem is None or not _calls_have_backward(nodes, unattributed)):
-            _carry_over(nodes, unattributed, _combined(backward_parts), 1, plan)
-            plan.covered.append(unattributed)
+        if not holders or not backward_parts or (problem is not None and any(_calls_have_backward(nodes, h) for h in holders)):
+            continue
+        if len(holders) == 1:
+            _carry_over(nodes, holders[0], _combined(backward_parts), 1, plan)
+            plan.covered.append(holders[0])
+        else:
+            _split_backward(nodes, holders, backward_parts, plan)
     return plan
+
+
+#: Ways to split the backward no module owns over its places tried at most (else it stays unknown).
+_MAX_SPLITS = 256
+
+
+def _split_backward(nodes: Nodes, holders: list[int], parts: list[tuple[int, _Expected, int]], plan: RootPlan) -> bool:
+    """Match the backward no module owns, found in several places of one step (Lightning runs
+    the last micro-batch's backward in the optimizer's closure, the others before the step), to
+    the replays' shares of it (``parts``: each as often as its calls ran). Each way of sharing
+    the calls out over the places is tried: one fits where each place's ops and calls are exactly
+    those of the shares it was given (the gradient adds of a micro-batch that found gradients to
+    add into, the copies of one that found none). Carried over only where every way that fits
+    gives each place the same FLOPs; else nothing is (the adds stay unknown, and listed)."""
+    merged: dict[tuple[int, int], tuple[int, _Expected, int]] = {}  # one replay's share given by several places: one share
+    for weight, exp, top in parts:
+        had = merged.get((id(exp), top))
+        merged[id(exp), top] = (weight + (had[0] if had else 0), exp, top)
+    parts = list(merged.values())
+    if math.prod(math.comb(weight + len(holders) - 1, len(holders) - 1) for weight, _, _ in parts) > _MAX_SPLITS:
+        return False
+    ways: list[list[tuple[int, ...]]] = [[]]
+    for weight, _, _ in parts:
+        ways = [[*way, share] for way in ways for share in _shares(weight, len(holders))]
+    tried: dict[tuple[int, tuple[int, ...]], tuple[tuple[int, int, int], ...] | None] = {}
+    found: set[tuple[tuple[int, int, int], ...]] = set()
+    for way in ways:
+        assign: list[tuple[int, int, int]] = []
+        for h, holder in enumerate(holders):
+            given = tuple(share[h] for share in way)
+            if (holder, given) not in tried:
+                tried[holder, given] = _fits(nodes, holder, [(n, exp, top) for n, (_, exp, top) in zip(given, parts) if n])
+            fit = tried[holder, given]
+            if fit is None:
+                break
+            assign += fit
+        else:
+            found.add(tuple(sorted(assign)))
+    if len(found) != 1:
+        return False
+    plan.assign += found.pop()
+    plan.covered += holders
+    return True
+
+
+def _shares(count: int, places: int) -> list[tuple[int, ...]]:
+    """Every way to share ``count`` calls out over ``places`` (in order, each may get none)."""
+    ways: list[tuple[int, ...]] = [()]
+    for _ in range(places - 1):
+        ways = [(*way, n) for way in ways for n in range(count - sum(way) + 1)]
+    return [(*way, count - sum(way)) for way in ways]
+
+
+def _fits(nodes: Nodes, holder: int, given: list[tuple[int, _Expected, int]]) -> tuple[tuple[int, int, int], ...] | None:
+    """What ``holder`` takes of the replays' shares ``given``, if its ops and calls are exactly
+    theirs: every op with work matched, and all of their FLOPs and MACs carried over (nothing
+    left on a node where the run had no op to take it). None where they do not fit."""
+    if not given:
+        trial = RootPlan()
+        _list_unknown(nodes, holder, trial)
+        return () if not trial.unknown else None
+    exp = _combined(given)
+    trial = RootPlan()
+    _carry_over(nodes, holder, exp, 1, trial)
+    if trial.unknown or sum(m for _, m, _ in trial.assign) != exp.macs[0] or sum(f for _, _, f in trial.assign) != exp.flops[0]:
+        return None
+    return tuple(trial.assign)
 
 
 def _split_over(nodes: Nodes, key: str, children: list[int], parts: list[tuple[int, _Expected, int]], plan: RootPlan) -> bool:
