@@ -44,7 +44,7 @@ def _cuda_devices() -> list[int]:
     torch = sys.modules.get("torch")
     cuda = getattr(torch, "cuda", None)
     try:
-        if cuda is None or not cuda.is_available() or not cuda.is_initialized():
+        if cuda is None or not cuda.is_initialized() or not cuda.is_available():  # (the cheap question first)
             return []
         return list(range(cuda.device_count()))
     except (RuntimeError, AssertionError):
