@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from typing import Any
 
+from .module_graph import modules_below
+
 #: What :func:`dynamo_delta` reads of Dynamo's counters: each category, and the one key it reads
 #: there (None: every key). Copying only these keeps the copy at each start and stop small:
 #: Dynamo and Inductor keep many more.
@@ -112,7 +114,8 @@ def compute_dtype(roots: list[tuple[Any, str]], autocast: list[Any], on_device: 
     seen: set[int] = set()
     for module, _ in roots:
         try:
-            for p in _parameters(module):
+            params = [p for m in modules_below(module) for p in m._parameters.values() if p is not None]  # (no recursive generators)
+            for p in params:
                 if id(p) in seen or p.dtype not in names:
                     continue
                 seen.add(id(p))
@@ -126,22 +129,6 @@ def compute_dtype(roots: list[tuple[Any, str]], autocast: list[Any], on_device: 
     if dtype == "fp32" and on_device and torch.get_float32_matmul_precision() != "highest":
         return "tf32"
     return dtype
-
-
-def _parameters(root: Any) -> list[Any]:
-    """What ``root.parameters()`` yields, less any repeat, walked without its recursive generators
-    (a tenth of a small compiled step's profiling cost)."""
-    out: list[Any] = []
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        module = stack.pop()
-        if id(module) in seen:
-            continue
-        seen.add(id(module))
-        out.extend(p for p in module._parameters.values() if p is not None)
-        stack.extend(c for c in reversed(module._modules.values()) if c is not None)
-    return out
 
 
 class RunFacts:

@@ -26,6 +26,22 @@ def named_modules(root: Any) -> Iterator[tuple[str, Any]]:
                 stack.append((f"{path}.{name}" if path else name, child))
 
 
+def modules_below(root: Any) -> list[Any]:
+    """``root`` and every module below it, each once (an explicit stack: a chain thousands deep
+    needs no recursion, and no paths are built)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        if id(module) in seen:
+            continue
+        seen.add(id(module))
+        out.append(module)
+        stack.extend(child for child in reversed(module._modules.values()) if child is not None)
+    return out
+
+
 class ModuleGraph:
     """Parent links of every module below the modules added, read from ``_modules`` with an
     explicit stack (``named_modules()`` and ``parameters()`` recurse, and rebuild every path as a

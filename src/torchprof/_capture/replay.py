@@ -28,6 +28,7 @@ from typing import Any
 
 from .._records import ReplayRun
 from .fast_meta import fast_meta_kernels
+from .module_graph import modules_below
 from .swaps import config_patched, entered
 from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
 
@@ -511,22 +512,6 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
             tried.signature, tried.variant = n, " ".join("yes" if a else "no" for a in answers)
             found.append(tried)
     return found or [run]
-
-
-def modules_below(root: Any) -> list[Any]:
-    """``root`` and every module below it, each once (an explicit stack: a chain thousands deep
-    needs no recursion, and no paths are built)."""
-    out: list[Any] = []
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        module = stack.pop()
-        if id(module) in seen:
-            continue
-        seen.add(id(module))
-        out.append(module)
-        stack.extend(child for child in reversed(module._modules.values()) if child is not None)
-    return out
 
 
 #: torch's global hook tables the user's hooks live in (module calls, registrations, optimizer
