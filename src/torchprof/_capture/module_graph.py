@@ -245,7 +245,7 @@ def _tree_sizes(modules: list[Any]) -> dict[int, tuple[int, int]] | None:
     common case): each module's totals are its own tensors' plus its children's, in one walk.
     None where something is shared (tied weights, a layer used twice)."""
     order: list[Any] = []  # parents before children
-    parents: dict[int, int] = {}
+    has_parent: set[int] = set()
     owned: set[int] = set()
     own: dict[int, tuple[int, int]] = {}
     stack = list(modules)
@@ -268,9 +268,9 @@ def _tree_sizes(modules: list[Any]) -> dict[int, tuple[int, int]] | None:
         for c in m._modules.values():
             if c is None:
                 continue
-            if parents.get(id(c)):
+            if id(c) in has_parent:
                 return None
-            parents[id(c)] = 1
+            has_parent.add(id(c))
             stack.append(c)
     out: dict[int, tuple[int, int]] = {}
     entered: set[int] = set()
