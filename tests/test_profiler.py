@@ -282,7 +282,7 @@ def test_no_kineto_lines_reach_stderr():
     assert len(set(fds[1:])) == 1, fds
 
 
-def test_native_output_around_torchs_start_and_stop_keeps_each_swaps_own_lines_only(monkeypatch, capsys):
+def test_native_output_around_torchs_start_and_stop_keeps_each_swaps_own_lines_only(monkeypatch, capsys, tmp_path):
     import os
 
     from torchprof._capture import quiet
@@ -294,7 +294,22 @@ def test_native_output_around_torchs_start_and_stop_keeps_each_swaps_own_lines_o
             os.write(2, kineto.encode())
             os.write(2, f"native line {n}\n".encode())
         assert capsys.readouterr().err == f"native line {n}\n"  # its own line once, never an earlier swap's
-    assert quiet._free_sink and os.fstat(quiet._free_sink[-1][1]).st_size < 200 + 2 * len(kineto)
+    assert quiet._free_sink and os.fstat(quiet._free_sink[-1].fd).st_size < 200 + 2 * len(kineto)
+    # The process closes the kept file's descriptor and the number names another file now (one of
+    # the user's): that file is neither written to nor emptied, and the swap makes a sink of its own.
+    kept = quiet._free_sink[-1].fd
+    precious = tmp_path / "user.log"
+    precious.write_bytes(b"x" * 300)  # past the limit: a sink this full would be emptied
+    users = os.open(precious, os.O_RDWR | os.O_APPEND)
+    os.dup2(users, kept)  # our number, given out again
+    os.close(users)
+    try:
+        with quiet.quiet_native_stderr():
+            os.write(2, b"native line again\n")
+        assert capsys.readouterr().err == "native line again\n"
+        assert precious.read_bytes() == b"x" * 300 and quiet._free_sink[-1].fd != kept
+    finally:
+        os.close(kept)
 
 
 def test_functional_convolution_counts_its_real_stride():

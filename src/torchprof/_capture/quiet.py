@@ -15,6 +15,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 
 from .interrupts import hold, lifecycle, release
 
@@ -61,7 +62,7 @@ class _Fd2Swap:
     def __init__(self) -> None:
         self.fd = 2
         self.saved: int | None = None  # a duplicate of the real fd 2
-        self.sink: int | None = None
+        self.sink: _Sink | None = None
         self.offset = 0  # where in the sink this swap's output starts
         self.redirected = False
 
@@ -80,13 +81,12 @@ class _Fd2Swap:
                 pass
         try:
             self.saved = os.dup(self.fd)
-            self.sink = _take_sink()
-            self.offset = os.fstat(self.sink).st_size
+            self.sink, self.offset = _take_sink()
         except OSError:  # no usable fd 2 (some embedded interpreters) or no temporary file: nothing to silence
             return
         # Marked first: a restore when the switch did not happen copies fd 2 onto itself.
         self.redirected = True
-        os.dup2(self.sink, self.fd)
+        os.dup2(self.sink.fd, self.fd)
 
     @lifecycle
     def finish(self) -> None:
@@ -98,10 +98,11 @@ class _Fd2Swap:
             os.close(saved)  # (an interrupt just before this leaks one descriptor, never closes a wrong one)
         sink, self.sink = self.sink, None
         if sink is not None:
+            size = _SINK_LIMIT  # emptied if it cannot be read
             try:
-                _replay(sink, self.offset)
+                size = _replay(sink.fd, self.offset)
             finally:
-                _give_back_sink(sink)
+                _give_back_sink(sink, size)
         release(self)
 
 
@@ -111,18 +112,31 @@ class _Fd2Swap:
 #: swap to a few system calls: each swap reads what was appended after where it started, and the
 #: file is emptied only once it holds :data:`_SINK_LIMIT` bytes (truncating costs as much as the
 #: rest of a swap). A swap that finds none free (nested, or on another thread) makes its own; a
-#: forked child never shares its parent's (their file offset would be one).
-_free_sink: list[tuple[int, int]] = []
+#: forked child never shares its parent's (their file offset would be one), and a descriptor that
+#: names another file now (the process closed ours, and the number was given out again) is left
+#: alone.
+_free_sink: list[_Sink] = []
 
 
-def _take_sink() -> int:
+@dataclass(frozen=True)
+class _Sink:
+    fd: int
+    pid: int
+    file: tuple[int, int]  # (device, inode): the file ``fd`` must still name
+
+
+def _take_sink() -> tuple[_Sink, int]:
+    """A sink and the size of what it holds already."""
     try:
-        pid, sink = _free_sink.pop()
+        sink = _free_sink.pop()
     except IndexError:
         pass
     else:
-        if pid == os.getpid():
-            return sink
+        if sink.pid == os.getpid():
+            with suppress(OSError):
+                st = os.fstat(sink.fd)
+                if (st.st_dev, st.st_ino) == sink.file:
+                    return sink, st.st_size
     fd, path = tempfile.mkstemp(prefix="torchprof-stderr-")
     try:
         appending = os.open(path, os.O_RDWR | os.O_APPEND | getattr(os, "O_BINARY", 0))
@@ -130,43 +144,47 @@ def _take_sink() -> int:
         os.close(fd)
         with suppress(OSError):
             os.remove(path)  # (where an open file cannot be removed, it stays until the process ends)
-    return appending
+    try:
+        st = os.fstat(appending)
+    except OSError:
+        os.close(appending)
+        raise
+    return _Sink(appending, os.getpid(), (st.st_dev, st.st_ino)), st.st_size
 
 
 _SINK_LIMIT = 1 << 20
 
 
-def _give_back_sink(sink: int) -> None:
+def _give_back_sink(sink: _Sink, size: int) -> None:
     try:
-        if os.fstat(sink).st_size >= _SINK_LIMIT:
-            os.ftruncate(sink, 0)
+        if size >= _SINK_LIMIT:
+            os.ftruncate(sink.fd, 0)
     except OSError:
         with suppress(OSError):
-            os.close(sink)
+            os.close(sink.fd)
         return
     if _free_sink:
         with suppress(OSError):
-            os.close(sink)
+            os.close(sink.fd)
     else:
-        _free_sink.append((os.getpid(), sink))
+        _free_sink.append(sink)
 
 
-def _written(sink: int, offset: int) -> bytes:
-    size = os.fstat(sink).st_size - offset
-    if size <= 0:
-        return b""
-    if hasattr(os, "pread"):
-        return os.pread(sink, size, offset)
-    os.lseek(sink, offset, os.SEEK_SET)
-    return os.read(sink, size)
-
-
-def _replay(sink: int, offset: int) -> None:
-    text = _written(sink, offset).decode("utf-8", errors="replace")
-    kept = [line for line in text.splitlines(keepends=True) if line.strip() and not is_noise(line)]
-    if kept:
-        with suppress(OSError, ValueError):
-            sys.stderr.write("".join(kept))
+def _replay(sink: int, offset: int) -> int:
+    """Write on what the swap caught past ``offset`` that is not kineto's noise; the sink's size."""
+    size = os.fstat(sink).st_size
+    if size > offset:
+        if hasattr(os, "pread"):
+            data = os.pread(sink, size - offset, offset)
+        else:
+            os.lseek(sink, offset, os.SEEK_SET)
+            data = os.read(sink, size - offset)
+        text = data.decode("utf-8", errors="replace")
+        kept = [line for line in text.splitlines(keepends=True) if line.strip() and not is_noise(line)]
+        if kept:
+            with suppress(OSError, ValueError):
+                sys.stderr.write("".join(kept))
+    return size
 
 
 #: The line c10's CPU allocator logs (``LOG(WARNING)``, straight to fd 2) when a block allocated
