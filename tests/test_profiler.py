@@ -89,6 +89,29 @@ def test_module_called_directly_is_named_under_its_known_root(mlp):
     assert "Sequential.0" in prof.df.index
 
 
+def test_a_root_is_read_below_when_first_needed_and_its_modules_keep_their_paths():
+    # A root's call alone names it without walking the model (a compiled model's call is the only
+    # module call its profile sees); the walk comes with the first call that needs it.
+    class Functional(torch.nn.Module):  # runs its layer's weights without calling the layer
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Sequential(torch.nn.Linear(2, 2))
+
+        def forward(self, x):
+            return torch.nn.functional.linear(x, self.inner[0].weight, self.inner[0].bias)
+
+    model = Functional()
+    outer = torch.nn.Sequential(Functional())
+    with torchprof.Profiler() as prof:
+        model(torch.randn(1, 2))
+        model.inner[0](torch.randn(1, 2))  # by itself, after the root's call
+        outer[0](torch.randn(1, 2))  # a root inside a model not seen yet
+        outer(torch.randn(1, 2))
+    modules = prof.df[prof.df.kind == "module"]
+    assert {"Functional", "Functional.inner.0", "Sequential", "Sequential.0"} <= set(modules.index)
+    assert not any(path.startswith("Linear") for path in modules.index)  # the layer did not become a root
+
+
 def test_modules_called_outside_any_root_become_roots_and_same_class_roots_stay_apart():
     a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
     with torchprof.Profiler() as prof:

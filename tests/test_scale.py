@@ -360,7 +360,9 @@ def test_parameter_sizes_count_each_tensor_once_as_parameters_does():
     sizes = parameter_sizes(modules)
     for m in modules:
         params = list(m.parameters())
-        assert sizes[id(m)] == (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params)), m
+        expected = (sum(p.numel() for p in params), sum(p.numel() * p.element_size() for p in params))
+        assert sizes[id(m)] == expected, m
+        assert parameter_sizes([m]) == {id(m): expected}, m  # one module asked about: its own walk
 
 
 def test_parameter_sizes_of_a_tree_in_any_order_take_one_walk_and_match_parameters():
@@ -389,12 +391,13 @@ def test_indexing_naming_and_counting_a_3000_deep_chain_need_no_recursion():
     while "inner" in deepest._modules:
         deepest = deepest.inner
     with recursion_limit(tight_limit()):
-        sizes = parameter_sizes([model])
+        sizes = parameter_sizes([model, deepest])
+        alone = parameter_sizes([model])
         graph = ModuleGraph()
         graph.add(model)
         name = graph.relative_name(model, deepest)
         ancestors = graph.ancestors(deepest)
-    assert sizes[id(model)] == (3000, 3000 * 4) and sizes[id(deepest)] == (1, 4)
+    assert sizes[id(model)] == (3000, 3000 * 4) and sizes[id(deepest)] == (1, 4) and alone == {id(model): (3000, 3000 * 4)}
     assert name == ".".join(["inner"] * 2999) and len(ancestors) == 2999
 
 

@@ -5,8 +5,8 @@
 For a small CNN and a transformer block (Inductor on the CPU), each training step in a ``with``
 block under ``torchprof.Profiler()``, a bare ``torch.profiler.profile()`` (its defaults, which are
 what torchprof's default records: no shapes) and no profiler; each round runs every variant once,
-shuffled; medians of the block's wall time and of the process's CPU time are printed with the
-ratio torchprof / torch.profiler:
+shuffled; medians of the wall time and of the process's CPU time of ``with <profiler>(): step()``
+(the profiler's construction included) are printed with the ratio torchprof / torch.profiler:
 
 1. **warm:** the model compiled and warmed up before the block (steady-state profiling);
 2. **cold:** the first step after ``torch._dynamo.reset()``, which compiles inside the block
@@ -39,8 +39,10 @@ def timed(variants: dict[str, Callable[[], Any]], step: Callable[[], None], roun
         for name in order:
             if before is not None:
                 before()
-            ctx = variants[name]()
+            # From the profiler's construction on, as a user's ``with Profiler():`` pays it (each
+            # tool makes some of its set-up in its constructor: torch makes its own there).
             t0, c0 = time.perf_counter(), time.process_time()
+            ctx = variants[name]()
             if ctx is None:
                 step()
             else:

@@ -325,24 +325,31 @@ def _forget_if_reset(handler: Any) -> None:
 @lifecycle
 def hooks_hidden_while_compiling(tracker: Any) -> Iterator[None]:
     """While this block runs, ``tracker``'s module hooks are out of torch's global tables whenever
-    Dynamo compiles, so a graph compiled during profiling is the graph compiled without it (no
-    guard on our hooks, no recompilation once they are gone). Uses what is imported already."""
+    Dynamo compiles (:func:`start_hiding`)."""
     try:
         try:
-            with _lock:
-                _hiders.append(tracker)
-                if "torch._dynamo.callback" in sys.modules:
-                    _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
-                _update_watcher()
+            start_hiding(tracker)
             yield
         finally:
-            _stop_hiding(tracker)
+            stop_hiding(tracker)
     finally:
-        _stop_hiding(tracker)  # again, when an interrupt cut the first short (a no-op otherwise)
+        stop_hiding(tracker)  # again, when an interrupt cut the first short (a no-op otherwise)
+
+
+def start_hiding(tracker: Any) -> None:
+    """From now on ``tracker``'s module hooks are out of torch's global tables whenever Dynamo
+    compiles, so a graph compiled during profiling is the graph compiled without them (no guard
+    on our hooks, no recompilation once they are gone), until :func:`stop_hiding`. Uses what is
+    imported already."""
+    with _lock:
+        _hiders.append(tracker)
+        if "torch._dynamo.callback" in sys.modules:
+            _watch_compiles(sys.modules["torch._dynamo.callback"].callback_handler)
+        _update_watcher()
 
 
 @lifecycle
-def _stop_hiding(tracker: Any) -> None:
+def stop_hiding(tracker: Any) -> None:
     with _lock:
         while tracker in _hiders:
             _hiders.remove(tracker)
@@ -498,4 +505,4 @@ def ran_graphs(names: Iterable[str]) -> tuple[list[str], set[str]]:
     return sorted(regions), keys
 
 
-__all__ = ["capture_compiled", "graph_key", "graphs", "hooks_hidden_while_compiling"]
+__all__ = ["capture_compiled", "graph_key", "graphs", "hooks_hidden_while_compiling", "start_hiding", "stop_hiding"]

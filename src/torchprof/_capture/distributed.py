@@ -48,7 +48,11 @@ def ddp_buckets(roots: Iterable[tuple[Any, str]]) -> list[dict[str, Any]]:
     from the order its gradients became ready. Never raises: a DDP whose buckets cannot be read
     is left out (its all-reduces then stay where they ran)."""
     try:
+        import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
+
+        if not dist.is_available() or not dist.is_initialized():
+            return []  # a DDP module needs a process group: none, so none to find (no walk of the model)
     except ImportError:  # pragma: no cover - a torch build without distributed
         return []
     out: list[dict[str, Any]] = []

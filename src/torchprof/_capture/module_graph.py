@@ -60,16 +60,30 @@ class ModuleGraph:
         self._parents: dict[int, list[tuple[Any, str]]] = {}
         self._children: dict[int, dict[str, Any]] = {}  # what was read of each module's _modules
         self._searches: dict[int, _FirstPaths] = {}
+        self._unread: list[Any] = []  # known, their children not read yet (see add_unread)
 
     def knows(self, module: Any) -> bool:
         return id(module) in self.modules
+
+    def add_unread(self, module: Any) -> None:
+        """Know ``module`` without reading what is below it yet (:meth:`read_unread` does): a
+        compiled model's call is its only module call, and reading the whole model at every
+        Profiler's first call would cost its size each time."""
+        if id(module) not in self.modules:
+            self.modules[id(module)] = module
+            self._unread.append(module)
+
+    def read_unread(self) -> None:
+        """Index what is below every module added by :meth:`add_unread`."""
+        while self._unread:
+            self.add(self._unread.pop())
 
     def add(self, module: Any) -> None:
         """Index ``module`` and every module below it not indexed yet. O(new modules)."""
         stack = [module]
         while stack:
             m = stack.pop()
-            if id(m) in self.modules:
+            if id(m) in self._children:
                 continue
             self.modules[id(m)] = m
             children = self._children[id(m)] = {}
@@ -173,8 +187,9 @@ class _FirstPaths:
 
 
 def parameter_sizes(modules: list[Any]) -> dict[int, tuple[int, int]]:
-    """``(parameters, bytes)`` of each module and everything below it, each tensor counted once
-    (what ``sum(p.numel() for p in module.parameters())`` gives), by ``id(module)``.
+    """``(parameters, bytes)`` of each module asked about, with everything below it, each tensor
+    counted once (what ``sum(p.numel() for p in module.parameters())`` gives), by ``id(module)``
+    (some of the modules below may be in the answer too).
 
     ``parameters()`` walks the whole subtree of every module (quadratic in the depth, through
     recursive generators). Here the module graph is walked once, children before parents, and
@@ -182,6 +197,8 @@ def parameter_sizes(modules: list[Any]) -> dict[int, tuple[int, int]]:
     needs it, joined by the smaller ones ("small to large"): O(modules + tensors * log depth)
     for a tree, plus a copy of a shared module's set for each extra parent.
     """
+    if len(modules) == 1:  # one module (a compiled model's root, the only one called): one walk
+        return {id(modules[0]): _unique_size(modules[0])}
     tree = _tree_sizes(modules)
     if tree is not None:
         return tree
@@ -238,6 +255,20 @@ def parameter_sizes(modules: list[Any]) -> dict[int, tuple[int, int]]:
         sets[id(m)] = (ids, totals)
         out[id(m)] = (totals[0], totals[1])
     return out
+
+
+def _unique_size(root: Any) -> tuple[int, int]:
+    """``(parameters, bytes)`` of ``root`` and everything below it, each tensor once."""
+    seen: set[int] = set()
+    n = nbytes = 0
+    for m in modules_below(root):
+        for p in m._parameters.values():
+            if p is not None and id(p) not in seen:
+                seen.add(id(p))
+                count = p.numel()
+                n += count
+                nbytes += count * p.element_size()
+    return n, nbytes
 
 
 def _tree_sizes(modules: list[Any]) -> dict[int, tuple[int, int]] | None:

@@ -66,6 +66,7 @@ class ModuleNames:
         """``(path, range name)`` of ``module`` called from the innermost call on ``stack``, kept for
         the next call from there."""
         graph = self.graph
+        graph.read_unread()  # a root's own call names it without this; anything below it needs it
         if not graph.knows(module):
             # Not in any model seen so far: a child its caller created during the run, or a
             # module of its own (a root to be).
@@ -149,7 +150,7 @@ class ModuleNames:
             label = f"{label}#{n}"
         self._taken.add(label)
         self.roots_by_id[id(module)] = (module, label, len(self.roots_by_id))
-        self.graph.add(module)
+        self.graph.add_unread(module)
         self._objects.setdefault(label, module)
         return label
 

@@ -88,6 +88,9 @@ class CallSignature:
     grad_outputs: set[int] = field(default_factory=set)
 
 
+_KEYED = frozenset((bool, int, float, str, type(None)))  # values a step's key holds as they are
+
+
 class OutsideRecorder:
     """Notes optimizer steps and the torch calls made outside every module (see the module
     docstring). ``spec_of``: the tensor-spec reader the module calls use (raises
@@ -266,21 +269,25 @@ class OutsideRecorder:
         if any(a is not None for a in args[1:]) or any(v is not None for v in kwargs.values()):
             calls.skip = "its step was given a closure (it runs the model again inside the step)"
             return
-        torch = self._torch
+        tensor = self._torch.Tensor
         key: list[Any] = []
         groups = []
         state = optimizer.state
+        empty: dict[str, Any] = {}
         for group in optimizer.param_groups:
             hyper = {k: v for k, v in group.items() if k != "params"}
-            key.append(tuple((k, v if not isinstance(v, torch.Tensor) else ("tensor", tuple(v.shape))) for k, v in hyper.items()
-                             if isinstance(v, (bool, int, float, str, type(None), torch.Tensor))))  # fmt: skip
+            key.append(tuple((k, v if not isinstance(v, tensor) else ("tensor", tuple(v.shape))) for k, v in hyper.items()
+                             if type(v) in _KEYED or isinstance(v, (bool, int, float, str, tensor))))  # fmt: skip
             params = []
             for p in group["params"]:
-                if p.grad is None:
+                grad = p.grad
+                if grad is None:
                     continue
-                st = state.get(p, {})
-                key.append((id(p), tuple(sorted(st))))
-                params.append((p, st))
+                # (No lookup while the state is empty, as SGD's without momentum stays: each
+                # costs a call of Tensor.__hash__.)
+                st = state.get(p, empty) if state else empty
+                key.append((id(p), tuple(sorted(st))) if st else id(p))
+                params.append((p, grad, st))
             groups.append((hyper, params))
         signature_key = tuple(key)
         sig = calls.signatures.get(signature_key)
@@ -288,9 +295,10 @@ class OutsideRecorder:
             if len(calls.signatures) >= MAX_CALLS:
                 calls.skip = f"more than {MAX_CALLS} distinct steps"
                 return
-            spec = self._spec_of
-            made = [(self._state_value(hyper), [(spec(p), spec(p.grad), {k: self._state_value(v) for k, v in st.items()})
-                                                for p, st in params]) for hyper, params in groups]  # fmt: skip
+            spec, value = self._spec_of, self._state_value
+            made = [({k: v if type(v) in _KEYED else value(v) for k, v in hyper.items()},
+                     [(spec(p), spec(grad), {k: value(v) for k, v in st.items()} if st else {}) for p, grad, st in params])
+                    for hyper, params in groups]  # fmt: skip
             sig = calls.signatures[signature_key] = StepSignature(made)
         sig.count += 1
         step = self.step_of()

@@ -44,7 +44,9 @@ _WRAPPERS = ("DistributedDataParallel", "DataParallel")
 _PLAIN = (type(None), bool, int, float, str, complex)
 
 
-@dataclass(frozen=True)
+# Not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, twice the
+# cost, and an optimizer step makes two per parameter. Hashed by value all the same; never changed.
+@dataclass(slots=True, unsafe_hash=True)
 class TensorSpec:
     """What the replay needs of a tensor argument: never its data."""
 

@@ -135,7 +135,7 @@ class CaptureSession:
         self._mangled: dict[tuple[int, int], str] | None = None  # real names of the unscheduled cycle's events
         self.keeps_trace = True
         """Whether its trace may be exported (a replay's never is: the names kineto mangles are not read)."""
-        self._compile_capture: contextlib.ExitStack | None = None
+        self._compile_capture: list[Callable[[], None]] | None = None
         self._tensors: TensorWatch | None = None  # with memory=True: parameters, gradients, optimizer state
         self._calls: CallRecorder | None = None
         self._replays: dict[str, list[ReplayRun]] = {}  # by root path
@@ -230,11 +230,15 @@ class CaptureSession:
             # Our hooks stay out of what Dynamo compiles (a graph compiled in the block is the one
             # compiled without us, cache hits included), and fused C++ kernels are ranges. Which
             # layer each kernel computes is learnt when the profile is first read.
-            self._compile_capture = contextlib.ExitStack()
-            self._compile_capture.enter_context(compiled.hooks_hidden_while_compiling(self._tracker))
-            self._compile_capture.enter_context(kernels.recorded())
-            self._compile_capture.enter_context(_no_warning(_COMPILE_HOOK_WARNING))
-            self._compile_capture.enter_context(_no_warning(_CYCLE_WARNING))
+            # Each undone by _end_compile_capture, last first (plain calls: a context manager's
+            # generator costs more than the step it guards, in a block of a millisecond).
+            undo = self._compile_capture = []
+            tracker = self._tracker
+            compiled.start_hiding(tracker)
+            undo.append(lambda: compiled.stop_hiding(tracker))
+            kernels.start()
+            undo.append(kernels.stop)
+            undo.append(_ignore_warnings(_COMPILE_HOOK_WARNING, _CYCLE_WARNING))
             self._torch_on = True
             with quiet_native_stderr():
                 _start_torch(self._torch_profile)
@@ -370,9 +374,11 @@ class CaptureSession:
 
     @lifecycle
     def _end_compile_capture(self) -> None:
-        capture = self._compile_capture
-        if capture is not None:
-            capture.close()  # resumes with what an interrupted close left
+        undo = self._compile_capture
+        if undo is not None:
+            while undo:  # each taken off once done: an interrupted end resumes with what is left
+                undo[-1]()
+                undo.pop()
             self._compile_capture = None
 
     @lifecycle
@@ -736,20 +742,21 @@ class CaptureSession:
         return list(self._trace_files)
 
 
-@contextlib.contextmanager
-def _no_warning(message: str) -> Any:
-    """Ignore one warning while the session runs (the user's code runs then: a warnings filter of
-    our own, removed again, instead of catch_warnings, which would reset the user's filters)."""
-    warnings.filterwarnings("ignore", message=message)
+def _ignore_warnings(*messages: str) -> Callable[[], None]:
+    """Ignore warnings starting with any of ``messages`` (regular expressions) while the session
+    runs; returns what removes the filter. The user's code runs meanwhile: a warnings filter of
+    our own, removed again, instead of catch_warnings, which would reset the user's filters."""
+    warnings.filterwarnings("ignore", message="|".join(f"(?:{m})" for m in messages))
     entry = warnings.filters[0]
-    try:
-        yield
-    finally:
+
+    def remove() -> None:
         try:
             warnings.filters.remove(entry)  # type: ignore[attr-defined]
             warnings._filters_mutated()  # type: ignore[attr-defined]
         except ValueError:
             pass
+
+    return remove
 
 
 def _stacklevel_outside_torchprof() -> int:
