@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,8 @@ def test_ctrl_c_at_any_step_of_the_start_leaves_nothing_behind(owner, name, afte
         monkeypatch.setattr(global_hooks, "GLOBAL_HOOKS", global_hooks.GlobalHooks())
     quiet_os = _QuietOs()
     monkeypatch.setattr(quiet, "os", quiet_os)
+    if owner is _QuietOs:  # fd 2 swapped around torch's start (kineto logs in this process)
+        monkeypatch.setattr(quiet, "_kineto_silent", [False])
     injected = Inject(monkeypatch, quiet_os if owner is _QuietOs else owner, name, after=after, on_call=on_call)
     prof = torchprof.Profiler(shapes=name == "add_metadata_json")  # torch adds its metadata for recorded shapes
     with pytest.raises(KeyboardInterrupt, match="injected"):
@@ -190,6 +194,8 @@ def test_ctrl_c_at_any_step_of_the_stop_leaves_nothing_behind_and_keeps_the_prof
     before = fd2()
     quiet_os = _QuietOs()
     monkeypatch.setattr(quiet, "os", quiet_os)
+    if owner is _QuietOs:  # fd 2 swapped around torch's stop (kineto logs in this process)
+        monkeypatch.setattr(quiet, "_kineto_silent", [False])
     injected = None
     with pytest.raises(KeyboardInterrupt, match="injected"):
         with torchprof.Profiler() as prof:
@@ -385,6 +391,7 @@ class State:
         self.fd2 = fd2()
         self.streams = (sys.stdout, sys.stderr)
         self.filters = warnings.filters
+        self.kineto_level = os.environ.get("KINETO_LOG_LEVEL")
 
     def problems(self) -> list[str]:
         found = []
@@ -404,6 +411,8 @@ class State:
             found.append("sys.stdout/sys.stderr not restored")
         if warnings.filters is not self.filters:
             found.append("warnings filters not restored")
+        if os.environ.get("KINETO_LOG_LEVEL") != self.kineto_level:
+            found.append("KINETO_LOG_LEVEL left set")
         if not torch.is_grad_enabled() or torch._C._len_torch_dispatch_stack():
             found.append("grad mode or a dispatch mode left")
         if "torch._dynamo" in sys.modules and sys.modules["torch._dynamo"].config.disable:
@@ -490,10 +499,30 @@ def _replay_step(tmp: Path) -> Any:
     return step
 
 
-def _start_step(tmp: Path) -> Any:
+def _kineto(state: str) -> Callable[[], Any]:
+    """What torchprof knows of kineto's logging for a step's run: ``silent`` as the process has
+    it (the default since torchprof's first start), ``logging`` (fd 2 swapped around torch's start
+    and stop), ``first`` (the start that decides, setting kineto's level for it). Returns what
+    puts the process's own back."""
+    kept = list(quiet._kineto_silent)
+    if state == "logging":
+        quiet._kineto_silent[:] = [False]
+    elif state == "first":
+        quiet._kineto_silent.clear()
+    return lambda: quiet._kineto_silent.__setitem__(slice(None), kept)
+
+
+def _start_step(tmp: Path, kineto: str = "silent") -> Any:
     model = _mlp()
 
     def step(tracer: LineInterrupt) -> tuple[bool, list[str]]:
+        restore = _kineto(kineto)
+        try:
+            return run(tracer)
+        finally:
+            restore()
+
+    def run(tracer: LineInterrupt) -> tuple[bool, list[str]]:
         prof = torchprof.Profiler(flops=False)
         ran = []
 
@@ -517,10 +546,17 @@ def _start_step(tmp: Path) -> Any:
     return step
 
 
-def _stop_step(tmp: Path) -> Any:
+def _stop_step(tmp: Path, kineto: str = "silent") -> Any:
     model = _mlp()
 
     def step(tracer: LineInterrupt) -> tuple[bool, list[str]]:
+        restore = _kineto(kineto)
+        try:
+            return run(tracer)
+        finally:
+            restore()
+
+    def run(tracer: LineInterrupt) -> tuple[bool, list[str]]:
         prof = torchprof.Profiler(flops=False)
 
         def block() -> None:
@@ -544,7 +580,15 @@ def _stop_step(tmp: Path) -> Any:
     return step
 
 
-STEPS = {"export": _export_step, "replay": _replay_step, "start": _start_step, "stop": _stop_step}
+STEPS = {
+    "export": _export_step,
+    "replay": _replay_step,
+    "start": _start_step,
+    "stop": _stop_step,
+    "start, fd 2 swapped": functools.partial(_start_step, kineto="logging"),
+    "stop, fd 2 swapped": functools.partial(_stop_step, kineto="logging"),
+    "start, kineto's first": functools.partial(_start_step, kineto="first"),
+}
 
 
 @pytest.mark.slow
@@ -604,6 +648,8 @@ def _repair(state: State) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.stdout, sys.stderr = state.streams
     warnings.filters = state.filters
+    if state.kineto_level is None:
+        os.environ.pop("KINETO_LOG_LEVEL", None)
     if compiled._patch is not None:
         compiled._patch.revert()
     compiled._depth, compiled._patch = 0, None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -303,6 +304,47 @@ def test_no_kineto_lines_reach_stderr():
     assert [f"user line {b}" for b in range(4)] == [line for line in run.stderr.splitlines() if line.startswith("user line")]
     fds = ast.literal_eval(run.stdout.splitlines()[-1].removeprefix("fds "))
     assert len(set(fds[1:])) == 1, fds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("before", ["nothing", "torch.profiler", "the user's kineto level"])
+def test_kineto_is_silenced_at_its_first_start_or_its_lines_are_swapped_away(before):
+    # kineto reads its level once, at the process's first profiler start: torchprof's first start
+    # sets it silent if it is that start and the user set none (no fd 2 swaps from then on);
+    # otherwise every start and stop swaps fd 2 as before. Either way no kineto line shows.
+    code = textwrap.dedent(
+        f"""
+        import os, sys, torch, torchprof
+        from torchprof._capture import quiet
+        m = torch.nn.Linear(4, 4)
+        if {before!r} == "torch.profiler":
+            with torch.profiler.profile():
+                m(torch.randn(2, 4))
+        print("-- torchprof", file=sys.stderr, flush=True)
+        for block in range(3):
+            with torchprof.Profiler() as prof:
+                m(torch.randn(2, 4))
+                os.write(2, f"user line {{block}}\\n".encode())
+        print("-- the user's own session", file=sys.stderr, flush=True)
+        with torch.profiler.profile():
+            m(torch.randn(2, 4))
+        print(quiet._kineto_silent, os.environ.get("KINETO_LOG_LEVEL"), len(prof.df))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    if before == "the user's kineto level":
+        env["KINETO_LOG_LEVEL"] = "2"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    silent, level, rows = run.stdout.split()[-3:]
+    ours, users = run.stderr.split("-- torchprof\n", 1)[1].split("-- the user's own session\n")
+    assert ours == "".join(f"user line {b}\n" for b in range(3))  # the user's lines, nothing of kineto's
+    assert int(rows) > 0
+    if before == "nothing":
+        assert (silent, level) == ("[True]", "None")  # silenced at its first start; the variable removed again
+        assert users == ""  # the user's own sessions are quiet too
+    else:  # kineto was started before, or the user chose its level: both left as they were
+        assert (silent, level) == (("[False]", "None") if before == "torch.profiler" else ("[]", "2"))
 
 
 def test_native_output_around_torchs_start_and_stop_keeps_each_swaps_own_lines_only(monkeypatch, capsys, tmp_path):

@@ -290,7 +290,6 @@ class Profiler:
             # Facts for MFU and the insights: never worth losing the profile over.
             with contextlib.suppress(Exception):
                 meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda))
-        peak = choose_peak(meta, self.peak_flops, opts.cuda)
         folded = self._builder
         recording = Recording(modules=folded.modules if folded is not None else {}, wall_us=session.wall_us,
                               label=self.name or "profile", meta=meta, compiled=folded.compiled.graphs if folded is not None else {},
@@ -320,7 +319,7 @@ class Profiler:
             recording.modules = builder.modules
             recording.compiled = builder.compiled.graphs
             recording.tensors = builder.tensors = session.known_tensors()
-            builder.peak_flops = peak
+            builder.peak_flops = choose_peak(meta, self.peak_flops, opts.cuda)  # (its inputs are complete at the stop)
             if opts.schedule is not None and block_wall_us is not None:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.

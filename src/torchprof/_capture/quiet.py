@@ -55,6 +55,58 @@ def quiet_native_stderr() -> Iterator[None]:
         swap.finish()  # completes a finish that was interrupted; nothing left to do otherwise
 
 
+#: kineto reads its log level from this variable once, when the process's first profiler session
+#: starts; at this level (above USDT, its highest severity) it writes nothing at all.
+_LEVEL_VAR, _SILENT_LEVEL = "KINETO_LOG_LEVEL", "6"
+#: [True] once torchprof's first start in this process was kineto's first and kineto was set
+#: silent by it; [False] when kineto logged anyway (it was started earlier in the process, or the
+#: user set its level); empty until that start.
+_kineto_silent: list[bool] = []
+
+
+@contextmanager
+@lifecycle
+def quiet_torch_switch(decide: bool = False) -> Iterator[None]:
+    """:func:`quiet_native_stderr` around starting or stopping torch's profiler, without the swap
+    of fd 2 (two of a block's costliest parts) where kineto is known to write nothing.
+
+    torchprof's first start in a process sets kineto's level to silent just for that start, unless
+    the user set one: kineto reads it then if no profiler ran before in the process, and stays
+    silent for it (the user's own ``torch.profiler`` sessions included); the variable is removed
+    again. When that start wrote none of kineto's lines (which a kineto at its default level writes
+    at every start), later starts and stops are left unswapped. ``decide``: this call starts kineto
+    (a schedule's start may not: kineto then starts at a later step)."""
+    if _kineto_silent and _kineto_silent[0]:
+        yield
+        return
+    deciding = decide and not _kineto_silent and _LEVEL_VAR not in os.environ
+    swap = _Fd2Swap()
+    started = False
+    try:
+        try:
+            if deciding:
+                os.environ[_LEVEL_VAR] = _SILENT_LEVEL
+            swap.start()
+            yield
+            started = True
+        finally:
+            swap.finish()
+            if deciding:
+                _unset_level()
+    finally:
+        swap.finish()  # each completes what an interrupted one before it left
+        if deciding:
+            _unset_level()
+            if started and swap.redirected_once and not _kineto_silent:
+                _kineto_silent.append(not swap.caught_noise)
+
+
+@lifecycle
+def _unset_level() -> None:
+    if os.environ.get(_LEVEL_VAR) == _SILENT_LEVEL:
+        os.environ.pop(_LEVEL_VAR, None)
+
+
 class _Fd2Swap:
     """fd 2 pointed at a temporary file, and back. :meth:`finish` resumes where an interrupted
     one stopped, and does nothing once everything is back."""
@@ -65,6 +117,8 @@ class _Fd2Swap:
         self.sink: _Sink | None = None
         self.offset = 0  # where in the sink this swap's output starts
         self.redirected = False
+        self.redirected_once = False  # fd 2 was swapped (and :attr:`caught_noise` says what it caught)
+        self.caught_noise = False
 
     @lifecycle
     def start(self) -> None:
@@ -87,6 +141,7 @@ class _Fd2Swap:
         # Marked first: a restore when the switch did not happen copies fd 2 onto itself.
         self.redirected = True
         os.dup2(self.sink.fd, self.fd)
+        self.redirected_once = True
 
     @lifecycle
     def finish(self) -> None:
@@ -100,7 +155,8 @@ class _Fd2Swap:
         if sink is not None:
             size = _SINK_LIMIT  # emptied if it cannot be read
             try:
-                size = _replay(sink.fd, self.offset)
+                size, noise = _replay(sink.fd, self.offset)
+                self.caught_noise = self.caught_noise or noise
             finally:
                 _give_back_sink(sink, size)
         release(self)
@@ -170,9 +226,11 @@ def _give_back_sink(sink: _Sink, size: int) -> None:
         _free_sink.append(sink)
 
 
-def _replay(sink: int, offset: int) -> int:
-    """Write on what the swap caught past ``offset`` that is not kineto's noise; the sink's size."""
+def _replay(sink: int, offset: int) -> tuple[int, bool]:
+    """Write on what the swap caught past ``offset`` that is not kineto's noise; the sink's size,
+    and whether there was noise."""
     size = os.fstat(sink).st_size
+    noise = False
     if size > offset:
         if hasattr(os, "pread"):
             data = os.pread(sink, size - offset, offset)
@@ -180,11 +238,13 @@ def _replay(sink: int, offset: int) -> int:
             os.lseek(sink, offset, os.SEEK_SET)
             data = os.read(sink, size - offset)
         text = data.decode("utf-8", errors="replace")
-        kept = [line for line in text.splitlines(keepends=True) if line.strip() and not is_noise(line)]
+        lines = [line for line in text.splitlines(keepends=True) if line.strip()]
+        kept = [line for line in lines if not is_noise(line)]
+        noise = len(kept) < len(lines)
         if kept:
             with suppress(OSError, ValueError):
                 sys.stderr.write("".join(kept))
-    return size
+    return size, noise
 
 
 #: The line c10's CPU allocator logs (``LOG(WARNING)``, straight to fd 2) when a block allocated

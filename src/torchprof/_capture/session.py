@@ -28,7 +28,7 @@ from .interrupts import hold, lifecycle, release, run_all
 from .kineto import device_times, event_names, names_kineto_mangles, result_columns, save_trace
 from .module_ranges import ModuleTracker
 from .outside import OutsideRecorder, replay_outside
-from .quiet import quiet_native_stderr
+from .quiet import quiet_native_stderr, quiet_torch_switch
 from .replay import CallRecorder, replay
 from .tensors import TensorWatch
 
@@ -240,7 +240,7 @@ class CaptureSession:
             undo.append(kernels.stop)
             undo.append(_ignore_warnings(_COMPILE_HOOK_WARNING, _CYCLE_WARNING))
             self._torch_on = True
-            with quiet_native_stderr():
+            with quiet_torch_switch(decide=opts.schedule is None and not opts.first_step):
                 _start_torch(self._torch_profile)
             self._tracker.install(every_thread=self._every_thread)
             self._follow_schedule()
@@ -405,7 +405,12 @@ class CaptureSession:
             from torch.profiler import ProfilerAction
 
             prof.current_action = ProfilerAction.NONE
-        with quiet_native_stderr():
+        import torch
+
+        # Only kineto's lines are left unswapped: a session of the block's own that replaced ours
+        # makes torch's stop log through c10, and a schedule's stop may end a cycle.
+        plain = self.options.schedule is None and torch.autograd.profiler._is_profiler_enabled
+        with quiet_torch_switch() if plain else quiet_native_stderr():
             try:
                 prof.stop()
             except RuntimeError as exc:
@@ -746,8 +751,13 @@ def _ignore_warnings(*messages: str) -> Callable[[], None]:
     """Ignore warnings starting with any of ``messages`` (regular expressions) while the session
     runs; returns what removes the filter. The user's code runs meanwhile: a warnings filter of
     our own, removed again, instead of catch_warnings, which would reset the user's filters."""
-    warnings.filterwarnings("ignore", message="|".join(f"(?:{m})" for m in messages))
-    entry = warnings.filters[0]
+    entry = _FILTERS.get(messages)
+    if entry is None:  # the filter filterwarnings() would make, made once
+        warnings.filterwarnings("ignore", message="|".join(f"(?:{m})" for m in messages))
+        entry = _FILTERS[messages] = warnings.filters[0]
+    else:
+        warnings.filters.insert(0, entry)  # type: ignore[attr-defined]
+        warnings._filters_mutated()  # type: ignore[attr-defined]
 
     def remove() -> None:
         try:
@@ -757,6 +767,9 @@ def _ignore_warnings(*messages: str) -> Callable[[], None]:
             pass
 
     return remove
+
+
+_FILTERS: dict[tuple[str, ...], Any] = {}
 
 
 def _stacklevel_outside_torchprof() -> int:
