@@ -121,7 +121,8 @@ class Profiler:
             flops=bool(flops), schedule=schedule, on_trace_ready=on_trace_ready, labels=labels, first_step=first_step,
         )  # fmt: skip
         self.name = name
-        choose_peak({}, peak_flops, False)  # a bad value is an error now, not after the run
+        if peak_flops is not None:
+            choose_peak({}, peak_flops, False)  # a bad value is an error now, not after the run
         self.peak_flops = peak_flops
         self.interrupted: BaseException | None = None
         """The exception that ended the profiled block early, if one did."""
