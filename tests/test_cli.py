@@ -79,6 +79,31 @@ def test_script_runs_as_main_with_its_arguments_and_the_tree_is_printed(tmp_path
     assert "USDT" not in done.stderr and "gpuGetDeviceCount" not in done.stderr
 
 
+@pytest.mark.parametrize("how", ["returns", "raises"])
+def test_the_scripts_modules_are_freed_before_the_interpreter_ends(tmp_path, how):
+    # The profile holds the script's root modules. A DDP module freed only as the interpreter ends
+    # takes its gloo group with it there, where gloo's threads could abort the process
+    # (torchrun -m torchprof saw "terminate called without an active exception" in 1 job of 6).
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import atexit, weakref, torch
+        atexit.register(lambda: print("interpreter ends", flush=True))
+        watch = []
+        def main():
+            model = torch.nn.Linear(4, 4)
+            watch.append(weakref.ref(model, lambda _: print("model freed", flush=True)))
+            model(torch.randn(2, 4)).sum().backward()
+            torch.optim.SGD(model.parameters(), lr=0.1).step()
+            if {how!r} == "raises":
+                raise ValueError("the script failed")
+        main()
+    """))
+    done = run(str(script), cwd=tmp_path)
+    assert done.returncode == (0 if how == "returns" else 1), done.stderr
+    lines = [line for line in done.stdout.splitlines() if line in ("model freed", "interpreter ends")]
+    assert lines == ["model freed", "interpreter ends"], done.stdout
+
+
 def test_console_script_is_installed_and_prints_help():
     exe = Path(sys.executable).with_name("torchprof")
     done = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=60)

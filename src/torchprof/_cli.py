@@ -14,6 +14,7 @@ What it shares with the notebook magic (option splitting, output files, view sta
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import runpy
 import sys
@@ -362,6 +363,12 @@ def run_script(args: argparse.Namespace) -> int:
         if isinstance(failure, ProfilerError) and "already running" in str(failure):
             print("torchprof: the script starts a profiler of its own, and `python -m torchprof` already profiles "
                   "the whole script: run it with python, or drop the script's Profiler", file=sys.stderr)  # fmt: skip
+    # The profile holds the script's modules and optimizers (its roots, for their replays): let
+    # them go now, as they would have gone when the script returned. A DistributedDataParallel
+    # module freed only as the interpreter ends takes its gloo group with it then, and gloo's
+    # threads can abort the process there ("terminate called without an active exception").
+    prof = failure = None  # type: ignore[assignment]
+    gc.collect()
     return code or status
 
 

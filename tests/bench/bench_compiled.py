@@ -1,6 +1,6 @@
 """What profiling a ``torch.compile``d model costs, measured side by side in one run.
 
-    .venv/bin/python tests/bench/bench_compiled.py [--rounds 9] [--cold-rounds 3] [--threads 1]
+    .venv/bin/python tests/bench/bench_compiled.py [--rounds 201] [--cold-rounds 3] [--threads 1]
 
 For a small CNN and a transformer block (Inductor on the CPU), each training step in a ``with``
 block under ``torchprof.Profiler()``, a bare ``torch.profiler.profile()`` (its defaults, which are
@@ -56,7 +56,8 @@ def timed(variants: dict[str, Callable[[], Any]], step: Callable[[], None], roun
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=201,
+                        help="warm rounds (a warm step takes milliseconds: many rounds keep the medians steady)")  # fmt: skip
     parser.add_argument("--cold-rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1,
                         help="intra-op threads (default 1: on a shared machine OpenMP's spinning threads swamp the timings)")  # fmt: skip
@@ -99,7 +100,7 @@ def main() -> None:
 
         compile_model()
         step()  # compiles (Inductor's caches now hold this model's graphs)
-        results = {"warm": timed(variants, step, args.rounds, skip=2),
+        results = {"warm": timed(variants, step, args.rounds, skip=10),
                    "cold": timed(variants, step, args.cold_rounds, skip=0, before=compile_model)}  # fmt: skip
         for kind, medians in results.items():
             base_wall, base_cpu = medians["torch.profiler"]

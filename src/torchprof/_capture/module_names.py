@@ -139,7 +139,7 @@ class ModuleNames:
         """Make ``module`` a root; returns its label, unique among the roots."""
         wrapper = self.wrapper_of.get(id(module))
         label = self.label(module) or (self.label(wrapper) if wrapper is not None else None) or type(module).__name__
-        if getattr(module, "_is_replica", False):
+        if _is_replica(module):
             # nn.DataParallel runs a copy of the model per device on its own thread: show it as
             # a replica of its class (its parameters are the original's, never counted again).
             label = f"{type(module).__name__} (replica)"
@@ -166,7 +166,7 @@ class ModuleNames:
             self.modules[path] = ModuleInfo(type=safe_text(type(module).__name__), params=params, param_bytes=nbytes,
                                             op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path),
                                             root=root is not None and root[1] == path,
-                                            replica=bool(getattr(module, "_is_replica", False)),
+                                            replica=_is_replica(module),
                                             transformed=path in self.transformed)  # fmt: skip
 
     def roots(self) -> list[tuple[Any, str]]:
@@ -184,3 +184,9 @@ class ModuleNames:
                         self._objects.setdefault(safe_text(f"{label}.{name}"), module)
         self._collect_infos()
         return self.modules
+
+
+def _is_replica(module: Any) -> bool:
+    """A copy ``nn.DataParallel`` made (``replicate`` sets the flag as a plain attribute: read from
+    the instance's dict, a module's ``__getattr__`` is not asked for a flag most never have)."""
+    return bool(getattr(module, "__dict__", {}).get("_is_replica", False))

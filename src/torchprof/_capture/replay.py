@@ -167,8 +167,8 @@ class CallRecorder:
         patched = getattr(module, "__dict__", {}).get("forward")
         if patched is not None and getattr(patched, "__self__", None) is not module:
             return PASS_THROUGH
-        inner = getattr(module, "module", None)
-        if type(module).__name__ in _WRAPPERS and isinstance(inner, self._module):
+        inner = getattr(module, "module", None) if type(module).__name__ in _WRAPPERS else None
+        if isinstance(inner, self._module):
             # DDP and DataParallel run the wrapped module on the same arguments: replaying the
             # wrapper would copy its process group and run its collectives; the model has none.
             module, path = inner, f"{path}.module"
