@@ -504,12 +504,17 @@ def _kineto(state: str) -> Callable[[], Any]:
     it (the default since torchprof's first start), ``logging`` (fd 2 swapped around torch's start
     and stop), ``first`` (the start that decides, setting kineto's level for it). Returns what
     puts the process's own back."""
-    kept = list(quiet._kineto_silent)
+    kept = list(quiet._kineto_silent), list(quiet._clean_start)
     if state == "logging":
         quiet._kineto_silent[:] = [False]
     elif state == "first":
         quiet._kineto_silent.clear()
-    return lambda: quiet._kineto_silent.__setitem__(slice(None), kept)
+        quiet._clean_start.clear()
+
+    def restore() -> None:
+        quiet._kineto_silent[:], quiet._clean_start[:] = kept
+
+    return restore
 
 
 def _start_step(tmp: Path, kineto: str = "silent") -> Any:

@@ -58,37 +58,41 @@ def quiet_native_stderr() -> Iterator[None]:
 #: kineto reads its log level from this variable once, when the process's first profiler session
 #: starts; at this level (above USDT, its highest severity) it writes nothing at all.
 _LEVEL_VAR, _SILENT_LEVEL = "KINETO_LOG_LEVEL", "6"
-#: [True] once torchprof's first start in this process was kineto's first and kineto was set
-#: silent by it; [False] when kineto logged anyway (it was started earlier in the process, or the
-#: user set its level); empty until that start.
+#: [True] once kineto is known to write nothing in this process: torchprof's first start set its
+#: level, and neither that start nor the stop after it wrote a line of kineto's; [False] once a
+#: swapped start or stop caught one (kineto was started before, at its own level, or the user set
+#: the level); empty until then.
 _kineto_silent: list[bool] = []
+#: [True] while the start that set kineto's level wrote nothing and its stop is awaited.
+_clean_start: list[bool] = []
 
 
 @contextmanager
 @lifecycle
-def quiet_torch_switch(decide: bool = False) -> Iterator[None]:
+def quiet_torch_switch(decide: bool = False, stopping: bool = False) -> Iterator[None]:
     """:func:`quiet_native_stderr` around starting or stopping torch's profiler, without the swap
     of fd 2 (two of a block's costliest parts) where kineto is known to write nothing.
 
     torchprof's first start in a process sets kineto's level to silent just for that start, unless
     the user set one: kineto reads it then if no profiler ran before in the process, and stays
     silent for it (the user's own ``torch.profiler`` sessions included); the variable is removed
-    again. When that start wrote none of kineto's lines (which a kineto at its default level writes
-    at every start), later starts and stops are left unswapped. ``decide``: this call starts kineto
-    (a schedule's start may not: kineto then starts at a later step)."""
+    again. When that start and the stop after it wrote none of kineto's lines (which a kineto at
+    its default level writes at every start or stop in the builds that write any), later starts
+    and stops are left unswapped. ``decide``: this call starts kineto (a schedule's start may not:
+    kineto then starts at a later step); ``stopping``: this call stops it."""
     if _kineto_silent and _kineto_silent[0]:
         yield
         return
-    deciding = decide and not _kineto_silent and _LEVEL_VAR not in os.environ
+    deciding = decide and not _kineto_silent and not _clean_start and _LEVEL_VAR not in os.environ
     swap = _Fd2Swap()
-    started = False
+    done = False
     try:
         try:
             if deciding:
                 os.environ[_LEVEL_VAR] = _SILENT_LEVEL
             swap.start()
             yield
-            started = True
+            done = True
         finally:
             swap.finish()
             if deciding:
@@ -97,8 +101,20 @@ def quiet_torch_switch(decide: bool = False) -> Iterator[None]:
         swap.finish()  # each completes what an interrupted one before it left
         if deciding:
             _unset_level()
-            if started and swap.redirected_once and not _kineto_silent:
-                _kineto_silent.append(not swap.caught_noise)
+        if done and swap.redirected_once and not _kineto_silent:
+            _judge(swap.caught_noise, deciding, stopping)
+
+
+def _judge(noise: bool, deciding: bool, stopping: bool) -> None:
+    """What a swapped start or stop tells of kineto's logging (see :func:`quiet_torch_switch`)."""
+    if noise:
+        _kineto_silent.append(False)
+        _clean_start.clear()
+    elif deciding:
+        _clean_start[:] = [True]
+    elif stopping and _clean_start:
+        _kineto_silent.append(True)
+        _clean_start.clear()
 
 
 @lifecycle

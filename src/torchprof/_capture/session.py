@@ -410,7 +410,7 @@ class CaptureSession:
         # Only kineto's lines are left unswapped: a session of the block's own that replaced ours
         # makes torch's stop log through c10, and a schedule's stop may end a cycle.
         plain = self.options.schedule is None and torch.autograd.profiler._is_profiler_enabled
-        with quiet_torch_switch() if plain else quiet_native_stderr():
+        with quiet_torch_switch(stopping=True) if plain else quiet_native_stderr():
             try:
                 prof.stop()
             except RuntimeError as exc:
