@@ -34,7 +34,7 @@ from torch.nn.modules import module as nn_module
 
 import torchprof
 from torchprof import _cli
-from torchprof._capture import compiled, global_hooks, interrupts, module_names, quiet, session
+from torchprof._capture import compiled, global_hooks, interrupts, kernels, module_names, quiet, session
 from torchprof._tree.builder import TreeBuilder
 
 X = torch.randn(2, 8)
@@ -419,6 +419,10 @@ class State:
             found.append("Dynamo left disabled")
         if compiled._depth or compiled._patch is not None:
             found.append("Inductor's config left patched")
+        if compiled._hiders:
+            found.append("a tracker left hiding hooks from compiles")
+        if kernels._active:
+            found.append("compiled kernels left rebound")
         return found
 
 

@@ -231,14 +231,18 @@ class CaptureSession:
             # compiled without us, cache hits included), and fused C++ kernels are ranges. Which
             # layer each kernel computes is learnt when the profile is first read.
             # Each undone by _end_compile_capture, last first (plain calls: a context manager's
-            # generator costs more than the step it guards, in a block of a millisecond).
+            # generator costs more than the step it guards, in a block of a millisecond). Each
+            # undo is noted before its change is made, and does nothing where it was not made:
+            # an interrupt between the two leaves nothing behind.
             undo = self._compile_capture = []
             tracker = self._tracker
-            compiled.start_hiding(tracker)
             undo.append(lambda: compiled.stop_hiding(tracker))
-            kernels.start()
+            compiled.start_hiding(tracker)
             undo.append(kernels.stop)
-            undo.append(_ignore_warnings(_COMPILE_HOOK_WARNING, _CYCLE_WARNING))
+            kernels.start()
+            entry = _warnings_filter(_COMPILE_HOOK_WARNING, _CYCLE_WARNING)
+            undo.append(lambda: _remove_filter(entry))
+            _add_filter(entry)
             self._torch_on = True
             with quiet_torch_switch(decide=opts.schedule is None and not opts.first_step):
                 _start_torch(self._torch_profile)
@@ -747,26 +751,31 @@ class CaptureSession:
         return list(self._trace_files)
 
 
-def _ignore_warnings(*messages: str) -> Callable[[], None]:
-    """Ignore warnings starting with any of ``messages`` (regular expressions) while the session
-    runs; returns what removes the filter. The user's code runs meanwhile: a warnings filter of
-    our own, removed again, instead of catch_warnings, which would reset the user's filters."""
+def _warnings_filter(*messages: str) -> Any:
+    """The warnings filter that ignores warnings starting with any of ``messages`` (regular
+    expressions), as ``warnings.filterwarnings`` makes it, made once. The user's code runs while
+    it is in place: a filter of our own, removed again, instead of catch_warnings, which would
+    reset the user's filters."""
     entry = _FILTERS.get(messages)
-    if entry is None:  # the filter filterwarnings() would make, made once
-        warnings.filterwarnings("ignore", message="|".join(f"(?:{m})" for m in messages))
-        entry = _FILTERS[messages] = warnings.filters[0]
-    else:
-        warnings.filters.insert(0, entry)  # type: ignore[attr-defined]
+    if entry is None:
+        with warnings.catch_warnings():  # (only to read the filter it makes)
+            warnings.filterwarnings("ignore", message="|".join(f"(?:{m})" for m in messages))
+            entry = _FILTERS[messages] = warnings.filters[0]
+    return entry
+
+
+def _add_filter(entry: Any) -> None:
+    warnings.filters.insert(0, entry)  # type: ignore[attr-defined]
+    warnings._filters_mutated()  # type: ignore[attr-defined]
+
+
+def _remove_filter(entry: Any) -> None:
+    """Take ``entry`` out of the filters; nothing where it is not in them."""
+    try:
+        warnings.filters.remove(entry)  # type: ignore[attr-defined]
         warnings._filters_mutated()  # type: ignore[attr-defined]
-
-    def remove() -> None:
-        try:
-            warnings.filters.remove(entry)  # type: ignore[attr-defined]
-            warnings._filters_mutated()  # type: ignore[attr-defined]
-        except ValueError:
-            pass
-
-    return remove
+    except ValueError:
+        pass
 
 
 _FILTERS: dict[tuple[str, ...], Any] = {}
