@@ -503,33 +503,29 @@ def _replay_step(tmp: Path) -> Any:
     return step
 
 
-def _kineto(state: str) -> Callable[[], Any]:
-    """What torchprof knows of kineto's logging for a step's run: ``silent`` as the process has
-    it (the default since torchprof's first start), ``logging`` (fd 2 swapped around torch's start
-    and stop), ``first`` (the start that decides, setting kineto's level for it). Returns what
-    puts the process's own back."""
-    kept = list(quiet._kineto_silent), list(quiet._clean_start)
-    if state == "logging":
-        quiet._kineto_silent[:] = [False]
-    elif state == "first":
-        quiet._kineto_silent.clear()
-        quiet._clean_start.clear()
+def _with_kineto(state: str, run: Callable[[LineInterrupt], tuple[bool, list[str]]]) -> Any:
+    """``run`` as a step, each time with what torchprof knows of kineto's logging set to ``state``:
+    ``silent`` as the process has it (the default since torchprof's first start), ``logging`` (fd
+    2 swapped around torch's start and stop), ``first`` (the start that decides, setting kineto's
+    level for it); the process's own put back after."""
 
-    def restore() -> None:
-        quiet._kineto_silent[:], quiet._clean_start[:] = kept
+    def step(tracer: LineInterrupt) -> tuple[bool, list[str]]:
+        kept = list(quiet._kineto_silent), list(quiet._clean_start)
+        if state == "logging":
+            quiet._kineto_silent[:] = [False]
+        elif state == "first":
+            quiet._kineto_silent.clear()
+            quiet._clean_start.clear()
+        try:
+            return run(tracer)
+        finally:
+            quiet._kineto_silent[:], quiet._clean_start[:] = kept
 
-    return restore
+    return step
 
 
 def _start_step(tmp: Path, kineto: str = "silent") -> Any:
     model = _mlp()
-
-    def step(tracer: LineInterrupt) -> tuple[bool, list[str]]:
-        restore = _kineto(kineto)
-        try:
-            return run(tracer)
-        finally:
-            restore()
 
     def run(tracer: LineInterrupt) -> tuple[bool, list[str]]:
         prof = torchprof.Profiler(flops=False)
@@ -552,18 +548,11 @@ def _start_step(tmp: Path, kineto: str = "silent") -> Any:
                 prof.df
         return raised, problems
 
-    return step
+    return _with_kineto(kineto, run)
 
 
 def _stop_step(tmp: Path, kineto: str = "silent") -> Any:
     model = _mlp()
-
-    def step(tracer: LineInterrupt) -> tuple[bool, list[str]]:
-        restore = _kineto(kineto)
-        try:
-            return run(tracer)
-        finally:
-            restore()
 
     def run(tracer: LineInterrupt) -> tuple[bool, list[str]]:
         prof = torchprof.Profiler(flops=False)
@@ -586,7 +575,7 @@ def _stop_step(tmp: Path, kineto: str = "silent") -> Any:
             problems.append("the profile was lost")
         return raised, problems
 
-    return step
+    return _with_kineto(kineto, run)
 
 
 STEPS = {

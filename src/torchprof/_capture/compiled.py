@@ -321,21 +321,6 @@ def _forget_if_reset(handler: Any) -> None:
         _nonce = uuid.uuid4().hex
 
 
-@contextlib.contextmanager
-@lifecycle
-def hooks_hidden_while_compiling(tracker: Any) -> Iterator[None]:
-    """While this block runs, ``tracker``'s module hooks are out of torch's global tables whenever
-    Dynamo compiles (:func:`start_hiding`)."""
-    try:
-        try:
-            start_hiding(tracker)
-            yield
-        finally:
-            stop_hiding(tracker)
-    finally:
-        stop_hiding(tracker)  # again, when an interrupt cut the first short (a no-op otherwise)
-
-
 def start_hiding(tracker: Any) -> None:
     """From now on ``tracker``'s module hooks are out of torch's global tables whenever Dynamo
     compiles, so a graph compiled during profiling is the graph compiled without them (no guard
@@ -505,4 +490,4 @@ def ran_graphs(names: Iterable[str]) -> tuple[list[str], set[str]]:
     return sorted(regions), keys
 
 
-__all__ = ["capture_compiled", "graph_key", "graphs", "hooks_hidden_while_compiling", "start_hiding", "stop_hiding"]
+__all__ = ["capture_compiled", "graph_key", "graphs", "start_hiding", "stop_hiding"]

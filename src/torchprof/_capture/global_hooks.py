@@ -28,7 +28,7 @@ class GlobalHooks:
 
     torch.compile guards on torch's global hook tables where a compiled frame reads them. The hooks
     are out of the tables while Dynamo compiles
-    (:func:`torchprof._capture.compiled.hooks_hidden_while_compiling`), and while a
+    (:func:`torchprof._capture.compiled.start_hiding`), and while a
     ``module.compile()``'d module's compiled ``_call_impl`` runs, whose own code reads them
     (:mod:`torchprof._capture.compiled_calls`): nothing is compiled with them, so nothing is
     compiled again. The same ids are put back each time, so a table read elsewhere stays the same.

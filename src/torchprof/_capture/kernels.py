@@ -15,10 +15,9 @@ module was compiled with kernel profiling) is left alone. Cost: one range per ke
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 _lock = threading.Lock()
@@ -144,13 +143,3 @@ def stop() -> None:
             if codecache is not None:
                 codecache.PyCodeCache.load_by_key_path = _original_load
             _original_load = None
-
-
-@contextlib.contextmanager
-def recorded() -> Iterator[None]:
-    """While this block runs, fused C++ kernels are profiler ranges (see the module's docstring)."""
-    start()
-    try:
-        yield
-    finally:
-        stop()
