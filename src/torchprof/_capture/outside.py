@@ -277,7 +277,7 @@ class OutsideRecorder:
         for group in optimizer.param_groups:
             hyper = {k: v for k, v in group.items() if k != "params"}
             key.append(tuple((k, v if not isinstance(v, tensor) else ("tensor", tuple(v.shape))) for k, v in hyper.items()
-                             if type(v) in _KEYED or isinstance(v, (bool, int, float, str, tensor))))  # fmt: skip
+                             if isinstance(v, (bool, int, float, str, type(None), tensor))))  # fmt: skip
             params = []
             for p in group["params"]:
                 grad = p.grad
