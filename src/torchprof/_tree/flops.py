@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
 
-from .._vocab import COMPILED_BOOKKEEPING, COMPILED_REGION_PREFIX
+from .._vocab import COMPILED_BOOKKEEPING, COMPILED_REGION_PREFIX, DISPATCH_RANGES
 
 Shapes = Sequence[Any]
 Formula = Callable[[Shapes, Sequence[Any]], tuple[int, int]]
@@ -680,7 +680,7 @@ DATA_DEPENDENT = frozenset({"torchvision::nms"})
 
 #: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
 #: between processes (the sums an all-reduce does are not the model's FLOPs).
-_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING
+_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES
 _FREE_PREFIXES = ("c10d::", "nccl:", "gloo:", COMPILED_REGION_PREFIX)
 
 #: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's
