@@ -645,7 +645,7 @@ FREE = frozenset(
     "aten::" + name
     for name in """
 empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like ones ones_like
-full full_like new_zeros new_ones new_full scalar_tensor fill_ zero_ copy_ copy _copy_from
+full full_like new_zeros new_ones new_full scalar_tensor fill_ fill zero_ zero copy_ copy _copy_from
 _copy_from_and_resize clone contiguous to _to_copy type_as detach detach_ view view_as reshape
 _reshape_alias _unsafe_view flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ t t_ transpose
 transpose_ permute movedim moveaxis swapaxes swapdims mT mH adjoint expand expand_as broadcast_to
