@@ -89,3 +89,41 @@ def test_a_functional_fill_costs_nothing_as_its_in_place_form():
              "zero": CompiledNode("aten::zero", [[2, 8]], [None], [], source="aten::zero", seq=-1, bwd=False)}  # fmt: skip
     macs, flops, unknown = total(CompiledGraph("0/0", False, nodes, [CompiledKernel("cpp_fused_fill_0", False, ["fill", "zero"])]))
     assert (macs, flops, unknown) == (0, 0, [])
+
+
+def test_attention_without_autograd_counts_once_and_its_outputs_read_cost_nothing():
+    # Under torch.no_grad() no node has a sequence number: attention's node and the getitem that
+    # reads its first output are one call (inference of a compiled ViT listed attention as unknown).
+    attn = [("L['self'].attention", "ViTSelfAttention")]
+    q = [2, 4, 17, 16]
+    nodes = {
+        "sdpa": CompiledNode("aten::_scaled_dot_product_flash_attention_for_cpu", [q, q, q, [], [], [], []], [None, None, None, 0.0, False, None, 0.25],
+                             attn, source="aten::_scaled_dot_product_flash_attention_for_cpu", seq=-1, bwd=False),
+        "getitem_2": CompiledNode("getitem", [[q, [2, 4, 17]], []], [None, 0], attn, source="aten::_scaled_dot_product_flash_attention_for_cpu", seq=-1,
+                                  bwd=False),
+    }  # fmt: skip
+    macs, _, unknown = total(CompiledGraph("0/0", False, nodes, [CompiledKernel("aten::_scaled_dot_product_flash_attention_for_cpu", True, ["sdpa"])]))
+    assert unknown == [] and macs == 2 * 2 * 4 * 17 * 17 * 16
+
+
+def test_a_decomposed_op_without_autograd_counts_once_per_eager_call():
+    # Under torch.no_grad() no node has a sequence number; the nodes a layer norm decomposes into
+    # share the eager call they came from (Dynamo's graph node), and count as that one call.
+    # Two layer norms of one module stay two calls. (A compiled inference counted each node of a
+    # decomposition as a whole call: 2x eager on Linear-LayerNorm-GELU-LayerNorm.)
+    ln = [("L['self'].ln", "LayerNorm")]
+    x = [4, 16]
+
+    def layer_norm(tag: str, origin: str) -> dict[str, CompiledNode]:
+        return {f"{op}_{tag}": CompiledNode(f"aten::{op}", [x, x], [None, None], ln, source="aten::native_layer_norm", origin=origin)
+                for op in ("var_mean", "sub", "rsqrt", "mul", "add")}  # fmt: skip
+
+    nodes = {**layer_norm("a", "g1:input_2"), **layer_norm("b", "g1:input_4")}
+    kernels = [CompiledKernel("cpp_fused_native_layer_norm_0", False, list(nodes))]
+    _, flops, unknown = total(CompiledGraph("0/0", False, nodes, kernels))
+    assert unknown == [] and flops == 2 * 5 * 4 * 16  # eager: 5 per element, per call
+    # Once autograd has run in the process, every node of a graph traced without it carries the
+    # same (stale) sequence number, and no partitioner's tag: the numbers say nothing there.
+    for node in nodes.values():
+        node.seq = 213
+    assert total(CompiledGraph("0/0", False, nodes, kernels))[1] == 2 * 5 * 4 * 16

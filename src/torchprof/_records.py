@@ -117,6 +117,10 @@ class CompiledNode:
     """The node is backward work (AOTAutograd's partitioner tag), wherever Inductor runs it: the
     gradient ``mm`` of a forward ``mm`` is an eager op call of its own, a forward node recomputed
     in the backward graph is not. None in maps written before torchprof recorded it."""
+    origin: str = ""
+    """The node of Dynamo's graph (one call of the eager program) the node came from, by FX's
+    provenance (``from_node``): what says which nodes are one call where no sequence number does
+    (no autograd: inference). Empty where unknown."""
 
 
 @dataclass
@@ -148,7 +152,7 @@ class CompiledGraph:
 
     def to_json(self) -> dict[str, Any]:
         return {"compile_id": self.compile_id, "backward": self.backward,
-                "nodes": {k: [n.op, n.shapes, n.concrete, [list(m) for m in n.modules], n.source, n.seq, n.bwd]
+                "nodes": {k: [n.op, n.shapes, n.concrete, [list(m) for m in n.modules], n.source, n.seq, n.bwd, n.origin]
                           for k, n in self.nodes.items()},
                 "kernels": [[k.name, k.extern, k.nodes] for k in self.kernels]}  # fmt: skip
 
@@ -157,7 +161,7 @@ class CompiledGraph:
         """What :meth:`to_json` wrote; raises ``TypeError``/``ValueError``/``KeyError`` otherwise."""
         nodes = {str(k): CompiledNode(str(n[0]), list(n[1]), list(n[2]), [(str(a), str(b)) for a, b in n[3]],
                                       str(n[4]) if len(n) > 4 else "", int(n[5]) if len(n) > 5 else -1,
-                                      None if len(n) <= 6 or n[6] is None else bool(n[6]))
+                                      None if len(n) <= 6 or n[6] is None else bool(n[6]), str(n[7]) if len(n) > 7 else "")
                  for k, n in dict(value["nodes"]).items()}  # fmt: skip
         kernels = [CompiledKernel(str(k[0]), bool(k[1]), [str(x) for x in k[2]]) for k in value["kernels"]]
         return cls(str(value["compile_id"]), bool(value["backward"]), nodes, kernels)

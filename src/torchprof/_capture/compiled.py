@@ -169,7 +169,21 @@ def _describe(node: Any) -> CompiledNode:
     tag = node.meta.get("partitioner_tag")
     return CompiledNode(op=op, shapes=shapes, concrete=concrete, modules=modules, source=source,
                         seq=seq if isinstance(seq, int) else -1,
-                        bwd=None if tag is None else tag == "is_backward")  # fmt: skip
+                        bwd=None if tag is None else tag == "is_backward", origin=_origin(node))  # fmt: skip
+
+
+def _origin(node: Any) -> str:
+    """The first node FX's provenance (``from_node``) traces ``node`` back to: the node of
+    Dynamo's graph, one call of the eager program (``<graph id>:<name>``); "" where none is kept."""
+    sources = node.meta.get("from_node")
+    found = None
+    for _ in range(256):  # (a chain per pass: never this long)
+        if not isinstance(sources, list) or not sources:
+            break
+        found = sources[0]
+        sources = getattr(found, "from_node", None)
+    name = getattr(found, "name", None)
+    return f"{getattr(found, 'graph_id', '')}:{name}" if isinstance(name, str) else ""
 
 
 def _argument(value: Any) -> tuple[Any, Any]:

@@ -181,9 +181,17 @@ class CompiledRegions:
         calls: dict[tuple[Any, ...], list[tuple[CompiledGraph, str, CompiledNode]]] = {}
         for graph in graphs:
             for name, node in graph.nodes.items():
+                if node.op == "getitem":
+                    continue  # reads one output of a multi-output op (attention's): no call of its own
                 source = node.source or node.op
-                if node.seq >= 0:
+                if node.seq >= 0 and (node.bwd is not None or not node.origin):
                     key: tuple[Any, ...] = (source, node.seq, node.bwd)
+                elif node.origin and not graph.backward:
+                    # No autograd (inference, no partitioner's tag): the eager call is the node of
+                    # Dynamo's graph it came from (every node carries the same, stale, sequence
+                    # number once autograd has run in the process; a backward graph's nodes trace
+                    # back to the joint graph instead).
+                    key = (source, graph.key, f"from {node.origin}")
                 elif source in _flops.STRUCTURED and source != node.op:
                     key = (source, graph.key, node.modules[-1][0] if node.modules else "")
                 else:
