@@ -58,6 +58,7 @@ def render_table(
     keep: Sequence[bool] | None = None,
     hot: bool = False,
     headline: str | None = None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The seed's table: ``├──`` guides, the module type, ``value (pct%)`` cells, one row per
     shown node; under it a one-line legend and, when rows or columns were left out, what was.
@@ -68,7 +69,8 @@ def render_table(
 
     With ``hot``, rows on the hot path (:mod:`~torchprof._tree.hotpath`) have a ``◀`` after the
     table's right edge and a legend line says so, after ``headline`` (the costliest layer and type)
-    when given; the marks count in the width.
+    when given; the marks count in the width. ``warnings`` (``prof.summary["warnings"]``: what
+    the figures leave out, a root whose FLOPs are unknown and why) are said last.
     """
     if filter is not None and not isinstance(filter, str):
         filter = list(filter)
@@ -124,6 +126,7 @@ def render_table(
         notes.append(_unknown_flops_note(tree.unsupported_ops))
     if threads_at_once(tree):
         notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
+    notes += [str(text) for text in warnings]
     for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
         out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
     return "\n".join(out)
