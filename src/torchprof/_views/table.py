@@ -123,7 +123,7 @@ def render_table(
     if layout.dropped:
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.name in ("flops", "macs") for c in layout.columns):
-        notes.append(_unknown_flops_note(tree.unsupported_ops))
+        notes.append(_unknown_flops_note(tree.unsupported_ops, any(str(text).startswith("FLOPs of ") for text in warnings)))
     if threads_at_once(tree):
         notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
     notes += [str(text) for text in warnings]
@@ -249,13 +249,15 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
     return layout
 
 
-def _unknown_flops_note(unknown: dict[str, int]) -> str:
-    """The ops whose FLOPs the table's figures leave out (most calls first, as listed)."""
+def _unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False) -> str:
+    """The ops whose FLOPs the table's figures leave out (most calls first, as listed);
+    ``replay_failed``: a layer's replay failed, and a warning under this note says why."""
     calls = sum(unknown.values())
     names = list(unknown)
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    where = "outside every layer, or in a layer that could not be replayed, said below" if replay_failed else "outside every layer"
     return (f"FLOPs leave out {calls} call{'s' if calls != 1 else ''} of ops of unknown cost ({shown}): no formula, or "
-            "no shapes (outside every layer; shapes=True records them); prof.unsupported_ops lists them")
+            f"no shapes ({where}; shapes=True records them); prof.unsupported_ops lists them")
 
 
 def _legend(layout: _Layout) -> str:
