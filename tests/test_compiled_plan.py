@@ -80,3 +80,12 @@ def test_an_embedding_gradient_counts_one_addition_per_incoming_gradient_as_eage
     }  # fmt: skip
     _, flops, unknown = total(CompiledGraph("0/0", True, nodes, [CompiledKernel("cpp_fused_embedding_dense_backward_0", False, ["full", "put"])]))
     assert flops == 2 * 16 * 64 and unknown == []
+
+
+def test_a_functional_fill_costs_nothing_as_its_in_place_form():
+    # Functionalization turns an in-place fill_ (T5's and BART's shift of the labels into
+    # decoder inputs) into fill: it writes a constant and does no arithmetic.
+    nodes = {"fill": CompiledNode("aten::fill", [[2, 1], []], [None, 0], [], source="aten::fill", seq=-1, bwd=False),
+             "zero": CompiledNode("aten::zero", [[2, 8]], [None], [], source="aten::zero", seq=-1, bwd=False)}  # fmt: skip
+    macs, flops, unknown = total(CompiledGraph("0/0", False, nodes, [CompiledKernel("cpp_fused_fill_0", False, ["fill", "zero"])]))
+    assert (macs, flops, unknown) == (0, 0, [])
