@@ -665,6 +665,35 @@ def test_gradient_plumbing_is_free_unless_it_launches_gpu_work_itself():
     assert tree.columns["flops"][0] == 16
 
 
+def test_sparse_bookkeeping_and_sequence_packing_are_free_in_place_logic_is_counted():
+    # SparseAdam's step and packed RNN batches listed a dozen ops of "unknown cost" that only read
+    # a sparse tensor's parts or move rows (its coalescing sort stays listed: it compares data);
+    # the in-place forms of logical ops had no formula while their out-of-place forms had one.
+    free = ["_values", "_indices", "_nnz", "is_coalesced", "_coalesced_", "dense_dim", "sparse_dim",
+            "_sparse_coo_tensor_with_dims_and_tensors", "_pack_padded_sequence", "_pad_packed_sequence",
+            "_pack_padded_sequence_backward"]  # fmt: skip
+    tree = build([ev("op", f"aten::{name}", 2 * n, 2 * n + 1, shapes=[[6, 4]]) for n, name in enumerate(free)])
+    assert tree.unsupported_ops == {}
+    logic = ["bitwise_and_", "bitwise_or_", "logical_and_", "logical_not_"]
+    tree = build([ev("op", f"aten::{name}", 2 * n, 2 * n + 1, shapes=[[6, 4], [6, 4]]) for n, name in enumerate(logic)])
+    assert tree.unsupported_ops == {} and tree.columns["flops"][0] == 4 * 24
+
+
+def test_weight_norm_and_grid_sampling_backward_are_counted():
+    # Wav2Vec2's positional convolution and RAFT's correlation lookup: their weight norm and the
+    # gradient of grid sampling were listed as of unknown cost in every training step.
+    torch.manual_seed(0)
+    layer = nn.utils.parametrizations.weight_norm(nn.Linear(6, 5))
+    grid = torch.rand(2, 3, 4, 2) * 2 - 1
+    image = rand(2, 3, 7, 7, grad=True)
+    prof = profiled(lambda: (layer(rand(4, 6)).sum() + F.grid_sample(image, grid, align_corners=False).sum()).backward())
+    assert prof.unsupported_ops == {}
+    weight = prof.df[prof.df["name"] == "aten::_weight_norm_interface"]
+    assert weight["flops"].tolist() == [3 * 30]  # a norm (square, add) and a scale per element
+    grads = prof.df[prof.df["name"] == "aten::grid_sampler_2d_backward"]
+    assert grads["flops"].tolist() == [2 * 8 * 2 * 3 * 3 * 4]  # twice the forward's bilinear reads
+
+
 def test_a_formula_that_cannot_read_its_arguments_is_reported_not_zero(monkeypatch):
     def broken(shapes, concrete):
         raise IndexError("odd arguments")

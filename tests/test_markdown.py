@@ -12,7 +12,8 @@ from conftest import shared_trace
 #: A figure as the summary writes it: a number and its unit (``812µs``, ``1.20ms``, ``31%``,
 #: ``3.64G``, ``1.50 KB``, ``12.3GFLOP/s``).
 FIGURE = re.compile(r"-?\d+(?:\.\d+)?(?:µs|ms|s|%|[kMGT]?FLOP/s|[kMGT]| [KMG]?B)?")
-SECTIONS = ["### torchprof: ", "**Costliest layers**", "**Insights:**", "**MFU:**", "**Memory:**", "**Steps:**"]
+SECTIONS = ["### torchprof: ", "**Costliest layers**", "**Insights:**", "**MFU:**", "**Memory:**", "**Steps:**",
+            "**Not counted:**"]
 
 
 def run_once():

@@ -232,7 +232,7 @@ class Result:
                 filter, show_ops = None, True
         return render_table(self.tree, min_pct=min_pct, sort_by=sort_by, ascending=ascending, show_ops=show_ops,
                             filter=filter, max_depth=max_depth, colour=colour, width=width, hot=True,
-                            headline=self.headline)  # fmt: skip
+                            headline=self.headline, warnings=self.summary.get("warnings") or ())  # fmt: skip
 
     def display(
         self,

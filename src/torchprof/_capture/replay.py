@@ -60,6 +60,14 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class _Values:
+    """A PackedSequence's batch sizes, replayed with their values: the packing's layout (which
+    rows each time step holds, a CPU tensor by contract), as much its shape as sizes are."""
+
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class _Same:
     """A tensor argument that is the same tensor as an earlier one (``mha(x, x, x)``)."""
 
@@ -211,8 +219,13 @@ class CallRecorder:
         key: list[Any] = [grad, bool(getattr(module, "training", False)), str(spec), autocast, anomaly, grads]  # (grads: at _GRADS_AT)
         kept: list[Any] = []
         first: dict[int, int] = {}  # id(tensor) -> its first leaf: one tensor passed twice is one tensor again
+        layouts = _packed_layouts((tuple(args), kwargs)) if "PackedSequence" in key[2] else set()
         for n, leaf in enumerate(leaves):
-            if isinstance(leaf, tensor):
+            if id(leaf) in layouts:
+                values = _Values(tuple(leaf.tolist()))
+                key.append(values)
+                kept.append(values)
+            elif isinstance(leaf, tensor):
                 same = first.setdefault(id(leaf), n)
                 if same != n:
                     key.append(("same", same))
@@ -618,6 +631,15 @@ class _Tensors:
                 self.made.append(edge)
         return made
 
+    def values(self, values: tuple[int, ...]) -> Any:
+        """A CPU integer tensor holding ``values`` (:class:`_Values`): real on the meta device,
+        fake with its values known under fake tensors (kernels read them, as on the CPU)."""
+        torch = self._torch
+        if self.mode is None:
+            return torch.tensor(values, dtype=torch.int64)
+        with self.mode:  # made inside the mode: a fake tensor that keeps its values as a constant
+            return torch.tensor(values, dtype=torch.int64)
+
     def made_by(self, args: Any, kwargs: Any) -> list[Any]:
         """What of :attr:`made` stands for these arguments (one call's, of several made at once)."""
         from torch.utils import _pytree
@@ -742,8 +764,15 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         leaves: list[Any] = []
         tensors.made = []
         for leaf in sig.leaves:
+            if isinstance(leaf, _Values):
+                leaves.append(tensors.values(leaf.values))
+                continue
             leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
-        args, kwargs = _pytree.tree_unflatten(leaves, sig.spec)
+        try:
+            args, kwargs = _pytree.tree_unflatten(leaves, sig.spec)
+        except Exception as exc:  # noqa: BLE001 - an argument type that checks its tensors' data: FLOPs unknown, said why
+            return ReplayRun(path=path, count=sig.count, steps=_per_step(sig.steps),
+                             error=f"its arguments cannot be made without their data ({type(exc).__name__}: {_first_line(exc)})")  # fmt: skip
         # One try from the start on: a Ctrl-C landing anywhere after start() still stops the
         # session (stop() is a no-op on a session that never started) and restores SIGINT.
         started = False
@@ -797,6 +826,15 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         return ReplayRun(path=path, count=sig.count, error=error, steps=_per_step(sig.steps))
     return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules),
                      steps=_per_step(sig.steps))  # fmt: skip
+
+
+def _packed_layouts(tree: Any) -> set[int]:
+    """The ids of the batch sizes of every PackedSequence in ``tree`` (its layout: see :class:`_Values`)."""
+    from torch.nn.utils.rnn import PackedSequence
+    from torch.utils import _pytree
+
+    found = _pytree.tree_leaves(tree, is_leaf=lambda x: isinstance(x, PackedSequence))
+    return {id(x.batch_sizes) for x in found if isinstance(x, PackedSequence)}
 
 
 def _per_step(steps: dict[int, int]) -> dict[int, int] | None:
@@ -891,7 +929,9 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
                 else:
                     copied[key] = type(value)((name, get(id(v), v) if v is not None else None) for name, v in value.items())
             elif isinstance(value, dict):
-                copied[key] = type(value)()  # the user's hooks stay with the user's model
+                # The user's hooks stay with the user's model; the model's own (a weight norm's
+                # pre-hook) run on the copy as they ran in the forward.
+                copied[key] = _model_hooks(value, module.__dict__) if value and key in _HOOK_TABLES else type(value)()
             else:
                 copied[key] = value
         new.__dict__.update(copied)
@@ -900,6 +940,33 @@ def tensor_copy(root: Any, tensors: _Tensors, modules: list[Any]) -> Any:
 
 #: The tables whose entries are the copy's own (data-free tensors, copied children).
 _HELD = frozenset({"_parameters", "_buffers", "_modules"})
+
+#: A module's forward hook tables and the flags kept per hook beside them (by handle id).
+_HOOK_TABLES = frozenset({"_forward_pre_hooks", "_forward_hooks", "_forward_pre_hooks_with_kwargs",
+                          "_forward_hooks_with_kwargs", "_forward_hooks_always_called"})  # fmt: skip
+
+#: Where hooks that are part of what a layer computes are defined, not a user watching it:
+#: torch's weight reparametrisations (weight_norm, spectral_norm and pruning compute the weight
+#: in a forward pre-hook) and Hugging Face's output capturing (hooks installed once per model
+#: collect the hidden states a backbone's head reads) and its input-gradient hook.
+_MODEL_HOOK_MODULES = frozenset({"torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm", "torch.nn.utils.prune",
+                                 "transformers.utils.output_capturing", "transformers.modeling_utils"})  # fmt: skip
+
+
+def _model_hooks(table: dict[Any, Any], state: dict[str, Any]) -> dict[Any, Any]:
+    """The entries of one hook table (or of the flags beside it) whose hook is the model's own
+    (``_MODEL_HOOK_MODULES``): the copy runs them, and none of the user's."""
+    hooks = [*state.get("_forward_pre_hooks", {}).items(), *state.get("_forward_hooks", {}).items()]
+    own = {key for key, hook in hooks if _defined_in(hook) in _MODEL_HOOK_MODULES}
+    return type(table)((key, value) for key, value in table.items() if key in own)
+
+
+def _defined_in(hook: Any) -> str:
+    """The module a hook's code is defined in (a function's, a partial's, a callable object's class)."""
+    hook = getattr(hook, "func", hook)  # functools.partial
+    hook = getattr(hook, "__func__", hook)  # a bound method
+    name = getattr(hook, "__module__", None) if isinstance(hook, types.FunctionType) else type(hook).__module__
+    return name if isinstance(name, str) else ""
 
 
 #: What ``copy.deepcopy`` returns as it is.

@@ -285,7 +285,9 @@ def finish_tree(builder: BuildState) -> Tree:
         builder.peak = builder.ledger.peak_pair()
     parent_index = [row_of[nodes.parent[nid]] if nodes.parent[nid] >= 0 else -1 for nid in order]
     paths = PathColumn([row_of[scopes[nid]] if scopes[nid] >= 0 else -1 for nid in order], [labels[nid] for nid in order])
-    has_flops = builder.want_flops and builder.saw_shapes
+    # A root whose replay failed has its ops listed as of unknown cost: the FLOP columns say so
+    # (NaN) whether or not anything else was counted (an inference alone, or beside a step).
+    has_flops = builder.want_flops and (builder.saw_shapes or bool(builder.replay_problems and builder.shapeless))
     f = Finishing(builder, nodes, sums, order, depth, paths, names, parent_index, has_flops)
     # path and parent are made when first read (see tree.Columns).
     columns = Columns({c.name: COMPUTE[c.name](f) for c in COLUMNS if c.name not in Columns.LAZY}, paths, parent_index,

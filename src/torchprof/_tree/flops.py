@@ -421,6 +421,13 @@ def _grid_sampler(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
     return 0, 2 * 4 * x[0] * x[1] * g[1] * g[2]
 
 
+def _grid_sampler_backward(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    # grid_sampler_2d_backward(grad_output, input, grid, ...): per output element and channel,
+    # the four corners' gradients scattered back (grad_input) and the four corners read again
+    # for the grid's gradient: twice the forward's reads.
+    return 0, 2 * _grid_sampler([_shape(shapes, 1), _shape(shapes, 2)], concrete)[1]
+
+
 FORMULAS: dict[str, Formula] = {
     "aten::mm": _mm(0),
     "aten::addmm": _mm(1),
@@ -473,6 +480,7 @@ FORMULAS: dict[str, Formula] = {
     "aten::miopen_rnn_backward": _rnn(slice(1, 2), True),
     "aten::grid_sampler_2d": _grid_sampler,
     "aten::cudnn_grid_sampler": _grid_sampler,
+    "aten::grid_sampler_2d_backward": _grid_sampler_backward,
 }
 #: Ops whose cost follows the layout of their arguments (matmuls, convolutions, attention, RNNs,
 #: grid sampling), not the size of one tensor: only their own arguments can count them.
@@ -509,6 +517,9 @@ sin sin_ cos cos_ tan tan_ asin acos atan atan2 sinh cosh asinh acosh atanh erf 
 floor floor_ ceil ceil_ round round_ trunc trunc_ frac
 eq ne lt le gt ge eq_ ne_ lt_ le_ gt_ ge_ logical_and logical_or logical_not logical_xor
 bitwise_and bitwise_or bitwise_xor bitwise_not fmod fmod_ remainder remainder_ floor_divide
+bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_ logical_and_ logical_or_ logical_not_ logical_xor_
+tan_ asin_ acos_ atan_ atan2_ sinh_ cosh_ asinh_ acosh_ atanh_ erfc_ erfinv_ hypot_ copysign_ heaviside_
+floor_divide_ true_divide_ square_ float_power_ logit_ sgn_
 isnan isinf isfinite nan_to_num nan_to_num_ where masked_fill masked_fill_ sgn sign_
 sum mean amax amin aminmax argmax argmin cumsum cumsum_ cumprod prod logsumexp all any nansum _is_any_true _is_all_true
 logcumsumexp cummax cummin
@@ -540,7 +551,9 @@ _ONE_PER_INPUT_GRADIENT = "avg_pool1d_backward avg_pool2d_backward avg_pool3d_ba
 _PER_TARGET = {"nll_loss": 1, "nll_loss_forward": 1, "nll_loss2d_forward": 1, "nll_loss_nd": 1,
                "nll_loss_backward": 2, "nll_loss2d_backward": 2}  # fmt: skip
 _TWO_PER_ELEMENT = "addcmul addcmul_ lerp lerp_ var std var_mean std_mean norm linalg_vector_norm frobenius_norm"
-_THREE_PER_ELEMENT = "addcdiv addcdiv_"
+# weight_norm's weight from (v, g): the norm of v (a square and an add per element), then v
+# scaled by g / norm (one per element); ``_TEN_PER_INPUT``'s backward holds its gradient.
+_THREE_PER_ELEMENT = "addcdiv addcdiv_ _weight_norm_interface"
 # Normalisation and softmax cost per element of their input (argument 0), not of their weights.
 _FIVE_PER_INPUT = """
 batch_norm native_batch_norm _batch_norm_impl_index cudnn_batch_norm miopen_batch_norm
@@ -549,6 +562,9 @@ _batch_norm_with_update _batch_norm_with_update_functional _batch_norm_no_update
 layer_norm native_layer_norm group_norm native_group_norm instance_norm rms_norm _fused_rms_norm
 softmax _softmax log_softmax _log_softmax _safe_softmax _masked_softmax
 """
+# weight_norm's backward (grad_w, v, g, norms): g's gradient (a product and a sum per element),
+# v's (a product, a scale and a subtraction per element).
+_FIVE_PER_INPUT_GRADIENT = "_weight_norm_interface_backward"
 _TEN_PER_INPUT = """
 native_batch_norm_backward cudnn_batch_norm_backward miopen_batch_norm_backward batch_norm_backward
 native_layer_norm_backward native_group_norm_backward _fused_rms_norm_backward
@@ -565,7 +581,7 @@ _FOREACH = {
 
 for _cost, _names, _which in ((1, _ONE_PER_ELEMENT, None), (1, _ONE_PER_OUTPUT_GRADIENT, 0), (1, _ONE_PER_INPUT_GRADIENT, 1),
                               (2, _TWO_PER_ELEMENT, None), (3, _THREE_PER_ELEMENT, None),
-                              (5, _FIVE_PER_INPUT, 0), (10, _TEN_PER_INPUT, 0)):  # fmt: skip
+                              (5, _FIVE_PER_INPUT, 0), (5, _FIVE_PER_INPUT_GRADIENT, 0), (10, _TEN_PER_INPUT, 0)):  # fmt: skip
     for _name in _names.split():
         FORMULAS.setdefault("aten::" + _name, _per_element(_cost, _which))
 for _name, _which in _PER_TARGET.items():
@@ -670,6 +686,9 @@ diagonal_scatter view_as_real view_as_complex _to_dense to_dense dropout
 meshgrid atleast_1d atleast_2d atleast_3d cartesian_prod diag diag_embed block_diag fill_diagonal_
 _shape_as_tensor numpy_T matrix_H align_to rename refine_names _unsafe_split_with_sizes unsafe_chunk
 cudnn_is_acceptable _use_cudnn_rnn_flatten_weight _cudnn_rnn_flatten_weight is_contiguous
+_values _indices values indices _nnz is_coalesced _coalesced_ dense_dim sparse_dim crow_indices col_indices
+ccol_indices row_indices _sparse_coo_tensor_with_dims_and_tensors _sparse_coo_tensor_unsafe sparse_coo_tensor
+_pack_padded_sequence _pad_packed_sequence _pack_padded_sequence_backward
 """.split()
 ) | frozenset({"detach", "detach_", "aten::feature_dropout_"})
 

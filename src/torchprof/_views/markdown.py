@@ -2,8 +2,8 @@
 
 Always the same sections in the same order, each present even when it has nothing to say (then it
 says so), so two runs of the same code give the same text apart from the figures: the headline,
-the run in one line, the costliest layers, the insights, MFU, the memory peak's make-up and the
-steps. At most :data:`MAX_BYTES` bytes of UTF-8: past that, fewer layers, then fewer insights,
+the run in one line, the costliest layers, the insights, MFU, the memory peak's make-up, the
+steps and what the figures leave out. At most :data:`MAX_BYTES` bytes of UTF-8: past that, fewer layers, then fewer insights,
 then shorter messages.
 """
 
@@ -182,4 +182,15 @@ def _render(tree: Tree, summary: Summary, findings: list[Finding], label: str, l
         lines += ["**Costliest layers:** none (no layer took time).", ""]
     lines += ["**Insights:**", "", *_insight_lines(findings, insights, message_chars), ""]
     lines += [_mfu_line(summary), "", *_memory_lines(tree, summary), "", _steps_line(summary), ""]
+    lines += _warning_lines(summary, message_chars)
     return "\n".join(lines)
+
+
+def _warning_lines(summary: Summary, chars: int | None) -> list[str]:
+    """What the figures leave out (``summary["warnings"]``: a root whose FLOPs are unknown and
+    why, module calls the profile lacks), each clipped to ``chars`` where the text must shrink."""
+    texts = [fmt.printable(str(text)) for text in summary.get("warnings") or ()]
+    if not texts:
+        return ["**Not counted:** nothing the profiler knows of.", ""]
+    clipped = [t if chars is None or len(t) <= chars else t[: chars - 1] + "…" for t in texts]
+    return ["**Not counted:**", "", *(f"- {t}" for t in clipped), ""]

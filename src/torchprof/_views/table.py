@@ -58,6 +58,7 @@ def render_table(
     keep: Sequence[bool] | None = None,
     hot: bool = False,
     headline: str | None = None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The seed's table: ``├──`` guides, the module type, ``value (pct%)`` cells, one row per
     shown node; under it a one-line legend and, when rows or columns were left out, what was.
@@ -68,7 +69,8 @@ def render_table(
 
     With ``hot``, rows on the hot path (:mod:`~torchprof._tree.hotpath`) have a ``◀`` after the
     table's right edge and a legend line says so, after ``headline`` (the costliest layer and type)
-    when given; the marks count in the width.
+    when given; the marks count in the width. ``warnings`` (``prof.summary["warnings"]``: what
+    the figures leave out, a root whose FLOPs are unknown and why) are said last.
     """
     if filter is not None and not isinstance(filter, str):
         filter = list(filter)
@@ -121,9 +123,10 @@ def render_table(
     if layout.dropped:
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.name in ("flops", "macs") for c in layout.columns):
-        notes.append(_unknown_flops_note(tree.unsupported_ops))
+        notes.append(_unknown_flops_note(tree.unsupported_ops, any(str(text).startswith("FLOPs of ") for text in warnings)))
     if threads_at_once(tree):
         notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
+    notes += [str(text) for text in warnings]
     for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
         out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
     return "\n".join(out)
@@ -246,13 +249,15 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
     return layout
 
 
-def _unknown_flops_note(unknown: dict[str, int]) -> str:
-    """The ops whose FLOPs the table's figures leave out (most calls first, as listed)."""
+def _unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False) -> str:
+    """The ops whose FLOPs the table's figures leave out (most calls first, as listed);
+    ``replay_failed``: a layer's replay failed, and a warning under this note says why."""
     calls = sum(unknown.values())
     names = list(unknown)
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    where = "outside every layer, or in a layer that could not be replayed, said below" if replay_failed else "outside every layer"
     return (f"FLOPs leave out {calls} call{'s' if calls != 1 else ''} of ops of unknown cost ({shown}): no formula, or "
-            "no shapes (outside every layer; shapes=True records them); prof.unsupported_ops lists them")
+            f"no shapes ({where}; shapes=True records them); prof.unsupported_ops lists them")
 
 
 def _legend(layout: _Layout) -> str:

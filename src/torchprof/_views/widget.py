@@ -148,7 +148,8 @@ def _in_kernel() -> bool:
 def static_bundle(tree: Tree, summary: Summary, *, min_pct: float = DEFAULT_MIN_PCT, sort_by: str = DEFAULT_SORT) -> dict[str, str]:
     """The profile as a front end without widgets shows it: the terminal table as text/plain and
     the static HTML table (nbconvert, GitHub, consoles, a notebook reopened without its widgets)."""
-    return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by, hot=True, headline=summary.get("headline")),
+    return {"text/plain": render_table(tree, min_pct=min_pct, sort_by=sort_by, hot=True, headline=summary.get("headline"),
+                                       warnings=summary.get("warnings") or ()),
             "text/html": static_table(tree, summary, min_pct=min_pct, sort_by=sort_by)}  # fmt: skip
 
 
