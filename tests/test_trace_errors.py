@@ -405,3 +405,24 @@ def test_random_damage_to_a_saved_profile_only_ever_raises_trace_error(tmp_path,
         prof.memory_timeline(), prof.memory_breakdown(by="layer"), prof.memory_breakdown()
         outcomes["loaded"] += 1
     assert outcomes["loaded"] > 5 and outcomes["TraceError"] > 5, outcomes
+
+
+@pytest.mark.parametrize("damage", ["none", "truncated", "gzip-twice"])
+def test_a_gzipped_trace_leaves_no_file_open_whether_it_loads_or_not(tmp_path, damage):
+    # load_trace of every rank of a job, or a notebook reading traces all day, ran out of file
+    # descriptors one by one: the gzip reader closed its stream, never the file under it.
+    import gc
+    import warnings
+
+    packed = gzip.compress(json.dumps({"traceEvents": valid_events()}).encode())
+    content = {"none": packed, "truncated": packed[:-20], "gzip-twice": gzip.compress(packed)}[damage]
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(content)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        try:
+            torchprof.load_trace(path)
+        except TraceError:
+            assert damage != "none"
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
