@@ -199,7 +199,54 @@ def test_a_script_that_starts_its_own_profiler_is_told_why_it_cannot(tmp_path):
     done = run_here(str(script), cwd=tmp_path)
     assert done.returncode == 1
     assert "ProfilerError: a torchprof Profiler is already running" in done.stderr
+    assert "_profiler.py" not in done.stderr and "session.py" not in done.stderr  # the user's frames only
     assert done.stderr.rstrip().endswith("already profiles the whole script: run it with python, or drop the script's Profiler")
+
+
+def test_a_script_that_changes_directory_keeps_its_files_and_traceback_where_the_user_ran_it(tmp_path):
+    # The files went to the folder the script moved to (a temporary one here: lost), and the
+    # traceback, matched by the script's relative path, printed only its last line.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_script(tmp_path, tail=f"import os\n    os.chdir({str(elsewhere)!r})\n    raise ValueError('after chdir')")
+    done = run_here("--html", "r.html", "--csv", "r.csv", "--md", "r.md", "train.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert sorted(p.name for p in tmp_path.glob("r.*")) == ["r.csv", "r.html", "r.md"]
+    assert not list(elsewhere.iterdir())
+    assert done.stderr.startswith(f'Traceback (most recent call last):\n  File "{tmp_path / "train.py"}", line ')
+    assert done.stderr.rstrip().endswith("ValueError: after chdir")
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [("nothere_mod", "No module named nothere_mod"), ("pkg", "No module named pkg.__main__; 'pkg' is a package and cannot be directly executed"),
+     ("nothere_pkg.train", "No module named 'nothere_pkg'")],
+)  # fmt: skip
+def test_a_module_that_cannot_be_found_is_one_error_line_and_no_profile(tmp_path, module, message):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    done = run_here("-m", module, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("torchprof: error: ") and message in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("call", ["sys.exit(0)", "sys.exit()", "sys.exit(None)"])
+def test_a_script_that_exits_cleanly_is_not_reported_as_stopped(tmp_path, call):
+    done = run_here(str(write_script(tmp_path, tail=call)), cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "Net" in done.stdout and "stopped by" not in done.stdout and "incomplete" not in done.stdout
+
+
+def test_a_script_that_runs_no_torch_op_gets_no_finding(tmp_path):
+    # Its --help, say: the empty profile's communication share is 0/0, and a NaN share passed
+    # every rule's "below the threshold" test ("waits in collectives ... for 0.00µs (0%)").
+    script = tmp_path / "help.py"
+    script.write_text("import argparse\nargparse.ArgumentParser(description='mine').parse_args()\n")
+    done = run_here(str(script), "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: help.py [-h]")
+    assert "Insights: none" in done.stdout and "exposed_communication" not in done.stdout
 
 
 def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):
@@ -400,6 +447,21 @@ def test_a_file_with_arguments_or_that_is_not_a_trace_is_one_error_line(tmp_path
     done = run_here("bad.json", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith("torchprof: error: bad.json is not valid JSON") and done.stderr.count("\n") == 1
+
+
+def test_output_piped_into_a_reader_that_quits_ends_quietly(tmp_path):
+    # `torchprof trace.json | head`: head leaves after its lines; the table's next print raised
+    # BrokenPipeError, with a traceback of torchprof's frames.
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line
+    try:
+        done = subprocess.run([sys.executable, "-m", "torchprof", "t.json"], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 1
+    assert done.stderr == ""
 
 
 def test_the_html_report_opens_with_the_rows_the_terminal_showed(tmp_path):

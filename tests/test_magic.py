@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -178,6 +179,19 @@ def test_files_are_written_on_request(ip, tmp_path, capsys):
     assert back["cpu_us"].tolist() == pytest.approx(prof.df["cpu_us"].tolist())
     names = {e["name"] for e in json.loads(trace.read_text())["traceEvents"] if e.get("ph") == "X"}
     assert "nn.Module: model.0 [Linear]" in names
+
+
+def test_files_are_written_where_the_cell_started_though_it_changes_directory(ip, tmp_path, capsys, monkeypatch):
+    # A relative --html/--csv/--trace went to the folder the cell moved to; the cell's own
+    # change of directory stays (it is the user's).
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ip.run_cell_magic("torchprof", "--text --html r.html --csv r.csv --trace r.json", f"import os\nos.chdir({str(elsewhere)!r})\nmodel(x)")
+    assert os.getcwd() == str(elsewhere)
+    assert sorted(p.name for p in tmp_path.glob("r.*")) == ["r.csv", "r.html", "r.json"]
+    assert not list(elsewhere.iterdir())
+    assert "torchprof: wrote r.html\ntorchprof: wrote r.csv\ntorchprof: wrote r.json\n" in capsys.readouterr().out
 
 
 def test_html_report_is_written_with_the_view_state(ip, tmp_path, capsys):

@@ -14,6 +14,7 @@ What it shares with the notebook magic (option splitting, output files, view sta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import runpy
@@ -96,6 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while printing or writing: no traceback of ours
         print("KeyboardInterrupt", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `torchprof ... | head`: the reader has what it wanted
+        # Later writes (the interpreter's last flush included) go nowhere, not into a traceback.
+        with contextlib.suppress(Exception):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _main(argv: list[str]) -> int:
@@ -315,6 +321,8 @@ def run_script(args: argparse.Namespace) -> int:
     """
     from ._errors import ProfilerError
 
+    # The script may change directory: its output files and traceback are read from here.
+    start_dir = os.getcwd()
     if args.module is not None:
         label = args.module
         sys.argv = [args.module, *args.args]  # runpy replaces argv[0] with the module's file
@@ -330,10 +338,12 @@ def run_script(args: argparse.Namespace) -> int:
             print(f"torchprof: error: {script!r} is a folder without __main__.py", file=sys.stderr)
             return EXIT_USAGE
         label = os.path.basename(script)
-        sys.argv = [script, *args.args]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` does
-        run = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
         origin = os.path.abspath(script)
+        sys.argv = [script, *args.args]
+        sys.path.insert(0, os.path.dirname(origin))  # as `python script.py` does
+        # By its absolute path, as `python script.py` runs it: __file__ and the traceback's
+        # file names stay right after the script changes directory.
+        run = lambda: runpy.run_path(origin, run_name="__main__")  # noqa: E731
     try:
         prof = _profiler(args, label)
     except (ProfilerError, TypeError) as exc:
@@ -343,7 +353,7 @@ def run_script(args: argparse.Namespace) -> int:
     failure: BaseException | None = None
     try:
         with prof:
-            run()
+            _run_to_clean_exit(run)
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt as exc:
@@ -351,6 +361,12 @@ def run_script(args: argparse.Namespace) -> int:
     except BaseException as exc:  # noqa: BLE001 - reported like the interpreter would, below
         failure, code = exc, 1
     sys.stdout.flush()
+    with contextlib.suppress(OSError):  # a folder the script removed: paths are then the script's
+        os.chdir(start_dir)
+    if args.module is not None and _module_not_found(failure):
+        # `python -m` says this in one line and runs nothing: no profile of runpy's search.
+        print(printable(f"torchprof: error: {failure}"), file=sys.stderr)
+        return EXIT_USAGE
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
     if args.out is not None or launched_by_torchrun():
@@ -372,6 +388,32 @@ def run_script(args: argparse.Namespace) -> int:
     return code or status
 
 
+def _run_to_clean_exit(run: Any) -> None:
+    """``run()``; a ``sys.exit(0)`` (or ``sys.exit()``) in it ends it as a return would: the
+    profile is complete, not "stopped by SystemExit"."""
+    try:
+        run()
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+
+
+def _module_not_found(failure: BaseException | None) -> bool:
+    """The ImportError runpy raises itself when ``-m``'s module cannot be found or run (no
+    module, a package without ``__main__``), not one from the module's own imports."""
+    if not isinstance(failure, ImportError) or failure.__traceback__ is None:
+        return False
+    tb = failure.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename
+    return filename == "<frozen runpy>" or os.path.abspath(filename) == os.path.abspath(runpy.__file__)  # frozen in 3.11+
+
+
+def _ours(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
 def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
     """The traceback without the frames of torchprof, runpy and importlib that lead to the
     user's code: it starts at the script (or, for -m, the first frame outside the machinery)."""
@@ -390,7 +432,18 @@ def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
     if isinstance(exc, KeyboardInterrupt):
         print("KeyboardInterrupt", file=sys.stderr)
         return
-    lines = traceback.format_exception(type(exc), exc, start) if start is not None else traceback.format_exception_only(type(exc), exc)
+    from ._errors import OutputError, ProfilerError, TraceError
+
+    if start is not None and isinstance(exc, (ProfilerError, TraceError, OutputError)):
+        # torchprof's own error, raised at a call of the user's: their frames, none of ours.
+        frames = traceback.extract_tb(start)
+        cut = next((i for i, frame in enumerate(frames) if i and _ours(frame.filename)), len(frames))
+        lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[:cut]),
+                 *traceback.format_exception_only(type(exc), exc)]  # fmt: skip
+    elif start is not None:
+        lines = traceback.format_exception(type(exc), exc, start)
+    else:
+        lines = traceback.format_exception_only(type(exc), exc)
     sys.stderr.write("".join(lines))
     sys.stderr.flush()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 import re
 import sys
 from typing import TYPE_CHECKING, Any
@@ -100,6 +101,7 @@ def parse_options(magic: Any, options: str) -> Any:
         check_output_paths(html=args.html, csv=args.csv, trace=args.trace)
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc}") from None
+    args.start_dir = os.getcwd()  # the files' folder, whatever directory the cell moves to
     try:
         args.peak_flops = parse_peak_flops(args.peak_flops)
     except ValueError as exc:
@@ -281,7 +283,8 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
     result = prof.result
     state = state_from_options(result, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
     try:
-        written = write_outputs(result, html=args.html, csv=args.csv, trace=args.trace, state=state)
+        written = write_outputs(result, html=args.html, csv=args.csv, trace=args.trace, state=state,
+                                base=getattr(args, "start_dir", None))  # fmt: skip
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc} (the profile is in {LAST})") from None
     for path in written:
