@@ -184,6 +184,7 @@ def test_ctrl_c_in_the_script_prints_the_partial_profile_and_exits_130(tmp_path)
     assert done.returncode == 130
     assert "not reached" not in done.stdout
     assert "(incomplete: the script did not finish)" in done.stdout and "Net" in done.stdout
+    assert re.search(r"· stopped by KeyboardInterrupt( ·|\n)", done.stdout)  # not "KeyboardInterrupt: " (no message)
     assert done.stderr == "KeyboardInterrupt\n"
 
 

@@ -286,7 +286,7 @@ class Profiler:
         if rank is not None:
             meta["distributedInfo"] = rank
         if self.interrupted is not None:
-            meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
+            meta["interrupted"] = ": ".join(filter(None, (type(self.interrupted).__name__, str(self.interrupted))))
         if self._facts is not None:
             # Facts for MFU and the insights: never worth losing the profile over.
             with contextlib.suppress(Exception):
