@@ -271,6 +271,17 @@ def test_cell_that_raises_shows_its_own_traceback_and_keeps_the_partial_profile(
     assert prof.summary["interrupted"] == "ValueError: boom"
 
 
+def test_a_profiler_inside_the_cell_is_told_in_the_cells_own_lines(ip, capsys):
+    # The magic profiles the cell already: the error showed four frames of torchprof's start.
+    ok, out, _err = run_shown(ip, capsys, "%%torchprof --text\nimport torchprof\nwith torchprof.Profiler() as inner:\n    model(x)")
+    assert not ok
+    traceback = out[out.index("-" * 20):]
+    assert "----> 3 with torchprof.Profiler() as inner:" in traceback
+    assert "_profiler.py" not in traceback and "session.py" not in traceback
+    assert traceback.rstrip().endswith("ProfilerError: a torchprof Profiler is already running; finish it before starting another")
+    assert "%%torchprof already profiles the cell: drop the cell's own Profiler, or the magic" in out
+
+
 def test_syntax_error_in_the_cell_shows_as_in_a_plain_cell(ip, capsys):
     ok, out, err = run_shown(ip, capsys, "%%torchprof --text\nx = 1\ny = (2\n")
     assert not ok

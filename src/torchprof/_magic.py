@@ -172,6 +172,7 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
         raise
     except BaseException as exc:
         _show_partial(shell, prof, args, exc)
+        _hide_our_frames(exc)
         raise
     show(shell, prof, args)
     return None if quiet else value
@@ -310,6 +311,30 @@ def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> 
             show(shell, prof, args)
     except BaseException as problem:  # noqa: BLE001 - the cell's own exception matters more
         print(printable(f"torchprof: could not show the partial profile ({type(problem).__name__}: {problem})"), file=sys.stderr)
+
+
+def _hide_our_frames(exc: BaseException) -> None:
+    """torchprof's own error raised at a call in the cell (a Profiler inside it, a trace that
+    cannot be read): its traceback ends at the cell's line, without torchprof's frames below it,
+    as an error of the user's own code would. Other exceptions keep every frame."""
+    from ._errors import OutputError, ProfilerError, TraceError
+
+    if not isinstance(exc, (ProfilerError, TraceError, OutputError)):
+        return
+    if isinstance(exc, ProfilerError) and "already running" in str(exc):
+        print("torchprof: %%torchprof already profiles the cell: drop the cell's own Profiler, or the magic")
+    ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    tb, last_user, in_cell = exc.__traceback__, None, False
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        mine = os.path.abspath(code.co_filename).startswith(ours)
+        if mine and last_user is not None:
+            last_user.tb_next = None  # cut below the cell's (or its functions') last frame
+            return
+        if in_cell and not mine:
+            last_user = tb
+        in_cell = in_cell or code is _execute.__code__
+        tb = tb.tb_next
 
 
 def _has_widget_frontend(shell: Any) -> bool:
