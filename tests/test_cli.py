@@ -450,6 +450,16 @@ def test_a_file_with_arguments_or_that_is_not_a_trace_is_one_error_line(tmp_path
     assert done.stderr.startswith("torchprof: error: bad.json is not valid JSON") and done.stderr.count("\n") == 1
 
 
+def test_options_after_a_trace_file_apply_to_it(tmp_path):
+    # A file is opened, not run, so nothing else can own them: `torchprof t.json --min-pct 0` was an error.
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    done = run_here("t.json", "--min-pct", "0", "--csv", "t.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "data_loading" in done.stdout and (tmp_path / "t.csv").exists()
+    done = run_here("t.json", "--no-such-option", cwd=tmp_path)
+    assert done.returncode == 2 and "unrecognized arguments: --no-such-option" in done.stderr
+
+
 def test_output_piped_into_a_reader_that_quits_ends_quietly(tmp_path):
     # `torchprof trace.json | head`: head leaves after its lines; the table's next print raised
     # BrokenPipeError, with a traceback of torchprof's frames.

@@ -107,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     options, module, target, rest = split_argv(parser, argv)
+    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES) and options_end(rest, takes_value(parser)) == len(rest):
+        # A file is opened, not run: options after it are ours (a word that is none is still an error).
+        options, rest = options + rest, []
     if "--compare" in options:
         return run_compare(parser, argv)
     try:
