@@ -460,6 +460,22 @@ def test_options_after_a_trace_file_apply_to_it(tmp_path):
     assert done.returncode == 2 and "unrecognized arguments: --no-such-option" in done.stderr
 
 
+def test_a_folder_or_a_list_of_rank_traces_opens_as_one_job(tmp_path):
+    # What `torchrun -m torchprof --out traces` leaves, and a shell's traces/rank*.json: the folder
+    # was "a folder without __main__.py", the list "takes no arguments".
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for rank in (0, 1):
+        (folder / f"rank{rank}.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    for argv in (["traces"], ["--min-pct", "0", "traces/rank0.json", "traces/rank1.json"], ["traces/rank0.json", "traces/rank1.json", "--ops"]):
+        done = run_here(*argv, cwd=tmp_path)
+        assert done.returncode == 0, (argv, done.stderr)
+        assert "2 ranks" in done.stdout and "data_loading" in done.stdout, argv
+    (tmp_path / "empty").mkdir()
+    done = run_here("empty", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == "torchprof: error: 'empty' is a folder without __main__.py or trace files (*.json, *.json.gz)\n"
+
+
 def test_output_piped_into_a_reader_that_quits_ends_quietly(tmp_path):
     # `torchprof trace.json | head`: head leaves after its lines; the table's next print raised
     # BrokenPipeError, with a traceback of torchprof's frames.

@@ -107,9 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     options, module, target, rest = split_argv(parser, argv)
-    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES) and options_end(rest, takes_value(parser)) == len(rest):
-        # A file is opened, not run: options after it are ours (a word that is none is still an error).
-        options, rest = options + rest, []
+    files: list[str] = []
+    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES):
+        # Files are opened, not run: more files after the first are the ranks of one job (a
+        # shell's rank*.json), and options after them are ours (a word that is neither is an error).
+        more = next((i for i, w in enumerate(rest) if w.startswith("-") or not w.lower().endswith(PROFILE_FILE_SUFFIXES)), len(rest))
+        if options_end(rest[more:], takes_value(parser)) == len(rest) - more:
+            files, options, rest = [target, *rest[:more]], options + rest[more:], []
+    elif target is not None and target != DEMO and _trace_folder(target):
+        files = [target]
     if "--compare" in options:
         return run_compare(parser, argv)
     try:
@@ -128,7 +134,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     if target == DEMO:
         return run_demo(args)
-    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES):
+    if files or (target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES)):
+        args.files = files or [target]
         return open_file(args)
     saved = sys.argv, list(sys.path)
     try:
@@ -292,13 +299,28 @@ def _write_csv(df: Any, path: str) -> str:
 
     return write_csv(df, path)
 # -- files --------------------------------------------------------------------------------------------
+def _trace_folder(path: str) -> bool:
+    """A folder to open as the ranks of one job: trace files in it, and no ``__main__.py``."""
+    return (os.path.isdir(path) and not os.path.exists(os.path.join(path, "__main__.py"))
+            and any(name.lower().endswith(PROFILE_FILE_SUFFIXES) for name in os.listdir(path)))  # fmt: skip
+
+
 def open_file(args: argparse.Namespace) -> int:
     """Print the tree of a chrome trace or a saved profile (and write the requested files), as
-    for a script run, instead of running the file."""
+    for a script run, instead of running the file; of several traces or a folder of them, the
+    job they are the ranks of."""
     from ._errors import TraceError
-    from ._load import open_profile_file
+    from ._load import load_trace, open_profile_file
 
     path = args.target
+    if len(args.files) > 1 or os.path.isdir(path):
+        try:
+            job = load_trace(args.files if len(args.files) > 1 else path, flops=args.flops, peak_flops=args.peak_flops)
+        except (TraceError, OSError, ValueError) as exc:
+            print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
+            return 1
+        where = path if len(args.files) == 1 else f"{path} and {len(args.files) - 1} more"
+        return _report(job, args, title=f"torchprof: {where} (a job of {len(args.files) if len(args.files) > 1 else len(job.ranks)} traces)")
     if args.args:
         print(printable(f"torchprof: error: {path} is opened, not run: it takes no arguments ({' '.join(args.args)})"),
               file=sys.stderr)  # fmt: skip
@@ -338,7 +360,7 @@ def run_script(args: argparse.Namespace) -> int:
             print(f"torchprof: error: cannot open {script!r}: no such file", file=sys.stderr)
             return EXIT_USAGE
         if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
-            print(f"torchprof: error: {script!r} is a folder without __main__.py", file=sys.stderr)
+            print(f"torchprof: error: {script!r} is a folder without __main__.py or trace files (*.json, *.json.gz)", file=sys.stderr)
             return EXIT_USAGE
         label = os.path.basename(script)
         origin = os.path.abspath(script)
