@@ -282,6 +282,16 @@ def test_a_profiler_inside_the_cell_is_told_in_the_cells_own_lines(ip, capsys):
     assert "%%torchprof already profiles the cell: drop the cell's own Profiler, or the magic" in out
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_flag_prints_the_options_and_runs_nothing(ip, capsys, flag):
+    # as `python -m torchprof --help` does; it was "unrecognized arguments: --help"
+    ok, out, err = run_shown(ip, capsys, f"%%torchprof --text {flag}\nran = 1")
+    assert ok, err
+    assert "--min-pct" in out and "--repeat" in out and "unrecognized" not in out + err
+    assert "ran" not in ip.user_ns
+    assert ip.run_line_magic("torchprof", f"{flag} model(x)") is None and "--min-pct" in capsys.readouterr().out
+
+
 def test_syntax_error_in_the_cell_shows_as_in_a_plain_cell(ip, capsys):
     ok, out, err = run_shown(ip, capsys, "%%torchprof --text\nx = 1\ny = (2\n")
     assert not ok

@@ -63,12 +63,15 @@ class TorchprofMagics(Magics):
         __tracebackhide__ = True
         if cell is None:
             options, source = split_statement(self.torchprof.parser, line)
-            if not source.strip():
+            if not source.strip() and not {m.group(1) for m in _TOKEN.finditer(options)} & {"-h", "--help"}:
                 raise UsageError("%torchprof needs a statement to profile, e.g. %torchprof model(x); for a whole cell use %%torchprof")
             first_line = 1
         else:
             options, source = line, cell
             first_line = 2  # the cell's first line sits below the %%torchprof line
+        if {m.group(1) for m in _TOKEN.finditer(options)} & {"-h", "--help"}:
+            print(self.torchprof.parser.format_help())  # as the command line's --help: nothing runs
+            return None
         args = parse_options(self.torchprof, options)
         return run_profiled(self.shell, args, source, first_line)
 
