@@ -250,6 +250,16 @@ def test_a_script_that_runs_no_torch_op_gets_no_finding(tmp_path):
     assert "Insights: none" in done.stdout and "exposed_communication" not in done.stdout
 
 
+def test_a_note_on_what_the_profile_missed_is_said_once_under_the_table(tmp_path):
+    # A torch.profiler session inside the script: the note came twice, the first time as a
+    # Python warning located at "<frozen runpy>:88".
+    write_script(tmp_path, tail="with torch.profiler.profile():\n        net(torch.randn(4, 8))")
+    done = run("train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "runpy" not in done.stderr and "ProfilerWarning" not in done.stderr
+    assert done.stdout.count("a torch.profiler session was started (and stopped) inside the block") == 1
+
+
 def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):
     done = run_here("--compare", "before.json", "after.json", cwd=tmp_path)
     assert done.returncode == 2

@@ -21,6 +21,7 @@ import runpy
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -344,7 +345,7 @@ def run_script(args: argparse.Namespace) -> int:
     of ours or runpy's), after the profile collected until then; the exit code is the script's
     (``sys.exit(n)``), 1 for an exception and 130 for Ctrl-C, as the interpreter itself gives.
     """
-    from ._errors import ProfilerError
+    from ._errors import ProfilerError, ProfilerWarning
 
     # The script may change directory: its output files and traceback are read from here.
     start_dir = os.getcwd()
@@ -376,6 +377,11 @@ def run_script(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     code = 0
     failure: BaseException | None = None
+    # What the profile missed is said once, in the summary line under the title, not also as a
+    # Python warning (located in runpy, the script's caller, or in our report).
+    quiet = warnings.catch_warnings()
+    quiet.__enter__()
+    warnings.filterwarnings("ignore", category=ProfilerWarning)
     try:
         with prof:
             _run_to_clean_exit(run)
@@ -390,14 +396,18 @@ def run_script(args: argparse.Namespace) -> int:
         os.chdir(start_dir)
     if args.module is not None and _module_not_found(failure):
         # `python -m` says this in one line and runs nothing: no profile of runpy's search.
+        quiet.__exit__(None, None, None)
         print(printable(f"torchprof: error: {failure}"), file=sys.stderr)
         return EXIT_USAGE
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
-    if args.out is not None or launched_by_torchrun():
-        status = report_rank(prof.result, args, title, _report, close_group=True)
-    else:
-        status = _report(prof.result, args, title=title)
+    try:
+        if args.out is not None or launched_by_torchrun():
+            status = report_rank(prof.result, args, title, _report, close_group=True)
+        else:
+            status = _report(prof.result, args, title=title)
+    finally:
+        quiet.__exit__(None, None, None)
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)
