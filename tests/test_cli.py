@@ -239,15 +239,16 @@ def test_a_script_that_exits_cleanly_is_not_reported_as_stopped(tmp_path, call):
     assert "Net" in done.stdout and "stopped by" not in done.stdout and "incomplete" not in done.stdout
 
 
-def test_a_script_that_runs_no_torch_op_gets_no_finding(tmp_path):
-    # Its --help, say: the empty profile's communication share is 0/0, and a NaN share passed
-    # every rule's "below the threshold" test ("waits in collectives ... for 0.00µs (0%)").
+def test_a_script_that_runs_no_torch_op_says_so_in_one_line(tmp_path):
+    # Its --help, say: an empty table followed, and a finding ("waits in collectives ... for
+    # 0.00µs (0%)": the empty profile's shares were NaN, which passed the insights' thresholds).
     script = tmp_path / "help.py"
     script.write_text("import argparse\nargparse.ArgumentParser(description='mine').parse_args()\n")
-    done = run_here(str(script), "--help", cwd=tmp_path)
+    done = run_here("--html", "r.html", str(script), "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: help.py [-h]")
-    assert "Insights: none" in done.stdout and "exposed_communication" not in done.stdout
+    assert done.stdout.endswith("torchprof: help.py: nothing was recorded (no torch operation ran); no file written\n")
+    assert not (tmp_path / "r.html").exists()
 
 
 def test_a_note_on_what_the_profile_missed_is_said_once_under_the_table(tmp_path):

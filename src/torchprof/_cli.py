@@ -402,7 +402,13 @@ def run_script(args: argparse.Namespace) -> int:
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
     try:
-        if args.out is not None or launched_by_torchrun():
+        if args.out is None and not launched_by_torchrun() and len(prof.result.tree) <= 1:
+            # A script's --help, one that exits early: no table of nothing, no report of it.
+            wanted = any(path for path in (args.html, args.csv, args.trace, args.md))
+            print(printable(f"torchprof: {label}: nothing was recorded (no torch operation ran)"
+                            + ("; no file written" if wanted else "")))  # fmt: skip
+            status = 0
+        elif args.out is not None or launched_by_torchrun():
             status = report_rank(prof.result, args, title, _report, close_group=True)
         else:
             status = _report(prof.result, args, title=title)
