@@ -402,7 +402,7 @@ def run_script(args: argparse.Namespace) -> int:
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
     try:
-        if args.out is None and not launched_by_torchrun() and len(prof.result.tree) <= 1:
+        if args.out is None and not launched_by_torchrun() and len(prof.result.tree) <= 1 and not prof.result.summary.get("warnings"):
             # A script's --help, one that exits early: no table of nothing, no report of it.
             wanted = any(path for path in (args.html, args.csv, args.trace, args.md))
             print(printable(f"torchprof: {label}: nothing was recorded (no torch operation ran)"
