@@ -426,3 +426,10 @@ def test_a_gzipped_trace_leaves_no_file_open_whether_it_loads_or_not(tmp_path, d
             assert damage != "none"
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("given", [None, 5, b"trace.json", [None]], ids=["None", "int", "bytes", "list-of-None"])
+def test_load_trace_of_something_that_is_no_path_says_what_it_takes(given):
+    # It was "'NoneType' object is not iterable", from inside the reader.
+    with pytest.raises(TypeError, match=r"load_trace takes the path of a trace \(str or os.PathLike\)"):
+        torchprof.load_trace(given)
