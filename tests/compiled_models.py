@@ -128,6 +128,21 @@ class LlamaBlock(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
+class Tied(nn.Module):
+    """Two layers sharing one weight (as a language model's embedding and output head do): the
+    weight's two gradients are summed in the backward graph, where Inductor fuses the sum with a
+    gradient matmul."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(D)
+        self.inner, self.outer = nn.Linear(D, D), nn.Linear(D, D)
+        self.outer.weight = self.inner.weight
+
+    def forward(self, x):
+        return self.outer(torch.relu(self.inner(self.ln(x))))
+
+
 def vit_block() -> nn.Module:
     from torchvision.models.vision_transformer import EncoderBlock
 
@@ -154,4 +169,5 @@ CASES = (
     Case("llama", LlamaBlock, SEQUENCE, ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
                                          "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")),
     Case("vit", vit_block, SEQUENCE, ("self_attention", "mlp.0", "mlp.3")),
+    Case("tied", Tied, SEQUENCE, ("inner", "outer")),
 )  # fmt: skip

@@ -229,8 +229,8 @@ def _profile_compiled(case: Case, mode: str, tmp_path):
 
 #: Modes per case: every model warm (compiled and warmed up before the block), compiled inside
 #: the block ("cold"), and module.compile()d inside it; the ViT block (the same attention as
-#: MHA's) only warm; MHA also module.compile()d before the block.
-MODES = {"vit": ("warm",), "mha": ("warm", "cold", "model.compile()", "model.compile() warm")}
+#: MHA's) and the tied weights only warm; MHA also module.compile()d before the block.
+MODES = {"vit": ("warm",), "tied": ("warm",), "mha": ("warm", "cold", "model.compile()", "model.compile() warm")}
 MATRIX = [(case, mode) for case in CASES for mode in MODES.get(case.name, ("warm", "cold", "model.compile()"))]
 
 

@@ -44,3 +44,48 @@ def test_a_matmul_like_call_whose_matmul_is_gone_is_unknown_not_guessed():
     nodes = {"add_a": CompiledNode("aten::add", [[16], [64, 16]], [None, None], LINEAR1, source="aten::addmm", seq=-1)}
     macs, flops, unknown = total(CompiledGraph("0/0", False, nodes, [CompiledKernel("triton_poi_fused_add_0", False, ["add_a"])]))
     assert (macs, flops) == (0, 0) and unknown == ["aten::addmm"]
+
+
+def test_a_matmul_fused_into_a_later_add_counts_both_as_eager_does():
+    # A weight shared by an embedding and a linear head (tied, as GPT-2's): Inductor fuses the
+    # head's weight-gradient mm with the add that accumulates the two gradients into one addmm,
+    # which keeps only the add's provenance (no sequence number, no module).
+    nodes = {
+        "mm_2": CompiledNode("aten::mm", [[32, 128], [128, 64]], [None, None], LINEAR1, source="aten::mm", seq=59, bwd=True),
+        "addmm_default": CompiledNode("aten::addmm", [[128, 64], [128, 32], [32, 64]], [None] * 3, [], source="aten::add", seq=-1, bwd=True),
+    }
+    kernels = [CompiledKernel("aten::mm", True, ["mm_2"]), CompiledKernel("aten::addmm", True, ["addmm_default"])]
+    macs, flops, unknown = total(CompiledGraph("0/0", True, nodes, kernels))
+    assert macs == 32 * 128 * 64 + 128 * 32 * 64
+    assert flops == 2 * macs + 128 * 64  # both matmuls, and the gradients' sum
+    assert unknown == []
+
+
+def test_a_fused_bias_add_counts_on_the_matmuls_output_not_its_widest_argument():
+    # x @ w + b written by hand: eager runs mm and an add over the [M, N] output; Inductor's
+    # addmm keeps the add's provenance. The add counts M*N, not the [M, K] input's size.
+    nodes = {"addmm": CompiledNode("aten::addmm", [[16], [8, 512], [512, 16]], [None] * 3, LINEAR1, source="aten::add", seq=3, bwd=False)}
+    macs, flops, _ = total(CompiledGraph("0/0", False, nodes, [CompiledKernel("aten::addmm", True, ["addmm"])]))
+    assert macs == 8 * 512 * 16 and flops == 2 * macs + 8 * 16
+
+
+def test_an_embedding_gradient_counts_one_addition_per_incoming_gradient_as_eager_does():
+    # torch 2.14 decomposes embedding_dense_backward into a masked, accumulating index put of the
+    # incoming [2, 16, 64] gradient into the [128, 64] weight: eager counts 2*16*64, not 128*64.
+    wte = [("L['self'].wte", "Embedding")]
+    nodes = {
+        "full": CompiledNode("aten::full", [[], []], [[128, 64], 0.0], wte, source="aten::embedding_dense_backward", seq=7, bwd=True),
+        "put": CompiledNode("aten::_unsafe_masked_index_put_accumulate", [[128, 64], [2, 16, 1], [[2, 16]], [2, 16, 64]], [None] * 4, wte,
+                            source="aten::embedding_dense_backward", seq=7, bwd=True),
+    }  # fmt: skip
+    _, flops, unknown = total(CompiledGraph("0/0", True, nodes, [CompiledKernel("cpp_fused_embedding_dense_backward_0", False, ["full", "put"])]))
+    assert flops == 2 * 16 * 64 and unknown == []
+
+
+def test_a_functional_fill_costs_nothing_as_its_in_place_form():
+    # Functionalization turns an in-place fill_ (T5's and BART's shift of the labels into
+    # decoder inputs) into fill: it writes a constant and does no arithmetic.
+    nodes = {"fill": CompiledNode("aten::fill", [[2, 1], []], [None, 0], [], source="aten::fill", seq=-1, bwd=False),
+             "zero": CompiledNode("aten::zero", [[2, 8]], [None], [], source="aten::zero", seq=-1, bwd=False)}  # fmt: skip
+    macs, flops, unknown = total(CompiledGraph("0/0", False, nodes, [CompiledKernel("cpp_fused_fill_0", False, ["fill", "zero"])]))
+    assert (macs, flops, unknown) == (0, 0, [])

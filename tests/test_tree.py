@@ -89,6 +89,20 @@ def test_ops_without_a_formula_are_listed_not_silently_zero():
     assert tree.columns["flops"][0] == 16
 
 
+def test_ranges_torch_opens_around_dispatch_to_python_are_not_ops_of_unknown_cost():
+    # A compiled graph's first run (and any TorchDispatchMode or tensor subclass) records these
+    # ranges under an op, with nothing below them when the mode only passed the call on.
+    events = [
+        ev("op", "aten::_unsafe_view", 0, 10, shapes=[[4, 4], []]),
+        ev("op", "PythonDispatchMode", 1, 9),
+        ev("op", "aten::add", 10, 20, shapes=[[4, 4], [4, 4], []]),
+        ev("op", "PythonSubclass", 11, 19),
+    ]
+    tree = build(events)
+    assert tree.unsupported_ops == {}
+    assert tree.columns["flops"][0] == 16
+
+
 def test_kernels_attach_to_the_op_that_launched_them():
     events = [
         ev("module", "M.conv", 0, 50, type_="Conv2d"),

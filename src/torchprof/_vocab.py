@@ -194,6 +194,9 @@ COMPILED_REGION_PREFIX = "Torch-Compiled Region: "
 COMPILED_FORWARD = "CompiledFunction"
 COMPILED_BACKWARD = "CompiledFunctionBackward"
 COMPILED_GRAPH_PREFIX = "## Call CompiledFxGraph "
+#: Ranges torch records around a call's dispatch to Python (a TorchDispatchMode, a tensor
+#: subclass, fake tensors): the ops they run are their children; they do no arithmetic themselves.
+DISPATCH_RANGES = frozenset({"PythonDispatchMode", "PythonSubclass"})
 #: Compiler bookkeeping ranges around a compiled graph: no arithmetic, no layer.
 COMPILED_BOOKKEEPING = frozenset({
     "TorchDynamo Cache Lookup", "AOTDispatcher Runtime Wrapper Prologue", "Pregraph bytecode", COMPILED_FORWARD,

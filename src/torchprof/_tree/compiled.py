@@ -213,6 +213,13 @@ class CompiledRegions:
                     plan[key2] = (m0, f0, [*u0, source])
             else:
                 counted = [((homed or home)[0], source, _decomposed_arguments(source, [m[2] for m in members]), [None] * 8)]
+            if source not in _flops.STRUCTURED:
+                # A matmul Inductor fused into this call's node keeps only this call's provenance
+                # (``add(mm(a, b), c)`` -> ``addmm(c, a, b)``: the gradients of a weight two
+                # layers share, a hand-written bias): its own call is gone from the map, so it
+                # counts here, by its own arguments.
+                counted += [(m, m[2].op, m[2].shapes, m[2].concrete) for m in homed or home
+                            if m[2].op in _flops.STRUCTURED and not _counts_as(m[2].op, source)]  # fmt: skip
             for (graph, name, _), op, shapes, concrete in counted:
                 macs, flops, unknown = _cost(op, shapes, concrete)
                 if not (macs or flops or unknown):
@@ -271,9 +278,12 @@ class CompiledRegions:
 #: Ops Inductor puts in place of an eager op, with its arguments in the same order: counted as
 #: that op (the low-memory max pooling of ``max_pool{n}d_with_indices``).
 _SAME_ARGUMENTS = {"prims::_low_memory_max_pool_with_offsets": "max_pool"}
+#: Matmuls whose first argument is added to the product of the next two.
+_ADDS_TO_PRODUCT = frozenset({"aten::addmm", "aten::addmm_", "aten::_addmm_activation", "aten::baddbmm", "aten::baddbmm_"})
 #: Where a decomposed gather gradient scatters its incoming gradient: the op, and which of its
 #: arguments holds the gradient values (eager counts one addition per incoming gradient).
-_SCATTERS = {"aten::scatter_add": 3, "aten::index_put": 2, "aten::index_add": 3}
+_SCATTERS = {"aten::scatter_add": 3, "aten::index_put": 2, "aten::index_add": 3, "aten::_unsafe_index_put": 2,
+             "aten::_unsafe_masked_index_put_accumulate": 3}  # fmt: skip
 
 
 def _counts_as(op: str, source: str) -> bool:
@@ -288,12 +298,29 @@ def _decomposed_arguments(source: str, members: list[CompiledNode]) -> list[Any]
     largest tensor among its nodes' arguments. A gather's gradient (max pooling's, nearest
     upsampling's) counts per incoming gradient: the values its scatter adds."""
     if source.endswith("_backward"):
-        for node in members:
-            at = _SCATTERS.get(node.op)
-            if at is not None and at < len(node.shapes) and _is_sizes(node.shapes[at]):
-                return [node.shapes[at]] * 8
-    widest: list[int] = max((shape for m in members for shape in m.shapes if _is_sizes(shape)), key=_numel, default=[])
+        # (the widest: an embedding's gradient scaled by frequency also scatters ones to count them)
+        added = [node.shapes[at] for node in members if (at := _SCATTERS.get(node.op)) is not None and at < len(node.shapes)]
+        added = [shape for shape in added if _is_sizes(shape)]
+        if added:
+            return [max(added, key=_numel)] * 8
+    # A matmul fused into the call (see _plan) adds to its product: its factors are not the
+    # call's elements, the product is.
+    shapes: list[Any] = [shape for m in members for shape in ((_product(m),) if m.op in _flops.STRUCTURED else m.shapes)]
+    widest: list[int] = max((shape for shape in shapes if _is_sizes(shape)), key=_numel, default=[])
     return [widest] * 8
+
+
+def _product(node: CompiledNode) -> list[int] | None:
+    """The sizes of a matmul node's product (None for other ops)."""
+    first = 1 if node.op in _ADDS_TO_PRODUCT else 0
+    if len(node.shapes) < first + 2 or not (_is_sizes(node.shapes[first]) and _is_sizes(node.shapes[first + 1])):
+        return None
+    a, b = node.shapes[first], node.shapes[first + 1]
+    if node.op.endswith("bmm") and len(a) == 3 and len(b) == 3:
+        return [a[0], a[1], b[2]]
+    if len(a) == 2 and len(b) == 2 and node.op.endswith(("mm", "mm_", "_addmm_activation")):
+        return [a[0], b[1]]
+    return None
 
 
 def _is_sizes(shape: Any) -> bool:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
 
-from .._vocab import COMPILED_BOOKKEEPING, COMPILED_REGION_PREFIX
+from .._vocab import COMPILED_BOOKKEEPING, COMPILED_REGION_PREFIX, DISPATCH_RANGES
 
 Shapes = Sequence[Any]
 Formula = Callable[[Shapes, Sequence[Any]], tuple[int, int]]
@@ -645,7 +645,7 @@ FREE = frozenset(
     "aten::" + name
     for name in """
 empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like ones ones_like
-full full_like new_zeros new_ones new_full scalar_tensor fill_ zero_ copy_ copy _copy_from
+full full_like new_zeros new_ones new_full scalar_tensor fill_ fill zero_ zero copy_ copy _copy_from
 _copy_from_and_resize clone contiguous to _to_copy type_as detach detach_ view view_as reshape
 _reshape_alias _unsafe_view flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ t t_ transpose
 transpose_ permute movedim moveaxis swapaxes swapdims mT mH adjoint expand expand_as broadcast_to
@@ -680,7 +680,7 @@ DATA_DEPENDENT = frozenset({"torchvision::nms"})
 
 #: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
 #: between processes (the sums an all-reduce does are not the model's FLOPs).
-_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING
+_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES
 _FREE_PREFIXES = ("c10d::", "nccl:", "gloo:", COMPILED_REGION_PREFIX)
 
 #: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's

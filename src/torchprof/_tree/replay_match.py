@@ -32,7 +32,15 @@ import math
 from dataclasses import dataclass, field
 
 from .._records import ReplayRun
-from .._vocab import OPTIMIZER_CLOSURE, OPTIMIZER_PREFIX, OPTIMIZER_STEP_PREFIX, STEP_PREFIX, UNATTRIBUTED_BACKWARD, EventKind
+from .._vocab import (
+    DISPATCH_RANGES,
+    OPTIMIZER_CLOSURE,
+    OPTIMIZER_PREFIX,
+    OPTIMIZER_STEP_PREFIX,
+    STEP_PREFIX,
+    UNATTRIBUTED_BACKWARD,
+    EventKind,
+)
 from . import flops as _flops
 from .builder import TreeBuilder
 from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
@@ -525,7 +533,7 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
         while look and top < 0:  # below the root, or below a dispatch range there
             at = look.pop()
             top = nodes.children[at].get(want, -1)
-            look += [c for k, c in nodes.children[at].items() if k in _DISPATCH_RANGES]
+            look += [c for k, c in nodes.children[at].items() if k in DISPATCH_RANGES]
         if top < 0:
             return None
     count = len(nodes)
@@ -535,7 +543,7 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
         macs[parent] += macs[nid]
         flops_[parent] += flops_[nid]
     un = nodes.children[root].get(KEY_UNATTRIBUTED, -1)
-    if not _DISPATCH_RANGES.intersection(nodes.label):
+    if not DISPATCH_RANGES.intersection(nodes.label):
         # The common case: the replay's tree as it is, node ids for indices (no copy).
         out = _Expected()
         out.calls, out.macs, out.flops, out.bwd, out.children = nodes.calls, macs, flops_, nodes.bwd, nodes.children
@@ -548,7 +556,7 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
         nid, at, at_key, dispatched = stack.pop()
         kids = out.children[at]
         for key, child in nodes.children[nid].items():
-            if key in _DISPATCH_RANGES:
+            if key in DISPATCH_RANGES:
                 # The replay's own stand-ins run under a Python dispatch mode, which torch records
                 # as a range around what runs inside it: what is inside belongs where it is.
                 stack.append((child, at, at_key, True))
@@ -569,9 +577,6 @@ def _expected_tree(run: ReplayRun) -> _Replayed | None:
             stack.append((child, made, key, False))
     return _Replayed(out, index[top], index[un] if un >= 0 else -1)
 
-
-#: Ranges torch records around dispatch to Python (the replay's dispatch mode, fake tensors).
-_DISPATCH_RANGES = frozenset({"PythonDispatchMode", "PythonSubclass"})
 
 
 def _weighed_kinds(run: ReplayRun, nodes: Nodes, root: int) -> _Replayed | None:
