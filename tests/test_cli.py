@@ -259,6 +259,10 @@ def test_a_note_on_what_the_profile_missed_is_said_once_under_the_table(tmp_path
     assert done.returncode == 0, done.stderr
     assert "runpy" not in done.stderr and "ProfilerWarning" not in done.stderr
     assert done.stdout.count("a torch.profiler session was started (and stopped) inside the block") == 1
+    # a warning the summary does not say is still shown (after the report)
+    write_script(tmp_path, tail="import warnings, torchprof\n    warnings.warn('torchprof: other news', torchprof.ProfilerWarning)")
+    done = run("train.py", cwd=tmp_path)
+    assert done.returncode == 0 and "ProfilerWarning: torchprof: other news" in done.stderr
 
 
 def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):

@@ -379,9 +379,7 @@ def run_script(args: argparse.Namespace) -> int:
     failure: BaseException | None = None
     # What the profile missed is said once, in the summary line under the title, not also as a
     # Python warning (located in runpy, the script's caller, or in our report).
-    quiet = warnings.catch_warnings()
-    quiet.__enter__()
-    warnings.filterwarnings("ignore", category=ProfilerWarning)
+    quiet = _HeldWarnings(ProfilerWarning)
     try:
         with prof:
             _run_to_clean_exit(run)
@@ -396,7 +394,7 @@ def run_script(args: argparse.Namespace) -> int:
         os.chdir(start_dir)
     if args.module is not None and _module_not_found(failure):
         # `python -m` says this in one line and runs nothing: no profile of runpy's search.
-        quiet.__exit__(None, None, None)
+        quiet.release(show=False)
         print(printable(f"torchprof: error: {failure}"), file=sys.stderr)
         return EXIT_USAGE
     # As cProfile does: the profile first (also of a run that failed), the error last.
@@ -413,7 +411,7 @@ def run_script(args: argparse.Namespace) -> int:
         else:
             status = _report(prof.result, args, title=title)
     finally:
-        quiet.__exit__(None, None, None)
+        quiet.release(said=prof.result.summary.get("warnings") or ())
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)
@@ -427,6 +425,33 @@ def run_script(args: argparse.Namespace) -> int:
     prof = failure = None  # type: ignore[assignment]
     gc.collect()
     return code or status
+
+
+class _HeldWarnings:
+    """Warnings of ``category`` held from now until :meth:`release` (others show as they come):
+    then those whose text a report already said are dropped, and the rest shown."""
+
+    def __init__(self, category: type[Warning]) -> None:
+        self.category = category
+        self.held: list[tuple[Any, ...]] = []
+        self.show = warnings.showwarning
+
+        def hold(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+            if issubclass(category, self.category):
+                self.held.append((message, category, filename, lineno, file, line))
+            else:
+                self.show(message, category, filename, lineno, file, line)
+
+        self.hold = hold
+        warnings.showwarning = hold
+
+    def release(self, said: Any = (), show: bool = True) -> None:
+        if warnings.showwarning is self.hold:  # unless the script installed its own since
+            warnings.showwarning = self.show
+        held, self.held = self.held, []
+        for message, *rest in held if show else ():
+            if str(message).removeprefix("torchprof: ") not in said:
+                self.show(message, *rest)
 
 
 def _run_to_clean_exit(run: Any) -> None:
