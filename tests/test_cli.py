@@ -184,6 +184,7 @@ def test_ctrl_c_in_the_script_prints_the_partial_profile_and_exits_130(tmp_path)
     assert done.returncode == 130
     assert "not reached" not in done.stdout
     assert "(incomplete: the script did not finish)" in done.stdout and "Net" in done.stdout
+    assert re.search(r"· stopped by KeyboardInterrupt( ·|\n)", done.stdout)  # not "KeyboardInterrupt: " (no message)
     assert done.stderr == "KeyboardInterrupt\n"
 
 
@@ -199,7 +200,69 @@ def test_a_script_that_starts_its_own_profiler_is_told_why_it_cannot(tmp_path):
     done = run_here(str(script), cwd=tmp_path)
     assert done.returncode == 1
     assert "ProfilerError: a torchprof Profiler is already running" in done.stderr
+    assert "_profiler.py" not in done.stderr and "session.py" not in done.stderr  # the user's frames only
     assert done.stderr.rstrip().endswith("already profiles the whole script: run it with python, or drop the script's Profiler")
+
+
+def test_a_script_that_changes_directory_keeps_its_files_and_traceback_where_the_user_ran_it(tmp_path):
+    # The files went to the folder the script moved to (a temporary one here: lost), and the
+    # traceback, matched by the script's relative path, printed only its last line.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    write_script(tmp_path, tail=f"import os\n    os.chdir({str(elsewhere)!r})\n    raise ValueError('after chdir')")
+    done = run_here("--html", "r.html", "--csv", "r.csv", "--md", "r.md", "train.py", cwd=tmp_path)
+    assert done.returncode == 1
+    assert sorted(p.name for p in tmp_path.glob("r.*")) == ["r.csv", "r.html", "r.md"]
+    assert not list(elsewhere.iterdir())
+    assert done.stderr.startswith(f'Traceback (most recent call last):\n  File "{tmp_path / "train.py"}", line ')
+    assert done.stderr.rstrip().endswith("ValueError: after chdir")
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [("nothere_mod", "No module named nothere_mod"), ("pkg", "No module named pkg.__main__; 'pkg' is a package and cannot be directly executed"),
+     ("nothere_pkg.train", "No module named 'nothere_pkg'")],
+)  # fmt: skip
+def test_a_module_that_cannot_be_found_is_one_error_line_and_no_profile(tmp_path, module, message):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    done = run_here("-m", module, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("torchprof: error: ") and message in done.stderr and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("call", ["sys.exit(0)", "sys.exit()", "sys.exit(None)"])
+def test_a_script_that_exits_cleanly_is_not_reported_as_stopped(tmp_path, call):
+    done = run_here(str(write_script(tmp_path, tail=call)), cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "Net" in done.stdout and "stopped by" not in done.stdout and "incomplete" not in done.stdout
+
+
+def test_a_script_that_runs_no_torch_op_says_so_in_one_line(tmp_path):
+    # Its --help, say: an empty table followed, and a finding ("waits in collectives ... for
+    # 0.00µs (0%)": the empty profile's shares were NaN, which passed the insights' thresholds).
+    script = tmp_path / "help.py"
+    script.write_text("import argparse\nargparse.ArgumentParser(description='mine').parse_args()\n")
+    done = run_here("--html", "r.html", str(script), "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: help.py [-h]")
+    assert done.stdout.endswith("torchprof: help.py: nothing was recorded (no torch operation ran); no file written\n")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_note_on_what_the_profile_missed_is_said_once_under_the_table(tmp_path):
+    # A torch.profiler session inside the script: the note came twice, the first time as a
+    # Python warning located at "<frozen runpy>:88".
+    write_script(tmp_path, tail="with torch.profiler.profile():\n        net(torch.randn(4, 8))")
+    done = run("train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "runpy" not in done.stderr and "ProfilerWarning" not in done.stderr
+    assert done.stdout.count("a torch.profiler session was started (and stopped) inside the block") == 1
+    # a warning the summary does not say is still shown (after the report)
+    write_script(tmp_path, tail="import warnings, torchprof\n    warnings.warn('torchprof: other news', torchprof.ProfilerWarning)")
+    done = run("train.py", cwd=tmp_path)
+    assert done.returncode == 0 and "ProfilerWarning: torchprof: other news" in done.stderr
 
 
 def test_a_missing_run_to_compare_is_one_error_line_that_says_so(tmp_path):
@@ -400,6 +463,47 @@ def test_a_file_with_arguments_or_that_is_not_a_trace_is_one_error_line(tmp_path
     done = run_here("bad.json", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith("torchprof: error: bad.json is not valid JSON") and done.stderr.count("\n") == 1
+
+
+def test_options_after_a_trace_file_apply_to_it(tmp_path):
+    # A file is opened, not run, so nothing else can own them: `torchprof t.json --min-pct 0` was an error.
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    done = run_here("t.json", "--min-pct", "0", "--csv", "t.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "data_loading" in done.stdout and (tmp_path / "t.csv").exists()
+    done = run_here("t.json", "--no-such-option", cwd=tmp_path)
+    assert done.returncode == 2 and "unrecognized arguments: --no-such-option" in done.stderr
+
+
+def test_a_folder_or_a_list_of_rank_traces_opens_as_one_job(tmp_path):
+    # What `torchrun -m torchprof --out traces` leaves, and a shell's traces/rank*.json: the folder
+    # was "a folder without __main__.py", the list "takes no arguments".
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    for rank in (0, 1):
+        (folder / f"rank{rank}.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    for argv in (["traces"], ["--min-pct", "0", "traces/rank0.json", "traces/rank1.json"], ["traces/rank0.json", "traces/rank1.json", "--ops"]):
+        done = run_here(*argv, cwd=tmp_path)
+        assert done.returncode == 0, (argv, done.stderr)
+        assert "2 ranks" in done.stdout and "data_loading" in done.stdout, argv
+    (tmp_path / "empty").mkdir()
+    done = run_here("empty", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == "torchprof: error: 'empty' is a folder without __main__.py or trace files (*.json, *.json.gz)\n"
+
+
+def test_output_piped_into_a_reader_that_quits_ends_quietly(tmp_path):
+    # `torchprof trace.json | head`: head leaves after its lines; the table's next print raised
+    # BrokenPipeError, with a traceback of torchprof's frames.
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": TRACE_EVENTS}))
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line
+    try:
+        done = subprocess.run([sys.executable, "-m", "torchprof", "t.json"], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=tmp_path, timeout=120)  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 1
+    assert done.stderr == ""
 
 
 def test_the_html_report_opens_with_the_rows_the_terminal_showed(tmp_path):

@@ -253,6 +253,14 @@ def test_exposed_communication_is_named_on_the_device_and_on_a_host_backend(ddp,
     assert "exposed_communication" not in rules(alexnet)
 
 
+def test_a_profile_of_nothing_has_no_findings():
+    # Every share of it is 0/0 (NaN), and NaN compared below no threshold: a script's --help
+    # under `python -m torchprof` was told it "waits in collectives ... for 0.00µs (0%)".
+    nothing = [ev("region", "gloo:all_reduce", 0, 0), ev("region", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 0)]
+    assert rules(result_of(nothing, wall_us=0.0)) == []
+    assert rules(result_of([], wall_us=0.0)) == []
+
+
 def _optimizer_run(foreach: bool):
     import torch
 

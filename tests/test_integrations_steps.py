@@ -50,6 +50,23 @@ def test_every_marked_step_has_its_wall_time_recorded_or_not(mlp):
     assert (times["wall_us"] > 0).all()
 
 
+def test_steps_the_loop_never_reaches_are_named_not_an_empty_profile_of_0us(mlp, recwarn):
+    # steps=[50] around a 3-step loop gave "wall 0.00µs · CPU 0.00µs" and no word of why.
+    with torchprof.Profiler(steps=[2, 50]) as prof:
+        train(mlp, prof, 0, 3)
+    said = [str(w.message) for w in recwarn if issubclass(w.category, torchprof.ProfilerWarning)]
+    assert said == ["torchprof: step 50 was not recorded: the block ended after step 3 (prof.step() marks each)"]
+    assert prof.steps["step"].tolist() == [2] and said[0][len("torchprof: "):] in prof.summary["warnings"]
+    with torchprof.Profiler(steps=[50, 51]) as none:
+        train(mlp, none, 0, 2)
+    assert "steps 50-51 were not recorded: the block ended after step 2" in recwarn.list[-1].message.args[0]
+    assert "wall" not in none.summary_line() and none.summary["wall_us"] != 0  # unknown, not a run of 0 µs
+    with pytest.raises(KeyboardInterrupt), torchprof.Profiler(steps=[1, 2]) as cut:
+        train(mlp, cut, 0, 0)
+        raise KeyboardInterrupt  # inside step 1: "stopped by" says why the rest is missing
+    assert not any("not recorded" in w for w in cut.summary.get("warnings") or [])
+
+
 def test_a_schedule_s_idle_steps_run_without_the_hooks(mlp):
     seen: list[int] = []
     with torchprof.Profiler(schedule=torch.profiler.schedule(wait=2, warmup=1, active=1, repeat=1)) as prof:

@@ -674,11 +674,11 @@ def test_cli_prints_the_partial_profile_and_exits_130_when_ctrl_c_lands_in_the_s
     )
     real = autograd_profiler._disable_profiler
     try:
-        with pytest.warns(torchprof.ProfilerWarning, match="3 module calls but the profile has none"):
-            code = _cli.main([str(script)])  # torch's result was lost with the interrupt: said
+        code = _cli.main([str(script)])
     finally:
         autograd_profiler._disable_profiler = real
     out, err = capsys.readouterr()
+    assert "3 module calls but the profile has none" in out  # torch's result was lost with the interrupt: said once
     assert code == 130
     assert "(incomplete: the script did not finish)" in out
     assert err.endswith("KeyboardInterrupt\n")

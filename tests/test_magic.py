@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -180,6 +181,19 @@ def test_files_are_written_on_request(ip, tmp_path, capsys):
     assert "nn.Module: model.0 [Linear]" in names
 
 
+def test_files_are_written_where_the_cell_started_though_it_changes_directory(ip, tmp_path, capsys, monkeypatch):
+    # A relative --html/--csv/--trace went to the folder the cell moved to; the cell's own
+    # change of directory stays (it is the user's).
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ip.run_cell_magic("torchprof", "--text --html r.html --csv r.csv --trace r.json", f"import os\nos.chdir({str(elsewhere)!r})\nmodel(x)")
+    assert os.getcwd() == str(elsewhere)
+    assert sorted(p.name for p in tmp_path.glob("r.*")) == ["r.csv", "r.html", "r.json"]
+    assert not list(elsewhere.iterdir())
+    assert "torchprof: wrote r.html\ntorchprof: wrote r.csv\ntorchprof: wrote r.json\n" in capsys.readouterr().out
+
+
 def test_html_report_is_written_with_the_view_state(ip, tmp_path, capsys):
     html = tmp_path / "report.html"
     ip.run_cell_magic("torchprof", f"--text --html {html} --min-pct 0 --sort self_cpu_us --depth 1", "model(x)")
@@ -255,6 +269,27 @@ def test_cell_that_raises_shows_its_own_traceback_and_keeps_the_partial_profile(
     prof = ip.user_ns["_torchprof"]
     assert prof.df.loc["model", "calls"] == 1
     assert prof.summary["interrupted"] == "ValueError: boom"
+
+
+def test_a_profiler_inside_the_cell_is_told_in_the_cells_own_lines(ip, capsys):
+    # The magic profiles the cell already: the error showed four frames of torchprof's start.
+    ok, out, _err = run_shown(ip, capsys, "%%torchprof --text\nimport torchprof\nwith torchprof.Profiler() as inner:\n    model(x)")
+    assert not ok
+    traceback = out[out.index("-" * 20):]
+    assert "----> 3 with torchprof.Profiler() as inner:" in traceback
+    assert "_profiler.py" not in traceback and "session.py" not in traceback
+    assert traceback.rstrip().endswith("ProfilerError: a torchprof Profiler is already running; finish it before starting another")
+    assert "%%torchprof already profiles the cell: drop the cell's own Profiler, or the magic" in out
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_flag_prints_the_options_and_runs_nothing(ip, capsys, flag):
+    # as `python -m torchprof --help` does; it was "unrecognized arguments: --help"
+    ok, out, err = run_shown(ip, capsys, f"%%torchprof --text {flag}\nran = 1")
+    assert ok, err
+    assert "--min-pct" in out and "--repeat" in out and "unrecognized" not in out + err
+    assert "ran" not in ip.user_ns
+    assert ip.run_line_magic("torchprof", f"{flag} model(x)") is None and "--min-pct" in capsys.readouterr().out
 
 
 def test_syntax_error_in_the_cell_shows_as_in_a_plain_cell(ip, capsys):

@@ -405,3 +405,31 @@ def test_random_damage_to_a_saved_profile_only_ever_raises_trace_error(tmp_path,
         prof.memory_timeline(), prof.memory_breakdown(by="layer"), prof.memory_breakdown()
         outcomes["loaded"] += 1
     assert outcomes["loaded"] > 5 and outcomes["TraceError"] > 5, outcomes
+
+
+@pytest.mark.parametrize("damage", ["none", "truncated", "gzip-twice"])
+def test_a_gzipped_trace_leaves_no_file_open_whether_it_loads_or_not(tmp_path, damage):
+    # load_trace of every rank of a job, or a notebook reading traces all day, ran out of file
+    # descriptors one by one: the gzip reader closed its stream, never the file under it.
+    import gc
+    import warnings
+
+    packed = gzip.compress(json.dumps({"traceEvents": valid_events()}).encode())
+    content = {"none": packed, "truncated": packed[:-20], "gzip-twice": gzip.compress(packed)}[damage]
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(content)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        try:
+            torchprof.load_trace(path)
+        except TraceError:
+            assert damage != "none"
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("given", [None, 5, b"trace.json", [None]], ids=["None", "int", "bytes", "list-of-None"])
+def test_load_trace_of_something_that_is_no_path_says_what_it_takes(given):
+    # It was "'NoneType' object is not iterable", from inside the reader.
+    with pytest.raises(TypeError, match=r"load_trace takes the path of a trace \(str or os.PathLike\)"):
+        torchprof.load_trace(given)

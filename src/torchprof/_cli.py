@@ -14,12 +14,14 @@ What it shares with the notebook magic (option splitting, output files, view sta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import runpy
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -96,11 +98,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while printing or writing: no traceback of ours
         print("KeyboardInterrupt", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `torchprof ... | head`: the reader has what it wanted
+        # Later writes (the interpreter's last flush included) go nowhere, not into a traceback.
+        with contextlib.suppress(Exception):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _main(argv: list[str]) -> int:
     parser = build_parser()
     options, module, target, rest = split_argv(parser, argv)
+    files: list[str] = []
+    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES):
+        # Files are opened, not run: more files after the first are the ranks of one job (a
+        # shell's rank*.json), and options after them are ours (a word that is neither is an error).
+        more = next((i for i, w in enumerate(rest) if w.startswith("-") or not w.lower().endswith(PROFILE_FILE_SUFFIXES)), len(rest))
+        if options_end(rest[more:], takes_value(parser)) == len(rest) - more:
+            files, options, rest = [target, *rest[:more]], options + rest[more:], []
+    elif target is not None and target != DEMO and _trace_folder(target):
+        files = [target]
     if "--compare" in options:
         return run_compare(parser, argv)
     try:
@@ -119,7 +135,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_USAGE
     if target == DEMO:
         return run_demo(args)
-    if target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES):
+    if files or (target is not None and target.lower().endswith(PROFILE_FILE_SUFFIXES)):
+        args.files = files or [target]
         return open_file(args)
     saved = sys.argv, list(sys.path)
     try:
@@ -283,13 +300,28 @@ def _write_csv(df: Any, path: str) -> str:
 
     return write_csv(df, path)
 # -- files --------------------------------------------------------------------------------------------
+def _trace_folder(path: str) -> bool:
+    """A folder to open as the ranks of one job: trace files in it, and no ``__main__.py``."""
+    return (os.path.isdir(path) and not os.path.exists(os.path.join(path, "__main__.py"))
+            and any(name.lower().endswith(PROFILE_FILE_SUFFIXES) for name in os.listdir(path)))  # fmt: skip
+
+
 def open_file(args: argparse.Namespace) -> int:
     """Print the tree of a chrome trace or a saved profile (and write the requested files), as
-    for a script run, instead of running the file."""
+    for a script run, instead of running the file; of several traces or a folder of them, the
+    job they are the ranks of."""
     from ._errors import TraceError
-    from ._load import open_profile_file
+    from ._load import load_trace, open_profile_file
 
     path = args.target
+    if len(args.files) > 1 or os.path.isdir(path):
+        try:
+            job = load_trace(args.files if len(args.files) > 1 else path, flops=args.flops, peak_flops=args.peak_flops)
+        except (TraceError, OSError, ValueError) as exc:
+            print(printable(f"torchprof: error: {exc}"), file=sys.stderr)
+            return 1
+        where = path if len(args.files) == 1 else f"{path} and {len(args.files) - 1} more"
+        return _report(job, args, title=f"torchprof: {where} (a job of {len(args.files) if len(args.files) > 1 else len(job.ranks)} traces)")
     if args.args:
         print(printable(f"torchprof: error: {path} is opened, not run: it takes no arguments ({' '.join(args.args)})"),
               file=sys.stderr)  # fmt: skip
@@ -313,8 +345,10 @@ def run_script(args: argparse.Namespace) -> int:
     of ours or runpy's), after the profile collected until then; the exit code is the script's
     (``sys.exit(n)``), 1 for an exception and 130 for Ctrl-C, as the interpreter itself gives.
     """
-    from ._errors import ProfilerError
+    from ._errors import ProfilerError, ProfilerWarning
 
+    # The script may change directory: its output files and traceback are read from here.
+    start_dir = os.getcwd()
     if args.module is not None:
         label = args.module
         sys.argv = [args.module, *args.args]  # runpy replaces argv[0] with the module's file
@@ -327,13 +361,15 @@ def run_script(args: argparse.Namespace) -> int:
             print(f"torchprof: error: cannot open {script!r}: no such file", file=sys.stderr)
             return EXIT_USAGE
         if os.path.isdir(script) and not os.path.exists(os.path.join(script, "__main__.py")):
-            print(f"torchprof: error: {script!r} is a folder without __main__.py", file=sys.stderr)
+            print(f"torchprof: error: {script!r} is a folder without __main__.py or trace files (*.json, *.json.gz)", file=sys.stderr)
             return EXIT_USAGE
         label = os.path.basename(script)
-        sys.argv = [script, *args.args]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))  # as `python script.py` does
-        run = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
         origin = os.path.abspath(script)
+        sys.argv = [script, *args.args]
+        sys.path.insert(0, os.path.dirname(origin))  # as `python script.py` does
+        # By its absolute path, as `python script.py` runs it: __file__ and the traceback's
+        # file names stay right after the script changes directory.
+        run = lambda: runpy.run_path(origin, run_name="__main__")  # noqa: E731
     try:
         prof = _profiler(args, label)
     except (ProfilerError, TypeError) as exc:
@@ -341,9 +377,12 @@ def run_script(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     code = 0
     failure: BaseException | None = None
+    # What the profile missed is said once, in the summary line under the title, not also as a
+    # Python warning (located in runpy, the script's caller, or in our report).
+    quiet = _HeldWarnings(ProfilerWarning)
     try:
         with prof:
-            run()
+            _run_to_clean_exit(run)
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except KeyboardInterrupt as exc:
@@ -351,12 +390,28 @@ def run_script(args: argparse.Namespace) -> int:
     except BaseException as exc:  # noqa: BLE001 - reported like the interpreter would, below
         failure, code = exc, 1
     sys.stdout.flush()
+    with contextlib.suppress(OSError):  # a folder the script removed: paths are then the script's
+        os.chdir(start_dir)
+    if args.module is not None and _module_not_found(failure):
+        # `python -m` says this in one line and runs nothing: no profile of runpy's search.
+        quiet.release(show=False)
+        print(printable(f"torchprof: error: {failure}"), file=sys.stderr)
+        return EXIT_USAGE
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
-    if args.out is not None or launched_by_torchrun():
-        status = report_rank(prof.result, args, title, _report, close_group=True)
-    else:
-        status = _report(prof.result, args, title=title)
+    try:
+        if args.out is None and not launched_by_torchrun() and len(prof.result.tree) <= 1 and not prof.result.summary.get("warnings"):
+            # A script's --help, one that exits early: no table of nothing, no report of it.
+            wanted = any(path for path in (args.html, args.csv, args.trace, args.md))
+            print(printable(f"torchprof: {label}: nothing was recorded (no torch operation ran)"
+                            + ("; no file written" if wanted else "")))  # fmt: skip
+            status = 0
+        elif args.out is not None or launched_by_torchrun():
+            status = report_rank(prof.result, args, title, _report, close_group=True)
+        else:
+            status = _report(prof.result, args, title=title)
+    finally:
+        quiet.release(said=prof.result.summary.get("warnings") or ())
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)
@@ -370,6 +425,59 @@ def run_script(args: argparse.Namespace) -> int:
     prof = failure = None  # type: ignore[assignment]
     gc.collect()
     return code or status
+
+
+class _HeldWarnings:
+    """Warnings of ``category`` held from now until :meth:`release` (others show as they come):
+    then those whose text a report already said are dropped, and the rest shown."""
+
+    def __init__(self, category: type[Warning]) -> None:
+        self.category = category
+        self.held: list[tuple[Any, ...]] = []
+        self.show = warnings.showwarning
+
+        def hold(message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+            if issubclass(category, self.category):
+                self.held.append((message, category, filename, lineno, file, line))
+            else:
+                self.show(message, category, filename, lineno, file, line)
+
+        self.hold = hold
+        warnings.showwarning = hold
+
+    def release(self, said: Any = (), show: bool = True) -> None:
+        if warnings.showwarning is self.hold:  # unless the script installed its own since
+            warnings.showwarning = self.show
+        held, self.held = self.held, []
+        for message, *rest in held if show else ():
+            if str(message).removeprefix("torchprof: ") not in said:
+                self.show(message, *rest)
+
+
+def _run_to_clean_exit(run: Any) -> None:
+    """``run()``; a ``sys.exit(0)`` (or ``sys.exit()``) in it ends it as a return would: the
+    profile is complete, not "stopped by SystemExit"."""
+    try:
+        run()
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise
+
+
+def _module_not_found(failure: BaseException | None) -> bool:
+    """The ImportError runpy raises itself when ``-m``'s module cannot be found or run (no
+    module, a package without ``__main__``), not one from the module's own imports."""
+    if not isinstance(failure, ImportError) or failure.__traceback__ is None:
+        return False
+    tb = failure.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename
+    return filename == "<frozen runpy>" or os.path.abspath(filename) == os.path.abspath(runpy.__file__)  # frozen in 3.11+
+
+
+def _ours(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
 
 
 def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
@@ -390,7 +498,18 @@ def _print_user_traceback(exc: BaseException, origin: str | None) -> None:
     if isinstance(exc, KeyboardInterrupt):
         print("KeyboardInterrupt", file=sys.stderr)
         return
-    lines = traceback.format_exception(type(exc), exc, start) if start is not None else traceback.format_exception_only(type(exc), exc)
+    from ._errors import OutputError, ProfilerError, TraceError
+
+    if start is not None and isinstance(exc, (ProfilerError, TraceError, OutputError)):
+        # torchprof's own error, raised at a call of the user's: their frames, none of ours.
+        frames = traceback.extract_tb(start)
+        cut = next((i for i, frame in enumerate(frames) if i and _ours(frame.filename)), len(frames))
+        lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames[:cut]),
+                 *traceback.format_exception_only(type(exc), exc)]  # fmt: skip
+    elif start is not None:
+        lines = traceback.format_exception(type(exc), exc, start)
+    else:
+        lines = traceback.format_exception_only(type(exc), exc)
     sys.stderr.write("".join(lines))
     sys.stderr.flush()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ._errors import TraceError
@@ -125,7 +125,14 @@ def _trace_files(path: Any) -> list[str] | None:
                 raise FileNotFoundError(f"no trace files match {text}")
             return found
         return None
-    files = [os.fspath(p) for p in path]
+    what = "load_trace takes the path of a trace (str or os.PathLike), a folder, a glob or a list of paths"
+    if isinstance(path, (bytes, bytearray)) or not isinstance(path, Iterable):
+        raise TypeError(f"{what}, not {type(path).__name__}")
+    items = list(path)
+    bad = [type(p).__name__ for p in items if not isinstance(p, (str, os.PathLike))]
+    if bad:
+        raise TypeError(f"{what}, not a list holding {bad[0]}")
+    files = [os.fspath(p) for p in items]
     if not files:
         raise ValueError("load_trace got an empty list of traces")
     return files

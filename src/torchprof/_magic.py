@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import os
 import re
 import sys
 from typing import TYPE_CHECKING, Any
@@ -62,12 +63,15 @@ class TorchprofMagics(Magics):
         __tracebackhide__ = True
         if cell is None:
             options, source = split_statement(self.torchprof.parser, line)
-            if not source.strip():
+            if not source.strip() and not {m.group(1) for m in _TOKEN.finditer(options)} & {"-h", "--help"}:
                 raise UsageError("%torchprof needs a statement to profile, e.g. %torchprof model(x); for a whole cell use %%torchprof")
             first_line = 1
         else:
             options, source = line, cell
             first_line = 2  # the cell's first line sits below the %%torchprof line
+        if {m.group(1) for m in _TOKEN.finditer(options)} & {"-h", "--help"}:
+            print(self.torchprof.parser.format_help())  # as the command line's --help: nothing runs
+            return None
         args = parse_options(self.torchprof, options)
         return run_profiled(self.shell, args, source, first_line)
 
@@ -100,6 +104,7 @@ def parse_options(magic: Any, options: str) -> Any:
         check_output_paths(html=args.html, csv=args.csv, trace=args.trace)
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc}") from None
+    args.start_dir = os.getcwd()  # the files' folder, whatever directory the cell moves to
     try:
         args.peak_flops = parse_peak_flops(args.peak_flops)
     except ValueError as exc:
@@ -170,6 +175,7 @@ def run_profiled(shell: Any, args: Any, source: str, first_line: int = 1) -> Any
         raise
     except BaseException as exc:
         _show_partial(shell, prof, args, exc)
+        _hide_our_frames(exc)
         raise
     show(shell, prof, args)
     return None if quiet else value
@@ -281,7 +287,8 @@ def show(shell: Any, prof: Profiler, args: Any) -> None:
     result = prof.result
     state = state_from_options(result, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, depth=args.depth)
     try:
-        written = write_outputs(result, html=args.html, csv=args.csv, trace=args.trace, state=state)
+        written = write_outputs(result, html=args.html, csv=args.csv, trace=args.trace, state=state,
+                                base=getattr(args, "start_dir", None))  # fmt: skip
     except OutputError as exc:
         raise UsageError(f"%%torchprof: {exc} (the profile is in {LAST})") from None
     for path in written:
@@ -307,6 +314,30 @@ def _show_partial(shell: Any, prof: Profiler, args: Any, exc: BaseException) -> 
             show(shell, prof, args)
     except BaseException as problem:  # noqa: BLE001 - the cell's own exception matters more
         print(printable(f"torchprof: could not show the partial profile ({type(problem).__name__}: {problem})"), file=sys.stderr)
+
+
+def _hide_our_frames(exc: BaseException) -> None:
+    """torchprof's own error raised at a call in the cell (a Profiler inside it, a trace that
+    cannot be read): its traceback ends at the cell's line, without torchprof's frames below it,
+    as an error of the user's own code would. Other exceptions keep every frame."""
+    from ._errors import OutputError, ProfilerError, TraceError
+
+    if not isinstance(exc, (ProfilerError, TraceError, OutputError)):
+        return
+    if isinstance(exc, ProfilerError) and "already running" in str(exc):
+        print("torchprof: %%torchprof already profiles the cell: drop the cell's own Profiler, or the magic")
+    ours = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    tb, last_user, in_cell = exc.__traceback__, None, False
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        mine = os.path.abspath(code.co_filename).startswith(ours)
+        if mine and last_user is not None:
+            last_user.tb_next = None  # cut below the cell's (or its functions') last frame
+            return
+        if in_cell and not mine:
+            last_user = tb
+        in_cell = in_cell or code is _execute.__code__
+        tb = tb.tb_next
 
 
 def _has_widget_frontend(shell: Any) -> bool:

@@ -131,9 +131,10 @@ def expanded_like_table(prof: Result, *, min_pct: float, sort_by: str | None, sh
 
 
 def write_outputs(prof: Result, *, html: str | None = None, csv: str | None = None, trace: str | None = None,
-                  state: dict[str, Any] | None = None) -> list[str]:  # fmt: skip
-    """Write the requested files; the paths written. Every file is attempted; failures are
-    collected into one :class:`OutputError`."""
+                  state: dict[str, Any] | None = None, base: str | None = None) -> list[str]:  # fmt: skip
+    """Write the requested files; the paths written, as given. Every file is attempted; failures
+    are collected into one :class:`OutputError`. A relative path is under ``base`` when given (the
+    folder the run started in: the profiled code may have changed directory since)."""
     from ._views.frame import write_csv
 
     written: list[str] = []
@@ -148,7 +149,7 @@ def write_outputs(prof: Result, *, html: str | None = None, csv: str | None = No
             continue
         path = os.path.expanduser(path)
         try:
-            write(path)
+            write(os.path.join(base, path) if base is not None else path)
         except (OSError, ValueError, RuntimeError) as exc:
             problems.append(f"--{option} {path}: {exc}")
         else:

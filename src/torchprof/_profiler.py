@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dis
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
@@ -13,9 +14,9 @@ from ._capture.distributed import distributed_info
 from ._capture.facts import RunFacts
 from ._capture.interrupts import lifecycle, raise_pending
 from ._capture.quiet import StderrFilter
-from ._capture.schedule import StepSchedule
-from ._capture.session import CaptureOptions, CaptureSession
-from ._errors import ProfilerError
+from ._capture.schedule import StepSchedule, describe_steps
+from ._capture.session import CaptureOptions, CaptureSession, _stacklevel_outside_torchprof
+from ._errors import ProfilerError, ProfilerWarning
 from ._records import EventColumns, ModuleInfo, Recording
 from ._result import Result
 from ._tree.builder import TreeBuilder
@@ -279,6 +280,29 @@ class Profiler:
         works before and after torch's, any number of times)."""
         return self._session.torch_profile if self._session is not None else None
 
+    #: Whether a stop names the chosen ``steps=`` the block never reached (a trainer's window
+    #: names them itself, in its trainer's numbering).
+    _name_unreached_steps = True
+
+    def _unreached_steps(self) -> str | None:
+        """The chosen steps that were not recorded, as a note (warned now), when the block ended
+        before them; None otherwise, and after an exception (its "stopped by" says why)."""
+        schedule, builder, session = self.options.schedule, self._builder, self._session
+        if not isinstance(schedule, StepSchedule) or builder is None or session is None:
+            return None
+        if self.interrupted is not None or not self._name_unreached_steps:
+            return None
+        recorded = {step["step"] for step in builder.steps}
+        missing = [s for s in schedule.steps if s not in recorded]
+        if not missing:
+            return None
+        marked = session.step_times()
+        ended = f"the block ended after step {marked[-1][0]}" if marked else "the block marked no step"
+        note = (f"step{'s' if len(missing) > 1 else ''} {describe_steps(missing)} {'were' if len(missing) > 1 else 'was'} "
+                f"not recorded: {ended} (prof.step() marks each)")  # fmt: skip
+        warnings.warn(f"torchprof: {note}", ProfilerWarning, stacklevel=_stacklevel_outside_torchprof())
+        return note
+
     def _make_result(self, session: CaptureSession) -> Result:
         opts = self.options
         meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "flops": opts.flops}
@@ -286,7 +310,7 @@ class Profiler:
         if rank is not None:
             meta["distributedInfo"] = rank
         if self.interrupted is not None:
-            meta["interrupted"] = f"{type(self.interrupted).__name__}: {self.interrupted}"
+            meta["interrupted"] = ": ".join(filter(None, (type(self.interrupted).__name__, str(self.interrupted))))
         if self._facts is not None:
             # Facts for MFU and the insights: never worth losing the profile over.
             with contextlib.suppress(Exception):
@@ -296,6 +320,7 @@ class Profiler:
                               label=self.name or "profile", meta=meta, compiled=folded.compiled.graphs if folded is not None else {},
                               step_times=_step_columns(session.step_times()))  # fmt: skip
         block_wall_us = session.wall_us
+        unreached = self._unreached_steps()
         buckets = session.ddp_buckets()  # read now: the tree is built later, maybe after the job ended
         if buckets:
             meta["ddp_buckets"] = buckets
@@ -325,14 +350,15 @@ class Profiler:
                 # The tree holds only the recorded steps: their wall time is what its totals (and
                 # FLOP/s) refer to; the whole block, waits and warm-ups included, stays in meta.
                 meta["block_wall_us"] = block_wall_us
-                recording.wall_us = sum(s["wall_us"] for s in builder.steps)
+                # No step recorded: the wall time is unknown, not a run of 0 µs.
+                recording.wall_us = sum(s["wall_us"] for s in builder.steps) if builder.steps else None
             problems = _replayed_flops(builder, session)
             tree = builder.finish()
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
                                            interrupted=self.interrupted is not None)
             notes += [replay_note(path, why) for path, why in problems.items()]
             notes += _unmapped_notes(builder, session.unmapped_compiled())
-            notes += [note for note in (comm_note(builder.comm),) if note]
+            notes += [note for note in (comm_note(builder.comm), unreached) if note]
             if notes:
                 meta["warnings"] = notes
             return tree

@@ -710,10 +710,16 @@ def _open(where: str) -> Any:
     path = _existing_file(where, "trace file")
     try:
         f = open(path, "rb")  # noqa: SIM115 - returned open, closed by the caller's with
-        if f.read(2) == b"\x1f\x8b":
+        try:
+            gzipped = f.read(2) == b"\x1f\x8b"
             f.seek(0)
-            return gzip.open(f)
-        f.seek(0)
+        except BaseException:
+            f.close()
+            raise
+        if gzipped:
+            # Opened by name: a GzipFile over a file object closes only itself, never the file.
+            f.close()
+            return gzip.open(path, "rb")
         return f
     except OSError as exc:
         raise TraceError(f"cannot read {path}: {exc}") from exc

@@ -146,6 +146,8 @@ class Context:
         self.wall = _num(wall) if not is_missing(wall) and wall > 0 else self.cpu_total
         self.layer_of = _nearest_layer(self.tree)
 
+    # A share is NaN where its base is 0 (a profile of nothing): rules compare it as
+    # ``not share >= THRESHOLD``, so NaN never passes a threshold.
     def cpu_share(self, us: float) -> float:
         return us / self.cpu_total if self.cpu_total > 0 else NAN
 
@@ -215,7 +217,7 @@ def data_loading(c: Context) -> Finding | None:
     names = cols["name"]
     rows = _outermost(c.tree, lambda i: cols["kind"][i] in LAYER_KINDS and is_data_loading(names[i]))
     data = split_row(c.tree, 0)["data_us"]
-    if not rows or c.cpu_share(data) < DATA_SHARE:
+    if not rows or not c.cpu_share(data) >= DATA_SHARE:
         return None
     calls = sum(int(cols["calls"][i]) for i in rows)
     workers = any("MultiProcessing" in names[i] for i in rows)
@@ -248,7 +250,7 @@ def host_sync(c: Context) -> Finding | None:
         entry[0] += _num(cols["cpu_us"][i])
         entry[1][names[i]] = entry[1].get(names[i], 0) + int(cols["calls"][i])
     waited = sum(v[0] for v in per_layer.values())
-    if not per_layer or c.wall_share(waited) < SYNC_SHARE:
+    if not per_layer or not c.wall_share(waited) >= SYNC_SHARE:
         return None
     ranked = sorted(per_layer.values(), key=lambda v: -v[0])
     parts = []
@@ -354,7 +356,7 @@ def exposed_communication(c: Context) -> Finding | None:
                        "and backward_prefetch, fewer and larger collectives; compare the ranks (prof.by_rank()) for a straggler "
                        "that makes the others wait")  # fmt: skip
     host = split_row(tree, 0)["comm_us"]
-    if tree.has_cuda or c.cpu_share(host) < COMM_SHARE:
+    if tree.has_cuda or not c.cpu_share(host) >= COMM_SHARE:
         return None
     names = cols["name"]
     rows = _outermost(tree, lambda i: names[i].startswith(("gloo:", "nccl:", "mpi:", "ucc:", "xccl:", "c10d::", "record_param_comms")))
@@ -395,7 +397,7 @@ def optimizer_not_foreach(c: Context) -> Finding | None:
     # math: at most the steps' own time. An estimate from the op count, so a step that merely ran
     # slowly (a busy machine) is not taken for one with many ops.
     stake = min(spent, calls * DISPATCH_US)
-    if not found or c.cpu_share(stake) < OPTIMIZER_SHARE:
+    if not found or not c.cpu_share(stake) >= OPTIMIZER_SHARE:
         return None
     _, cls, ops = max(found, key=lambda f: _num(cols["cpu_us"][f[0]]))
     fused = " or fused=True (one kernel for the whole update)" if cls in FUSED_OPTIMIZERS else ""

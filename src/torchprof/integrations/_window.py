@@ -191,6 +191,7 @@ class StepWindow:
         if not self.steps or self.step != self._start_at or self.step > self.steps[-1]:
             return
         prof = Profiler(self.model, steps=self.steps, first_step=self.step, name=self.label, **self.options)
+        prof._name_unreached_steps = False  # end() names them, as the trainer numbers them
         prof.start()
         self.prof = prof
 
