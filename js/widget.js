@@ -897,7 +897,17 @@ function columnsFor(data, folded = null) {
     const spec = data.spec[name];
     if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
-    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true });
+    cols.push({
+      key: name,
+      label: spec.label,
+      type: spec.unit,
+      title: spec.about,
+      of: spec.percent_of,
+      family: spec.family,
+      self: self?.name,
+      sortable: true,
+      unknown: spec.unknown ? data.vocab.unknown_mark : void 0
+    });
     if (folded && name === data.vocab.threshold_column && folded.low[name]) {
       for (
         const [spread, word] of
@@ -2493,6 +2503,11 @@ ${title}`;
     el.title = empty ? "" : `${exactTitle(v, "bytes")}
 self: ${formatBytes(own)}`;
   } else if (col.type === "count") {
+    if (Number.isNaN(v) && col.unknown) {
+      value.textContent = col.unknown;
+      el.title = "Unknown: this row holds an op of unknown cost (listed in prof.unsupported_ops, said under the profile)";
+      return;
+    }
     value.textContent = empty ? "" : formatCount(v);
     const R = table.roles;
     el.title = empty ? "" : col.key === R.flops && table.num[R.macs] ? `${exactTitle(v, table.spec[R.flops].label)}

@@ -225,3 +225,17 @@ def test_a_real_gpu_trace_fits_120_characters_and_its_legend_names_both_bases():
     assert max(map(len, lines)) <= 120
     assert "CUDA total" in lines[1] and "CPU total" in lines[1]
     assert "(x%) = share of the root's CPU total or CUDA total (the column's own) · blank = zero or not recorded" in lines
+
+
+def test_unknown_flops_read_as_unknown_not_as_a_blank_zero():
+    # A row that holds an op of unknown cost has unknown FLOPs: '?', said in the legend and under
+    # the table; a row whose FLOPs are zero stays blank.
+    events = [
+        ev("op", "mylib::fancy", 0, 10, shapes=[[4, 4]]),
+        ev("op", "aten::view", 10, 11, shapes=[[4, 4], []]),
+        ev("op", "aten::add", 11, 12, shapes=[[4, 4], [4, 4], []]),
+    ]
+    text = render_table(build(events), min_pct=0, show_ops=True)
+    rows = {line.split("|")[1].strip(" ├└─"): line.split("|")[4].strip() for line in text.splitlines() if line.startswith("| ")}
+    assert rows == {"Node": "FLOPs", "profile": "?", "mylib::fancy": "?", "aten::add": "16", "aten::view": ""}
+    assert "? = unknown (said below)" in text and "FLOPs are unknown (?) in the rows that hold 1 call of ops of unknown cost (mylib::fancy)" in text

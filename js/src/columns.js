@@ -77,6 +77,7 @@ export function tableLayout(cols, available, nodeMin = NODE_MIN, nodeNeed = 0) {
  * @property {string} [self] for totals: the self column shown on hover
  * @property {boolean} sortable a header click sorts by it
  * @property {"low"|"high"} [spread] the folded steps' least or most value of `key`, not its mean
+ * @property {string} [unknown] what a missing value is written as, where it means unknown (FLOPs)
  * @property {Float64Array} [values] filled on each update
  * @property {number} [base]
  */
@@ -111,7 +112,8 @@ export function columnsFor(data, folded = null) {
     const spec = data.spec[name];
     if (!shown.has(name) || (spec.needs && !shown.has(spec.needs))) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
-    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true });
+    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true,
+      unknown: spec.unknown ? data.vocab.unknown_mark : undefined });
     if (folded && name === data.vocab.threshold_column && folded.low[name]) {
       for (const [spread, word] of /** @type {const} */ ([["low", "min"], ["high", "max"]])) {
         cols.push({ key: name, label: `${spec.label} ${word}`, type: spec.unit, title: `The ${word === "min" ? "least" : "most"} ${spec.label} of any of the ${folded.count} steps (0 where a step did not run the row)`,

@@ -20,6 +20,7 @@ export {};
  * @property {string} [needs]
  * @property {boolean} [delta] a change between two runs: coloured faster/slower
  * @property {string} [subtree] for a self column: the same quantity over the whole subtree
+ * @property {boolean} [unknown] NaN in it means unknown (work of unknown cost), written `unknown_mark`
  */
 
 /**
@@ -73,6 +74,7 @@ export {};
  * @property {string[]} [step_parts] the keys of a step's time split, in stacking order
  * @property {string[]} [step_extra] a step's device idle time and slow flag keys
  * @property {string[]} [memory_categories] what a memory peak is made of, in stacking order
+ * @property {string} [unknown_mark] written for a missing value of a column whose NaN means unknown
  */
 
 /**

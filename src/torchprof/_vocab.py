@@ -280,6 +280,10 @@ Dtype = Literal["float", "int", "str", "bool"]
 Family = Literal["cpu", "cuda", "bwd", "mem"]
 
 
+#: What a view writes for an unknown value in a column whose NaN means unknown (``Column.unknown``).
+UNKNOWN_MARK = "?"
+
+
 @dataclass(frozen=True)
 class Column:
     """One column of the profile, as every view shows it."""
@@ -317,6 +321,9 @@ class Column:
     """For a self column: the column of the same quantity over the node's whole subtree. A view
     that hides an op row folds that row's subtree value into its parent's self, so no number
     changes without a row appearing or disappearing beside it."""
+    unknown: bool | None = None
+    """NaN in it means unknown (the row holds work of unknown cost), not zero nor unrecorded: views
+    write :data:`UNKNOWN_MARK` where the column is shown."""
 
     @property
     def numeric(self) -> bool:
@@ -406,8 +413,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("act_cuda_mem", "CUDA kept", "bytes", "Device bytes a layer's forward allocated that are still alive when that forward ends (as `act_cpu_mem`, on any accelerator).", rollup="total", family="mem", sortable=True, threshold=True),
     Column("peak_cuda_mem", "CUDA peak", "bytes", "The highest device bytes allocated (the allocator's total of any one device) at any moment while the node ran, forward or backward.", family="mem", sortable=True, rollup="max"),
     Column("params", "Params", "count", "Parameters of a module and its children, each tensor counted once.", rollup="total", sortable=True),
-    Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the operators' shapes (only matmul, convolution and attention have MACs).", rollup="total", sortable=True, threshold=True),
-    Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work.", rollup="total", sortable=True, threshold=True),
+    Column("macs", "MACs", "count", "Multiply-accumulates, forward and backward, from the operators' shapes (only matmul, convolution and attention have MACs); unknown (?) where the row holds an op of unknown cost that multiplies-adds.", rollup="total", sortable=True, threshold=True, unknown=True),
+    Column("flops", "FLOPs", "count", "Floating-point operations, forward and backward: `2 * macs` plus elementwise, normalisation, softmax and pooling work; unknown (?) where the row holds an op of unknown cost (`prof.unsupported_ops`).", rollup="total", sortable=True, threshold=True, unknown=True),
     Column("mfu", "MFU", "fraction", "Model FLOPs utilisation: FLOPs divided by the row's device time (CPU time without a device) and by the device's peak dense FLOP/s for the run's data type (`prof.summary['peak_flops']`; `peak_flops=` sets it); NaN where the peak or the FLOPs are unknown.", sortable=True),
     Column("input_shapes", "Input shapes", "text", "Input shapes of the first call (with `shapes=True`).", dtype="str"),
     Column("source", "Source", "text", "With `stack=True`: the line of your code the first call ran from (`train.py(42): forward`).", dtype="str"),

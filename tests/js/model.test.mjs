@@ -88,3 +88,11 @@ test("the widget module imports in node without touching a DOM", async () => {
   assert.equal(typeof mod.default.render, "function");
   assert.equal(typeof globalThis.document, "undefined");
 });
+
+test("a missing FLOPs value is written as unknown, a missing time as nothing", () => {
+  const cols = columnsFor(small());
+  const flops = cols.find((c) => c.key === "flops");
+  assert.equal(flops?.unknown, VOCAB.unknown_mark);
+  assert.equal(VOCAB.unknown_mark, "?");
+  assert.equal(cols.find((c) => c.key === "cpu_us")?.unknown, undefined);
+});

@@ -173,6 +173,11 @@ function fillNumber(cell, col, table, i, folded) {
     const own = col.self ? table.num[col.self][i] : NaN;
     el.title = empty ? "" : `${exactTitle(v, "bytes")}\nself: ${formatBytes(own)}`;
   } else if (col.type === "count") {
+    if (Number.isNaN(v) && col.unknown) {
+      value.textContent = col.unknown;
+      el.title = "Unknown: this row holds an op of unknown cost (listed in prof.unsupported_ops, said under the profile)";
+      return;
+    }
     value.textContent = empty ? "" : formatCount(v);
     const R = table.roles;
     // FLOPs say their MACs too (the registry's FLOPs count 2 per multiply-accumulate, and more).

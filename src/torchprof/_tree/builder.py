@@ -487,6 +487,7 @@ class TreeBuilder(BuildState):
                 macs, fl = formulas[name](args[0], concrete)
             except Exception:  # noqa: BLE001 - a formula that cannot read these args: unknown, not zero
                 self.formula_errors[name] = self.formula_errors.get(name, 0) + 1
+                self.unknown_flop_nodes.add(node)
                 macs = fl = 0
             nodes.macs[node] += macs
             nodes.flops[node] += fl

@@ -288,6 +288,12 @@ def finish_tree(builder: BuildState) -> Tree:
     # A root whose replay failed has its ops listed as of unknown cost: the FLOP columns say so
     # (NaN) whether or not anything else was counted (an inference alone, or beside a step).
     has_flops = builder.want_flops and (builder.saw_shapes or bool(builder.replay_problems and builder.shapeless))
+    unknown_ops: dict[str, int] = {}
+    if has_flops:
+        # Every row that holds an op of unknown cost is NaN (Finishing.flops_unknown), as a
+        # replay's mismatches are: shapes recorded or not, a row never shows part of its work.
+        unknown_ops, unknown_nodes = ops_of_unknown_cost(builder)
+        builder.unknown_flop_nodes |= unknown_nodes
     f = Finishing(builder, nodes, sums, order, depth, paths, names, parent_index, has_flops)
     # path and parent are made when first read (see tree.Columns).
     columns = Columns({c.name: COMPUTE[c.name](f) for c in COLUMNS if c.name not in Columns.LAZY}, paths, parent_index,
@@ -306,7 +312,7 @@ def finish_tree(builder: BuildState) -> Tree:
     return Tree(
         columns=columns,
         parent_index=parent_index,
-        unsupported_ops=unsupported_ops(builder) if has_flops else {},
+        unsupported_ops=unknown_ops,
         steps=steps,
         peak_cpu_mem=float(builder.peak[0]) if builder.memory else NAN,
         # Device memory is recorded without device activities too (memory events alone).
@@ -445,14 +451,15 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
     return scopes, labels, names
 
 
-def unsupported_ops(builder: BuildState) -> dict[str, int]:
+def ops_of_unknown_cost(builder: BuildState) -> tuple[dict[str, int], set[int]]:
     """Ops that have no formula, are not known to cost no FLOPs, are not inside an op that was
     counted and have no such op below them either (a leaf, or an op that only calls free ops,
     like a custom op computing in numpy), ops whose arithmetic depends on the data
     (``DATA_DEPENDENT``, whatever they call), and ops whose formula could not read their
     arguments: their FLOPs are unknown, not zero. Autograd nodes (``AddBackward0``) count as
     free, their arithmetic being in the aten ops below them, unless they launched GPU
-    kernels themselves."""
+    kernels themselves. By name with their calls (``prof.unsupported_ops``), and the nodes of
+    those found in the tree."""
     nodes = builder.nodes
     count = len(nodes)
     labels, kinds, covered, parent = nodes.label, nodes.kind, nodes.covered, nodes.parent
@@ -477,6 +484,7 @@ def unsupported_ops(builder: BuildState) -> dict[str, int]:
         if kinds[nid] == OP and (work_below[nid] or covered[nid] or cost_unknown(nid)):
             work_below[parent[nid]] = True
     found: dict[str, int] = {}
+    where: set[int] = set()
     for nid, k in enumerate(kinds):
         name = labels[nid]
         if name.startswith(COMPILED_GRAPH_PREFIX):
@@ -491,10 +499,11 @@ def unsupported_ops(builder: BuildState) -> dict[str, int]:
             continue
         if cost_unknown(nid):
             found[name] = found.get(name, 0) + nodes.calls[nid]
+            where.add(nid)
     for table in (builder.formula_errors, builder.compiled_unknown, builder.shapeless):
         for name, calls in table.items():
             found[name] = found.get(name, 0) + calls
-    return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+    return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))), where
 
 
 def _calls_per_step(f: Finishing) -> list[float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._tree.tree import Tree
-from .._vocab import COLUMN, VIEW_COLUMNS, Column, is_missing
+from .._vocab import COLUMN, UNKNOWN_MARK, VIEW_COLUMNS, Column, is_missing
 from . import format as fmt
 from .rows import value_column
 
@@ -44,10 +44,13 @@ def cell_text(tree: Tree, column: ViewColumn, row: int, *, percent: bool = True)
     """``812µs (45%)``: the value and, for a column with a percent base (unless ``percent`` is
     False), its share of the root's. Empty for a missing value and for zero (an empty cell reads
     faster than ``0.00µs (0%)``), except for whole numbers (a call count, a rank), as the front
-    end writes them."""
+    end writes them; :data:`~torchprof._vocab.UNKNOWN_MARK` where a missing value is unknown
+    (:attr:`~torchprof._vocab.Column.unknown`: FLOPs of a row that holds an op of unknown cost)."""
     spec = column.spec
     v = tree.columns[column.values][row]
-    if is_missing(v) or (v == 0 and spec.unit != "int"):
+    if is_missing(v):
+        return UNKNOWN_MARK if spec.unknown else ""
+    if v == 0 and spec.unit != "int":
         return ""
     text = fmt.value_text(spec.unit, v)
     if percent and spec.percent_of is not None:

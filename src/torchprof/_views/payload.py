@@ -40,6 +40,7 @@ from .._vocab import (
     STEP_EXTRA,
     STEP_PARTS,
     STEP_PREFIX,
+    UNKNOWN_MARK,
     VIEW_COLUMNS,
     VIEWS,
     Column,
@@ -113,6 +114,7 @@ def vocabulary(columns: Sequence[Column] = COLUMNS, view_columns: Sequence[str] 
         "step_parts": list(STEP_PARTS),
         "step_extra": list(STEP_EXTRA),
         "memory_categories": list(MEMORY_CATEGORIES),
+        "unknown_mark": UNKNOWN_MARK,
     }  # fmt: skip
 
 

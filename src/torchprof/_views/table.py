@@ -12,7 +12,7 @@ from typing import Any
 from .._tree.hotpath import hot_path
 from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
-from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, NodeKind
+from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, UNKNOWN_MARK, NodeKind
 from .cells import ViewColumn, cell_text, view_columns
 from .format import printable
 from .rows import resolve_sort, threshold_column, visible_rows
@@ -113,7 +113,8 @@ def render_table(
     hot_rows = {rows[k] for k in marked}
     out += [line_of(line, cols["depth"][r] if colour else None) + (HOT_MARK if r in hot_rows else "") for r, line in zip(rows, body)]
     out.append(rule)
-    notes = [legend for legend in (_legend(layout),) if legend]
+    unknown = any(cell == UNKNOWN_MARK for line in body for cell in line[left:])
+    notes = [legend for legend in (_legend(layout, unknown),) if legend]
     if marked or headline:
         path = f"{HOT_MARK.strip()} hot path" if marked else ""
         notes.append(" · ".join(p for p in (headline, path) if p))
@@ -250,28 +251,30 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
 
 
 def _unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False) -> str:
-    """The ops whose FLOPs the table's figures leave out (most calls first, as listed);
+    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed);
     ``replay_failed``: a layer's replay failed, and a warning under this note says why."""
     calls = sum(unknown.values())
     names = list(unknown)
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     where = "outside every layer, or in a layer that could not be replayed, said below" if replay_failed else "outside every layer"
-    return (f"FLOPs leave out {calls} call{'s' if calls != 1 else ''} of ops of unknown cost ({shown}): no formula, or "
-            f"no shapes ({where}; shapes=True records them); prof.unsupported_ops lists them")
+    return (f"FLOPs are unknown ({UNKNOWN_MARK}) in the rows that hold {calls} call{'s' if calls != 1 else ''} of ops of unknown "
+            f"cost ({shown}): no formula, or no shapes ({where}; shapes=True records them); prof.unsupported_ops lists them")
 
 
-def _legend(layout: _Layout) -> str:
-    """One line saying what the ``(x%)`` in the cells is a share of."""
+def _legend(layout: _Layout, unknown: bool = False) -> str:
+    """One line saying what the ``(x%)`` in the cells is a share of, and what blank and (where a
+    cell holds one) the unknown mark stand for."""
     bases: list[str] = []
     for c in layout.columns:
         base = c.spec.percent_of
         if c.spec.name in layout.percent and base is not None and base not in bases:
             bases.append(base)
+    marks = f" · {UNKNOWN_MARK} = unknown (said below)" if unknown else ""
     if not bases:
-        return ""
+        return marks[3:]
     of = " or ".join(COLUMN[b].label for b in bases)
     which = " (the column's own)" if len(bases) > 1 else ""
-    return f"(x%) = share of the root's {of}{which} · blank = zero or not recorded"
+    return f"(x%) = share of the root's {of}{which} · blank = zero or not recorded{marks}"
 
 
 def clip_middle(text: str, limit: int) -> str:
