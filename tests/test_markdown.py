@@ -106,7 +106,8 @@ def test_a_large_profile_is_cut_to_4_kb(tmp_path):
     text = prof.to_markdown(tmp_path / "summary.md")
     assert len(text.encode("utf-8")) <= 4096 and (tmp_path / "summary.md").read_text(encoding="utf-8") == text
     assert all(s in text for s in SECTIONS)
-    assert "1. **exposed_communication**" in text and "**MFU:** 2.65% of NVIDIA A100 tf32" in text
+    # (its embedding lookups, fbgemm's, have no formula: the run's FLOPs, so its MFU, are unknown)
+    assert "1. **exposed_communication**" in text and "**MFU:** unknown: the FLOPs are unknown (prof.unsupported_ops" in text
     assert "**Steps:** 6 steps, median" in text
 
 

@@ -60,12 +60,15 @@ def test_a_trace_names_its_device_and_a_dtype_gives_its_mfu():
     s = tf32.summary
     df = tf32.df
     assert s["peak_flops"] == {"flops_per_s": 156e12, "device": "NVIDIA A100", "dtype": "tf32", "source": "table"}
-    # device time where there is one: the root's FLOPs over its kernels' time
-    assert s["mfu"] == pytest.approx(df["flops"].iloc[0] / (df["cuda_us"].iloc[0] / 1e6) / 156e12)
-    assert s["mfu_wall"] == pytest.approx(s["flops_per_s"] / 156e12)
-    row = df[df["flops"] > 0].iloc[1]
+    # Its embedding lookups (fbgemm's) have no formula: the run's FLOPs are unknown, so is its MFU,
+    # and the headline claims none; a row whose FLOPs are known has its own: its FLOPs over its
+    # kernels' time.
+    assert tf32.unsupported_ops.get("fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function") == 12
+    assert math.isnan(s["mfu"]) and math.isnan(s["mfu_wall"]) and "MFU" not in tf32.headline
+    known = df[(df["flops"] > 0) & (df["cuda_us"] > 0)]
+    assert len(known) > 10
+    row = known.iloc[1]
     assert row["mfu"] == pytest.approx(row["flops"] / (row["cuda_us"] / 1e6) / 156e12)
-    assert "MFU 2.65% of NVIDIA A100 tf32" in tf32.headline
     set_mfu(tf32.tree, choose_peak(tf32.meta, "fp32", True))
     assert "measure above 100%" in mfu_summary(tf32.tree, s["flops_per_s"])["mfu_note"]  # its matmuls beat fp32's peak: TF32
 

@@ -586,6 +586,25 @@ def test_device_work_outside_the_window_is_left_out_of_every_device_figure_alike
                              "span): every device figure counts only the window"]  # fmt: skip
 
 
+def test_a_host_range_recorded_past_the_window_counts_only_its_part_inside(tmp_path):
+    # A step range kineto wrote with an end long after the profile stopped (seen in a real A100
+    # trace: 13.3 s of a 355 ms window): every CPU figure counts the window only, as device ones do.
+    events = [
+        span("PyTorch Profiler (0)", 1000, 1000),
+        op("ProfilerStep#1", 1500, 13_000_000, cat="user_annotation"),
+        op("aten::mm", 1600, 100),
+        op("aten::add", 1900, 300),  # its last 200 µs after the window
+        op("aten::relu", 2500, 10),  # wholly after: no time
+    ]
+    prof = torchprof.load_trace(write_trace(tmp_path / "t.json", events), name="run")
+    df, s = prof.df, prof.summary
+    assert s["wall_us"] == 1000 and s["cpu_us"] == 500 <= s["wall_us"]
+    assert df.loc["ProfilerStep#1", "cpu_us"] == 500
+    assert df.loc["ProfilerStep#1/aten::add", "cpu_us"] == 100 and df.loc["ProfilerStep#1/aten::mm", "cpu_us"] == 100
+    assert "relu" not in " ".join(df.index)
+    assert "1 host range and part of 2 more (12999.710 ms) ran outside the profiled window (kineto's span): every CPU figure counts only the window" in s["warnings"]
+
+
 def test_cupti_range_profiler_ranges_are_listed_as_ranges_not_counted_as_kernels(tmp_path):
     def measured(name, ts):
         return {"ph": "X", "cat": "cuda_profiler_range", "name": name, "pid": 0, "tid": 0, "ts": ts, "dur": 121431,

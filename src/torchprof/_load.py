@@ -79,7 +79,7 @@ def _load_one(path: str, name: str | None, flops: bool, peak_flops: float | str 
             recording.meta["warnings"] = [*recording.meta.get("warnings", []), note]
         if name:
             recording.label = name
-        notes = [outside_window_note(builder.outside_window)]
+        notes = [outside_window_note(builder.outside_window), outside_window_note(builder.host_outside_window, host=True)]
         if builder.device_ranges and not builder.cuda:
             notes.append(f"{builder.device_ranges} CUPTI range-profiler ranges (kernels replayed to read hardware counters) "
                          f"are listed under {DEVICE_RANGES} without time: the trace records no kernel's own run, so device "
@@ -99,15 +99,18 @@ def _kept(path: str) -> Callable[[], list[str]]:
     return lambda: [path]
 
 
-def outside_window_note(outside: list[int]) -> str | None:
-    """What the window rule left out (``TreeBuilder.outside_window``), for the summary's notes."""
+def outside_window_note(outside: list[int], host: bool = False) -> str | None:
+    """What the window rule left out (``TreeBuilder.outside_window``, or with ``host`` its host
+    ranges' ``host_outside_window``), for the summary's notes."""
     whole, part, ns = outside
     if not whole and not part:
         return None
-    what = " and ".join(t for t in (f"{whole} device activities" if whole else "",
-                                    f"part of {part} more" if part else "") if t)  # fmt: skip
-    return (f"{what} ({ns / 1e6:.3f} ms) ran outside the profiled window (kineto's span): every device figure "
-            "counts only the window")
+    def things(n: int) -> str:
+        return (("host range" if host else "device activity") if n == 1 else ("host ranges" if host else "device activities"))
+
+    what = " and ".join(t for t in (f"{whole} {things(whole)}" if whole else "", f"part of {part} {'more' if whole else things(part)}" if part else "") if t)
+    return (f"{what} ({ns / 1e6:.3f} ms) ran outside the profiled window (kineto's span): every "
+            f"{'CPU' if host else 'device'} figure counts only the window")
 
 
 def _trace_files(path: Any) -> list[str] | None:

@@ -102,6 +102,8 @@ class TreeBuilder(BuildState):
         self.event_count += n
         if n == 0:
             return
+        if ev.span is not None:
+            self._clip_host_ranges(ev)
         kinds = ev.kind
         if ev.parent is not None:
             parent_ev, ends = ev.parent, ev.end
@@ -593,6 +595,30 @@ class TreeBuilder(BuildState):
             placed.append(node)
         self._add_busy(starts, ends)
         self._add_device_time(ev, device, starts, ends, placed)
+
+    def _clip_host_ranges(self, ev: EventColumns) -> None:
+        """The window rule for host ranges, as :meth:`_in_window` for device work: a range the
+        source wrote past the profiled window (kineto's span; a step range closed long after the
+        profile stopped) counts only its part inside it, and one wholly outside is no row at all
+        (:attr:`host_outside_window` keeps the count). Nesting is kept: a child clipped at the
+        window's edge stays within its parent clipped there too."""
+        assert ev.span is not None
+        lo, hi = ev.span
+        starts, ends, kinds = ev.start, ev.end, ev.kind
+        outside = self.host_outside_window
+        for i in [i for i, (s, e) in enumerate(zip(starts, ends)) if (s < lo or e > hi) and s != e]:
+            if kinds[i] not in HOST_RANGE_KINDS:
+                continue
+            s, e = starts[i], ends[i]
+            cs, ce = max(s, lo), min(e, hi)
+            if ce > cs:
+                starts[i], ends[i] = cs, ce
+                outside[1] += 1
+                outside[2] += (e - s) - (ce - cs)
+            else:
+                kinds[i] = EventKind.IGNORED
+                outside[0] += 1
+                outside[2] += e - s
 
     def _in_window(self, ev: EventColumns, device: list[int]) -> tuple[list[int], list[int], list[int]]:
         """The window rule for device work: where the source records the profiled window (kineto's

@@ -100,6 +100,7 @@ class BuildState:
         # Device work outside the profiled window, which no figure counts: [activities wholly
         # outside, activities partly outside, ns outside].
         self.outside_window = [0, 0, 0]
+        self.host_outside_window = [0, 0, 0]  # the same for host ranges (TreeBuilder._clip_host_ranges)
         self.device_ranges = 0  # CUPTI range-profiler ranges read (see TreeBuilder._add_device_ranges)
         # Ranges that outlived their parent, per node: [ranges, ns past the parent's end] (that
         # time is in no total: see nesting.nest).

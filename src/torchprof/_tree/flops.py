@@ -677,7 +677,7 @@ bernoulli_ bernoulli random_ exponential_ cauchy_ geometric_ log_normal_ multino
 repeat repeat_interleave tile roll flip fliplr flipud rot90 pad constant_pad_nd reflection_pad1d
 reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d
 pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle _pad_circular _pad_enum
-_nested_tensor_from_mask unfold im2col diagonal triu triu_ tril tril_ _pin_memory pin_memory
+_nested_tensor_from_mask to_padded_tensor unfold im2col diagonal triu triu_ tril tril_ _pin_memory pin_memory
 _foreach_zero_ _foreach_copy_ record_stream _reshape_copy _unsafe_index isin
 upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact1d
 _upsample_nearest_exact2d _upsample_nearest_exact3d

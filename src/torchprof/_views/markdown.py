@@ -111,7 +111,8 @@ def _mfu_line(summary: Summary) -> str:
     peak: dict[str, Any] = summary["peak_flops"] if isinstance(summary.get("peak_flops"), dict) else {}
     mfu = summary.get("mfu", float("nan"))
     if is_missing(mfu):
-        why = peak.get("source") or "no peak FLOP/s known"
+        known_peak = isinstance(peak.get("flops_per_s"), (int, float))
+        why = "the FLOPs are unknown (prof.unsupported_ops lists the ops of unknown cost)" if known_peak else (peak.get("source") or "no peak FLOP/s known")
         return f"**MFU:** unknown: {fmt.printable(str(why))}."
     against = " ".join(str(x) for x in (peak.get("device"), peak.get("dtype")) if x) or "the given peak"
     wall = summary.get("mfu_wall", float("nan"))
