@@ -396,12 +396,16 @@ class _EventReader:
         if kind == IGNORED:
             if cat == SPAN_CATEGORY:
                 # The profiler's own span is the window; kineto writes it first and each
-                # backend's span (CUPTI's, MTIA's) after it, shorter.
+                # backend's span (CUPTI's, MTIA's) after it, shorter. Several of its own (one
+                # per cycle of a schedule, in torchprof's export of every cycle): all of them.
                 name = e.get("name")
                 own = isinstance(name, str) and name.startswith(PROFILER_SPAN_PREFIX)
                 if "span" not in self.facts or (own and not self.facts.get("own_span")):
                     self.facts["span"] = self._span(e)
                     self.facts["own_span"] = own
+                elif own:
+                    lo, hi = self._span(e)
+                    self.facts["span"] = (min(lo, self.facts["span"][0]), max(hi, self.facts["span"][1]))
             elif cat == PYTHON_CATEGORY:
                 kind = MODULE if self._name(e).startswith(MODULE_PREFIX) else PYFRAME
                 if kind == MODULE:
