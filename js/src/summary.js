@@ -13,7 +13,7 @@ export function buildSummary(box, data) {
   box.replaceChildren();
   box.append(h("span", { class: "tp-title", text: s.name ?? data.path[0] }));
   for (const [label, value, title] of data.summaryItems) {
-    const warn = label === "stopped by" || label === "missing";
+    const warn = label === "stopped by" || label === "note";
     box.append(h("span", { class: warn ? "tp-stat tp-warn" : "tp-stat", title }, h("span", { class: "tp-stat-k", text: label }), " ", h("b", { text: value })));
   }
   const steps = data.steps;

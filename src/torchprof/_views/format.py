@@ -183,7 +183,7 @@ def summary_items(s: Summary) -> list[tuple[str, str, str]]:
     if s.get("interrupted"):
         items.append(("stopped by", str(s["interrupted"]), "The profiled code raised or was interrupted: the profile ends there"))
     for text in s.get("warnings") or ():
-        items.append(("missing", str(text), "Work the profiler could not record: the figures leave it out"))
+        items.append(("note", str(text), "What the figures leave out or could not know, and why"))
     return items
 
 
