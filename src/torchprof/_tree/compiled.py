@@ -324,7 +324,7 @@ def _product(node: CompiledNode) -> list[int] | None:
     if len(node.shapes) < first + 2 or not (_is_sizes(node.shapes[first]) and _is_sizes(node.shapes[first + 1])):
         return None
     a, b = node.shapes[first], node.shapes[first + 1]
-    if node.op.endswith("bmm") and len(a) == 3 and len(b) == 3:
+    if node.op.rstrip("_").endswith("bmm") and len(a) == 3 and len(b) == 3:
         return [a[0], a[1], b[2]]
     if len(a) == 2 and len(b) == 2 and node.op.endswith(("mm", "mm_", "_addmm_activation")):
         return [a[0], b[1]]
