@@ -122,6 +122,24 @@ def test_the_rank_comes_from_distributed_info_then_from_the_file_name(tmp_path):
     assert torchprof.load_trace(tmp_path).ranks == [5, 7, 12]
 
 
+def test_ranks_guessed_from_a_number_in_a_name_or_a_place_in_the_list_are_said(tmp_path):
+    # A folder of unrelated runs ("resnet50.json", "run.json") merged as ranks 50 and 1 of one job
+    # without a word: where no trace says its rank, the profile says how each was decided.
+    rank_trace(tmp_path, 0, 300, file="resnet50.json", info=False)
+    rank_trace(tmp_path, 0, 300, file="run.json", info=False)
+    prof = torchprof.load_trace(tmp_path)
+    assert prof.ranks == [1, 50]
+    said = " ".join(prof.summary["warnings"])
+    assert ("resnet50.json is rank 50 by the last number in its name, run.json rank 1 by its place in the list" in said
+            and "if they are not the ranks of one job, load each alone" in said), said  # fmt: skip
+    # a job whose traces say their ranks (or whose names do) is merged without a note
+    for job_folder, files in ((tmp_path / "said", ("a.json", "b.json")), (tmp_path / "named", ("rank0.json", "rank1.json"))):
+        job_folder.mkdir()
+        for rank, file in enumerate(files):
+            rank_trace(job_folder, rank, 300, file=file, info=job_folder.name == "said")
+        assert not torchprof.load_trace(job_folder).summary.get("warnings"), job_folder
+
+
 def test_a_list_a_folder_and_a_glob_name_the_same_job(job):
     by_list = torchprof.load_trace([job / "rank1.json", job / "rank0.json"])
     by_glob = torchprof.load_trace(str(job / "rank*.json"))

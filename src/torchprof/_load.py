@@ -145,14 +145,21 @@ def rank_of(meta: dict[str, Any], path: str) -> int | None:
     """A trace's rank: ``distributedInfo.rank`` (torch.profiler writes it when the process group
     existed before profiling started; torchprof's exports add it otherwise), else the rank its
     file name says (``rank3.json.gz``, ``trace_rank_12.json``, else its last number)."""
+    return _rank_and_how(meta, path)[0]
+
+
+def _rank_and_how(meta: dict[str, Any], path: str) -> tuple[int | None, str]:
+    """:func:`rank_of`, and how it was found: ``said`` (its metadata, or "rank" in its name), or
+    ``number`` (the last number in its name: a guess)."""
     info = meta.get("distributedInfo")
     if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return int(info["rank"])
+        return int(info["rank"]), "said"
     stem = os.path.basename(path)
-    found = _RANK_IN_NAME.search(stem) or (_NUMBER.findall(stem) or [None])[-1]
-    if found is None:
-        return None
-    return int(found.group(1)) if isinstance(found, re.Match) else int(found)
+    named = _RANK_IN_NAME.search(stem)
+    if named is not None:
+        return int(named.group(1)), "said"
+    numbers = _NUMBER.findall(stem)
+    return (int(numbers[-1]), "number") if numbers else (None, "order")
 
 
 def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = True,
@@ -165,14 +172,24 @@ def load_ranks(paths: Sequence[str], *, name: str | None = None, flops: bool = T
     profiles = _load_each(paths, flops)  # each rank's own peak; the merged tree's MFU is measured below
     ranks: list[int] = []
     seen: dict[int, str] = {}
+    guessed: list[str] = []  # how each rank no trace says was decided
     for i, (prof, path) in enumerate(zip(profiles, paths)):
-        rank = rank_of(prof.meta, path)
-        rank = i if rank is None else rank
+        found, how = _rank_and_how(prof.meta, path)
+        rank = i if found is None else found
         if rank in seen:
             raise TraceError(f"{seen[rank]} and {path} are both rank {rank}: give the traces of one job, one per rank")
         seen[rank] = path
         ranks.append(rank)
-    return merge_profiles(profiles, ranks, paths, name=name, peak_flops=peak_flops)
+        if how != "said":
+            by = "the last number in its name" if how == "number" else "its place in the list"
+            guessed.append(f"{os.path.basename(path)} {'is rank' if not guessed else 'rank'} {rank} by {by}")
+    merged = merge_profiles(profiles, ranks, paths, name=name, peak_flops=peak_flops)
+    if guessed and len(paths) > 1:
+        # Any folder of traces merges: a job's, or unrelated runs' read as its ranks.
+        merged.recording.meta.setdefault("warnings", []).append(
+            f"no rank in the metadata or name of {len(guessed)} of the {len(paths)} traces: {', '.join(guessed)}; "
+            "if they are not the ranks of one job, load each alone")
+    return merged
 
 
 def merge_profiles(profiles: Sequence[Result], ranks: Sequence[int], sources: Sequence[str], *, name: str | None = None,
