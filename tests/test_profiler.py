@@ -240,10 +240,15 @@ def test_exception_caught_inside_a_module_keeps_the_stack_consistent():
 
 
 def test_nested_profilers_are_a_clear_error(mlp):
+    import traceback
+
     with torchprof.Profiler():
-        with pytest.raises(torchprof.ProfilerError, match="already running"):
+        with pytest.raises(torchprof.ProfilerError, match="already running") as raised:
             with torchprof.Profiler():
                 pass
+    # The user's own line is where the error is: one torchprof frame (the start), not its insides.
+    inside = [f for f in traceback.extract_tb(raised.value.__traceback__) if os.sep + "torchprof" + os.sep in f.filename]
+    assert [f.name for f in inside] == ["start"], traceback.format_tb(raised.value.__traceback__)
     with torch.profiler.profile():
         with pytest.raises(torchprof.ProfilerError, match="already running"):
             with torchprof.Profiler():

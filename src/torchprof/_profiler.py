@@ -167,8 +167,12 @@ class Profiler:
             except BaseException:
                 self._undo_start()
                 raise
-        except BaseException:
+        except BaseException as exc:
             self._undo_start()  # again: the first undo was interrupted (it resumes), or it is a no-op
+            if isinstance(exc, ProfilerError):
+                # A usage error (another profiler runs): the user's line is where it is, not
+                # the frames of torchprof's start below this one.
+                raise exc.with_traceback(None) from None
             raise
 
     __enter__ = start
