@@ -123,7 +123,7 @@ def render_table(
         notes.append(f"{hidden} row{'s' if hidden != 1 else ''} under {min_pct:g}% of {base} hidden (min_pct=0 shows them)")
     if layout.dropped:
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
-    if tree.unsupported_ops and any(c.spec.name in ("flops", "macs") for c in layout.columns):
+    if tree.unsupported_ops and any(c.spec.unknown for c in layout.columns):
         shapes = tree.columns.get("input_shapes") or []
         notes.append(_unknown_flops_note(tree.unsupported_ops, any(str(text).startswith("FLOPs of ") for text in warnings),
                                          shapes_recorded=any(shapes)))  # fmt: skip
