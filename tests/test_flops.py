@@ -339,6 +339,95 @@ def test_grouped_query_attention_counts_every_query_head():
     assert macs(prof) == sdpa_macs(B * Hq, L, L, E, E) == sdpa_flop_count([B, Hq, L, E], [B, Hkv, L, E], [B, Hkv, L, E]) / 2
 
 
+class Attention(nn.Module):
+    """Projections around ``F.scaled_dot_product_attention`` called as models call it."""
+
+    def __init__(self, E: int, heads: int, kv_heads: int, **sdpa) -> None:
+        super().__init__()
+        self.heads, self.kv_heads, self.sdpa = heads, kv_heads, sdpa
+        self.q = nn.Linear(E, E)
+        self.kv = nn.Linear(E, 2 * E * kv_heads // heads)
+
+    def forward(self, x, mask=None):
+        B, L, _ = x.shape
+        q = self.q(x).view(B, L, self.heads, -1).transpose(1, 2)
+        k, v = self.kv(x).view(B, L, 2 * self.kv_heads, -1).transpose(1, 2).chunk(2, dim=1)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.sdpa)
+
+
+ATTENTION_CASES = {
+    "causal": ({"is_causal": True}, None),
+    "grouped query, causal": ({"is_causal": True, "enable_gqa": True}, None),
+    "boolean mask": ({}, "bool"),
+    "float mask": ({}, "float"),
+    "scaled": ({"scale": 0.3}, None),
+}
+
+
+@pytest.mark.parametrize("case", list(ATTENTION_CASES))
+@pytest.mark.parametrize("train", [True, False], ids=["training", "inference"])
+def test_attention_layers_on_the_cpu_are_counted_by_default_as_with_shapes(case, train):
+    # The replay runs on meta tensors, whose attention always took the math kernel (matmuls and
+    # a softmax) where the CPU took its flash kernel: every attention layer's FLOPs were unknown
+    # by default (Llama, Mistral, BART eager). Now it takes the kernel the CPU takes.
+    torch.manual_seed(0)
+    sdpa, mask = ATTENTION_CASES[case]
+    B, L, E, heads = 2, 6, 16, 4
+    kv_heads = 2 if sdpa.get("enable_gqa") else heads
+    layer = Attention(E, heads, kv_heads, **sdpa)
+    x = rand(B, L, E)
+    m = None if mask is None else torch.ones(L, L, dtype=torch.bool).tril()
+    if mask == "float":
+        m = torch.zeros(L, L).masked_fill(~m, float("-inf"))
+    run = training_step(layer, [x, m] if m is not None else [x]) if train else forward_only(layer, [x, m] if m is not None else [x])
+    run()
+    prof = profiled(run)  # the default equals shapes=True on every row
+    assert "aten::_scaled_dot_product_flash_attention_for_cpu" in set(prof.df.name)
+    with torchprof.Profiler() as default:
+        run()
+    assert default.unsupported_ops == {}
+    assert default.df.loc["Attention", "flops"] == prof.df.loc["Attention", "flops"] > 0
+
+
+class DropsAMaskThatMasksNothing(Attention):
+    """As Hugging Face's masking does: a mask that masks nothing is dropped (a read of values,
+    answered both ways in a replay), except while tracing, which it takes a fake tensor for."""
+
+    def forward(self, x, mask=None):
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if mask is not None and not isinstance(mask, FakeTensor) and bool(mask.all()):
+            mask = None
+        return super().forward(x, mask)
+
+
+def test_attention_counted_by_default_where_only_the_meta_replay_can_take_the_run_path():
+    # The fake-tensor replay (which made the CPU's choice of kernel) keeps the mask here, so only
+    # the meta replay can take the path that ran: Llama's self_attn rows were unknown by default.
+    torch.manual_seed(0)
+    layer = DropsAMaskThatMasksNothing(16, 4, 2, enable_gqa=True)
+    run = training_step(layer, [rand(2, 6, 16), torch.ones(6, 6, dtype=torch.bool)])
+    run()
+    prof = profiled(run)
+    with torchprof.Profiler() as default:
+        run()
+    assert default.unsupported_ops == {}
+    assert default.df.loc["DropsAMaskThatMasksNothing", "flops"] == prof.df.loc["DropsAMaskThatMasksNothing", "flops"] > 0
+
+
+def test_attention_kernels_are_torch_own_again_after_a_replay():
+    torch.manual_seed(0)
+    layer = Attention(16, 4, 4, is_causal=True)
+    x = rand(2, 6, 16)
+    with torchprof.Profiler() as prof:
+        layer(x).sum().backward()
+    assert prof.df.loc["Attention", "flops"] > 0  # (the replays ran)
+    q = torch.empty(2, 4, 6, 4, device="meta")
+    with torch.profiler.profile() as p:
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    assert "aten::_scaled_dot_product_attention_math" in {e.name for e in p.events()}  # the meta device's own choice
+
+
 def mha_fast_path_macs(B, L, S, E):
     """in-projections of q (L rows) and k, v (S rows), the output projection, and attention:
     the heads split E, so per (query, key) pair E multiply-adds for the score and E for @ v."""

@@ -124,3 +124,37 @@ def test_the_command_line_prints_or_writes_the_summary(tmp_path, capsys):
     assert "| Node" in out and f"torchprof: wrote {target}" in out
     assert target.read_text(encoding="utf-8").startswith("### torchprof: a100-alexnet-forward")
     assert main(["--md", str(tmp_path / "missing" / "s.md"), trace]) == 2  # its folder does not exist
+
+
+def test_flops_unknown_for_ops_of_unknown_cost_are_said_in_the_summary_and_the_header():
+    # The root's FLOPs were NaN while "Not counted" said "nothing the profiler knows of", and the
+    # widget's header left FLOPs out without a word: both now name the ops, as the table does.
+    import torch
+
+    import torchprof
+    from torchprof._views.format import summary_items
+
+    class Checks(torch.nn.Module):  # torch.equal stops at the first difference: its cost depends on the values
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.layer(x)
+            return y if torch.equal(y, x) else -y
+
+    layer = Checks()
+    with torchprof.Profiler(shapes=True) as prof, torch.no_grad():
+        layer(torch.randn(2, 4))
+    assert prof.unsupported_ops == {"aten::equal": 1}
+    text = prof.to_markdown()
+    said = ("- FLOPs are unknown (?) in the rows that hold 1 call of ops of unknown cost (aten::equal): "
+            "no formula, or a cost that depends on the values; prof.unsupported_ops lists them")
+    assert said in text.split("**Not counted:**", 1)[1]
+    assert "nothing the profiler knows of" not in text
+    flops = [item for item in summary_items(prof.summary) if item[0] == "FLOPs"]
+    assert len(flops) == 1 and flops[0][1] == "?" and "aten::equal" in flops[0][2]
+    with torchprof.Profiler(shapes=True) as known, torch.no_grad():
+        layer.layer(torch.randn(2, 4))
+    assert "**Not counted:** nothing the profiler knows of." in known.to_markdown()
+    assert [item[1] for item in summary_items(known.summary) if item[0] == "FLOPs"] == ["64"]

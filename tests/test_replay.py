@@ -165,7 +165,7 @@ def test_why_a_roots_flops_are_unknown_is_under_the_table_and_in_the_markdown_al
             assert "FLOPs of Gate are unknown: its forward cannot run without real data" in flat, text
             assert "test_replay.py" in flat
     # beside counted work, the note on the listed ops points at the reason under it
-    assert "or in a layer that could not be replayed, said below" in " ".join(str(trained).split())
+    assert "in a layer that could not be replayed (said below)" in " ".join(str(trained).split())
 
 
 def test_a_forward_that_branches_on_a_yes_or_no_value_is_replayed_down_the_branch_that_ran():

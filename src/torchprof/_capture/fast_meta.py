@@ -284,3 +284,66 @@ def fast_meta_kernels() -> Iterator[None]:
     finally:
         if lib is not None:
             lib._destroy()
+
+
+def _cpu_attention() -> Callable[..., Any]:
+    """``scaled_dot_product_attention`` on meta tensors as the CPU runs it: the meta device's
+    choice of kernel is always the math one (its matmuls, softmax and their backward), where the
+    CPU takes its flash kernel whenever the inputs allow, so a replay's ops and autograd nodes
+    differed from the run's and every attention layer's FLOPs were unknown. The CPU's own choice
+    (made from sizes, strides and dtypes alone) picks the kernel; the flash kernel then runs on
+    the meta tensors, its boolean mask converted as torch's CPU path converts it. Anything else
+    runs torch's own composite (``decompose``)."""
+    import torch
+
+    aten = torch.ops.aten
+    composite = aten.scaled_dot_product_attention.default
+    choose = aten._fused_sdp_choice.default
+    flash = aten._scaled_dot_product_flash_attention_for_cpu.default
+    cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+    flash_choice = int(torch.nn.attention.SDPBackend.FLASH_ATTENTION.value)
+    tensor = torch.Tensor
+
+    def kernel(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+               *, scale: Any = None, enable_gqa: bool = False) -> Any:  # fmt: skip
+        chosen = None
+        if all(isinstance(t, tensor) and t.is_meta for t in (query, key, value)):
+            try:
+                chosen = choose.redispatch(cpu, query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+            except Exception:  # noqa: BLE001 - torch's composite decides (and raises what the run would have)
+                chosen = None
+        if chosen != flash_choice:
+            return composite.decompose(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        if attn_mask is not None and attn_mask.dtype == torch.bool:
+            attn_mask = torch.where(attn_mask, torch.scalar_tensor(0.0, dtype=query.dtype, device=query.device), float("-inf"))
+        return flash(query, key, value, dropout_p, is_causal, attn_mask=attn_mask, scale=scale)[0]
+
+    return kernel
+
+
+@contextlib.contextmanager
+def attention_as_on_cpu() -> Iterator[None]:
+    """While the block runs (the replay of a model that ran on the CPU), attention on meta
+    tensors takes the CPU's kernel (:func:`_cpu_attention`); torch's own is back after, whatever
+    happens. A torch laid out otherwise keeps its own (the math kernel: that layer's FLOPs stay
+    unknown, as before)."""
+    import warnings
+
+    import torch
+
+    lib = None
+    try:
+        try:
+            kernel = _cpu_attention()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lib = torch.library.Library("aten", "IMPL", "AutogradMeta")
+                lib.impl("scaled_dot_product_attention", kernel)
+        except Exception:  # noqa: BLE001 - see the docstring
+            if lib is not None:
+                lib._destroy()
+                lib = None
+        yield
+    finally:
+        if lib is not None:
+            lib._destroy()

@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
-from .fast_meta import fast_meta_kernels
+from .fast_meta import attention_as_on_cpu, fast_meta_kernels
 from .module_graph import modules_below
 from .swaps import config_patched, entered
 from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
@@ -588,6 +588,8 @@ class _Tensors:
         self.made: list[Any] = []
         """The arguments made so far that require a gradient (a leaf, or a non-leaf's gradient edge)."""
         self._edge_owner: dict[int, int] = {}  # id(gradient edge's node) -> id(the tensor made)
+        self.devices: set[str] = set()
+        """The device types of the real tensors stood for (the module's, the arguments')."""
         if fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -596,6 +598,7 @@ class _Tensors:
     def like(self, t: Any) -> Any:
         """A data-free tensor with ``t``'s sizes, strides, dtype and device (a parameter stays one)."""
         torch = self._torch
+        self.devices.add(t.device.type)
         if self.mode is not None:
             made = self.mode.from_tensor(t.detach())
         else:
@@ -615,6 +618,7 @@ class _Tensors:
         """A data-free tensor for an argument: a leaf where the real one was one (its gradient
         is accumulated), else the output of a step autograd runs through without accumulating
         anything (:func:`_non_leaf`): the run had no ``AccumulateGrad`` for it either."""
+        self.devices.add(spec.device.type)
         meta = made = self._meta(spec.shape, spec.stride, spec.dtype)
         if self.mode is not None:
             made = self.mode.fake_tensor_converter.from_meta_and_device(self.mode, meta, spec.device)
@@ -669,6 +673,10 @@ class _Tensors:
         # themselves (``record_function``) inside a "PythonDispatchMode" range, out of place.
         if answers is not None or anomaly:
             stack.enter_context(_replay_mode(answers, anomaly))
+        if self.mode is None and self.devices == {"cpu"}:
+            # (On an accelerator the meta replay keeps the math kernel; the fake-tensor replay
+            # of that device makes the device's own choice.)
+            stack.enter_context(attention_as_on_cpu())
         return stack
 
 

@@ -63,6 +63,9 @@ class Summary(TypedDict, total=False):
     interrupted: Any
     allocator_peaks: dict[str, float]
     warnings: list[str]
+    unknown_flop_ops: dict[str, int]
+    """Where the root's FLOPs are unknown: the ops of unknown cost that make them so (calls by name)."""
+    shapes_recorded: bool
     headline: str
     """Added by ``prof.summary`` (``_views.format.headline``): one line of the above."""
 
@@ -136,6 +139,11 @@ def summarize(tree: Tree, recording: Recording) -> Summary:
         out["peak_at"] = peak_at(tree)
     if "interrupted" in recording.meta:
         out["interrupted"] = recording.meta["interrupted"]
+    if tree.unsupported_ops and is_missing(flops):
+        # What makes the root's FLOPs unknown, for the views that show the root alone (the
+        # Markdown summary, the widget's header); the tables say it under their rows.
+        out["unknown_flop_ops"] = dict(tree.unsupported_ops)
+        out["shapes_recorded"] = any(tree.columns.get("input_shapes") or [])
     warnings = list(recording.meta.get("warnings") or [])  # what the profile is known to miss
     checked = allocator_check(tree, recording.meta)
     if checked:

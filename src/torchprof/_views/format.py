@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._tree.summary import Summary
-from .._vocab import is_missing
+from .._vocab import UNKNOWN_MARK, is_missing
 
 # C0 controls, DEL and C1 controls: ESC and CSI start terminal escape sequences (colours, cursor
 # moves, window titles, hyperlinks), BEL rings, CR and backspace overwrite what was printed.
@@ -166,6 +166,11 @@ def summary_items(s: Summary) -> list[tuple[str, str, str]]:
     if memcpy > 0:
         add("memcpy", memcpy, time_us(memcpy), "Time memcpys and memsets ran on the device")
     add("params", get("params"), count(get("params")), "Parameters of the profiled modules")
+    unknown = s.get("unknown_flop_ops")
+    if unknown and is_missing(get("flops")):
+        calls = sum(unknown.values())
+        items.append(("FLOPs", UNKNOWN_MARK, f"Unknown: the run holds {calls} call{'s' if calls != 1 else ''} of ops of unknown cost "
+                                             f"({', '.join(list(unknown)[:4])}{', ...' if len(unknown) > 4 else ''}; prof.unsupported_ops lists them)"))  # fmt: skip
     add("FLOPs", get("flops"), count(get("flops")), f"{count(get('macs'))} MACs")
     add("achieved", get("flops_per_s"), rate(get("flops_per_s")), "FLOPs divided by wall time")
     add("peak CPU mem", get("peak_cpu_mem"), nbytes(get("peak_cpu_mem")), "Peak host memory allocated during the run")
@@ -185,6 +190,20 @@ def summary_items(s: Summary) -> list[tuple[str, str, str]]:
     for text in s.get("warnings") or ():
         items.append(("note", str(text), "What the figures leave out or could not know, and why"))
     return items
+
+
+def unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False, shapes_recorded: bool = False) -> str:
+    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed);
+    ``replay_failed``: a layer's replay failed, and a warning under this note says why;
+    ``shapes_recorded``: every op's shapes were (``shapes=True``), so only a formula can lack."""
+    calls = sum(unknown.values())
+    names = list(unknown)
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    where = ("outside every layer, in a layer that could not be replayed (said below), or in one whose replay ran other ops"
+             if replay_failed else "outside every layer, or in a layer whose replay ran other ops")  # fmt: skip
+    why = "no formula, or a cost that depends on the values" if shapes_recorded else f"no formula, or no shapes ({where}; shapes=True records them)"
+    return (f"FLOPs are unknown ({UNKNOWN_MARK}) in the rows that hold {calls} call{'s' if calls != 1 else ''} of ops of unknown "
+            f"cost ({shown}): {why}; prof.unsupported_ops lists them")
 
 
 def summary_line(s: Summary) -> str:

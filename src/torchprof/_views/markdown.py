@@ -188,9 +188,14 @@ def _render(tree: Tree, summary: Summary, findings: list[Finding], label: str, l
 
 
 def _warning_lines(summary: Summary, chars: int | None) -> list[str]:
-    """What the figures leave out (``summary["warnings"]``: a root whose FLOPs are unknown and
-    why, module calls the profile lacks), each clipped to ``chars`` where the text must shrink."""
+    """What the figures leave out (the ops of unknown cost that make the FLOPs unknown, and
+    ``summary["warnings"]``: a root whose FLOPs are unknown and why, module calls the profile
+    lacks), each clipped to ``chars`` where the text must shrink."""
     texts = [fmt.printable(str(text)) for text in summary.get("warnings") or ()]
+    unknown = summary.get("unknown_flop_ops")
+    if unknown:
+        replay_failed = any(text.startswith("FLOPs of ") for text in texts)
+        texts.insert(0, fmt.unknown_flops_note(unknown, replay_failed, shapes_recorded=bool(summary.get("shapes_recorded"))))
     if not texts:
         return ["**Not counted:** nothing the profiler knows of.", ""]
     clipped = [t if chars is None or len(t) <= chars else t[: chars - 1] + "…" for t in texts]

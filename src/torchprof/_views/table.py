@@ -14,7 +14,7 @@ from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
 from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, UNKNOWN_MARK, NodeKind
 from .cells import ViewColumn, cell_text, view_columns
-from .format import printable
+from .format import printable, unknown_flops_note
 from .rows import resolve_sort, threshold_column, visible_rows
 
 DEPTH_COLOURS = ("\x1b[1;37m", "\x1b[36m", "\x1b[32m", "\x1b[33m", "\x1b[35m", "\x1b[34m", "\x1b[31m")
@@ -125,7 +125,7 @@ def render_table(
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.unknown for c in layout.columns):
         shapes = tree.columns.get("input_shapes") or []
-        notes.append(_unknown_flops_note(tree.unsupported_ops, any(str(text).startswith("FLOPs of ") for text in warnings),
+        notes.append(unknown_flops_note(tree.unsupported_ops, any(str(text).startswith("FLOPs of ") for text in warnings),
                                          shapes_recorded=any(shapes)))  # fmt: skip
     if threads_at_once(tree):
         notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
@@ -250,19 +250,6 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
             break
         step()
     return layout
-
-
-def _unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False, shapes_recorded: bool = False) -> str:
-    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed);
-    ``replay_failed``: a layer's replay failed, and a warning under this note says why;
-    ``shapes_recorded``: every op's shapes were (``shapes=True``), so only a formula can lack."""
-    calls = sum(unknown.values())
-    names = list(unknown)
-    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-    where = "outside every layer, or in a layer that could not be replayed, said below" if replay_failed else "outside every layer"
-    why = "no formula, or a cost that depends on the values" if shapes_recorded else f"no formula, or no shapes ({where}; shapes=True records them)"
-    return (f"FLOPs are unknown ({UNKNOWN_MARK}) in the rows that hold {calls} call{'s' if calls != 1 else ''} of ops of unknown "
-            f"cost ({shown}): {why}; prof.unsupported_ops lists them")
 
 
 def _legend(layout: _Layout, unknown: bool = False) -> str:
