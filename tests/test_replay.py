@@ -190,6 +190,47 @@ def test_a_forward_that_branches_on_a_yes_or_no_value_is_replayed_down_the_branc
         assert not replayed.summary.get("warnings")
 
 
+class MaskedLayer(nn.Module):
+    """Skips its mask where it masks nothing (a read of its values), as Hugging Face's layers do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, mask):
+        if mask.all():
+            return self.lin(x)
+        return self.lin(x) * mask.unsqueeze(-1)
+
+
+class Stack(nn.Module):
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(MaskedLayer() for _ in range(depth))
+
+    def forward(self, x, mask):
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+@pytest.mark.parametrize("depth", [2, 6])
+def test_one_mask_read_in_every_layer_is_replayed_down_the_path_that_ran(depth):
+    # Every layer reads the same mask: with padding the run answered "no" six times, a path the
+    # eight tries of mixed answers (three reads deep) never reached, and every layer was unknown.
+    torch.manual_seed(0)
+    model = Stack(depth)
+    x = torch.randn(2, 5, 8)
+    for mask in (torch.ones(2, 5), torch.tensor([[1.0] * 5, [1.0, 1.0, 1.0, 0.0, 0.0]])):
+        def run(mask=mask):
+            model.zero_grad(set_to_none=True)
+            model(x, mask.bool()).sum().backward()
+
+        replayed, recorded = both(run)
+        assert layer_rows(replayed) == layer_rows(recorded)
+        assert not replayed.unsupported_ops
+
+
 def layer_flops(prof) -> float:
     return prof.df.loc["Linear", "flops"]
 

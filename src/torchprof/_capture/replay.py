@@ -499,27 +499,51 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
     return runs
 
 
-#: Yes/no reads of values answered per signature at most (each read doubles the ways to try),
-#: and replays tried at most for one signature.
+#: Yes/no reads of values answered per signature at most where the answers differ (each read
+#: doubles the ways to try), and such replays tried at most for one signature.
 MAX_QUESTIONS = 3
 MAX_TRIES = 8
+#: Reads answered at most where every read gets the same answer (tried first, see below).
+MAX_SAME_ANSWERS = 64
 
 
 def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Signature, options_type: Any,
                       session_type: Any) -> list[ReplayRun]:
     """One signature's replay; where its forward reads a boolean value (``if mask.all():``),
-    one replay per way to answer (``MAX_QUESTIONS`` reads at most), each an alternative."""
+    one replay per way to answer, each an alternative (the match keeps the one whose ops are
+    those that ran).
+
+    Every read answered "yes", then every read "no", come first, however many reads there are:
+    a model checks one mask in each layer, or in its encoder and again in its decoder, and those
+    reads all have the run's one answer (BART with padding reads three times, and its path was
+    past the eight tries of mixed answers). Then the mixed answers, ``MAX_QUESTIONS`` reads deep
+    and ``MAX_TRIES`` replays at most; a uniform prefix is not run again (its outcome is known)."""
     run = _replay_one(copied, tensors, path, sig, options_type, session_type)
     run.signature = n
     if run.error is None or _VALUE_READ not in run.error:
         return [run]
     found: list[ReplayRun] = []
+    uniform: dict[bool, int] = {}  # answer -> reads a replay answered that way throughout made (it ran to the end)
+    for same in (True, False):
+        answers = [same] * MAX_SAME_ANSWERS
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers)  # consumes the answers
+        if tried.error is None:
+            reads = MAX_SAME_ANSWERS - len(answers)
+            uniform[same] = reads
+            tried.signature, tried.variant = n, " ".join(["yes" if same else "no"] * reads)
+            found.append(tried)
     todo: list[list[bool]] = [[True], [False]]
     tries = 0
     while todo and tries < MAX_TRIES:
-        tries += 1
         answers = todo.pop(0)
-        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers)
+        same = answers[0]
+        if same in uniform and all(a is same for a in answers):
+            # Its outcome is known: the uniform replay above (found already), or a further read.
+            if len(answers) < uniform[same] and len(answers) < MAX_QUESTIONS:
+                todo += [[*answers, True], [*answers, False]]
+            continue
+        tries += 1
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, list(answers))
         if tried.error == _QUESTION:
             if len(answers) < MAX_QUESTIONS:
                 todo += [[*answers, True], [*answers, False]]
@@ -731,7 +755,7 @@ def _replay_mode(answers: list[bool] | None, anomaly: bool) -> Any:
 
     aten = torch.ops.aten
     asked: set[int] = set()
-    pending = list(answers) if answers is not None else None
+    pending = answers  # consumed in place: what is left says how many reads were answered
     tensor = torch.Tensor
 
     class Replay(TorchDispatchMode):
