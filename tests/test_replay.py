@@ -350,6 +350,41 @@ def test_a_forward_that_branches_otherwise_without_data_keeps_its_layers_and_lis
     assert df.loc["Masked/aten::matmul", "flops"] == rec.loc["Masked/aten::matmul", "flops"] > 0
 
 
+class ReshapedTwice(nn.Module):
+    """One output read through a view and through a reshape (or flatten) of its transpose, which
+    is not contiguous but viewable: the CPU's reshape makes a ``_reshape_alias`` (its backward a
+    ``ReshapeAliasBackward0``) where a meta tensor's makes a ``view``. Its gradient's two parts are
+    summed in the backward of whichever view runs last (Longformer's and LED's einsums)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.lin, self.how = nn.Linear(8, 8), how
+
+    def forward(self, x):
+        h = self.lin(x)  # (4, 2, 8)
+        viewed = h.view(8, 8)  # made first: its backward runs last and sums the gradient's two parts
+        t = h.transpose(0, 1)  # (2, 4, 8): not contiguous, viewable as (2, 4, 2, 4) without a copy
+        if self.how == "reshape":
+            r = t.reshape(2, 4, 2, -1)
+        elif self.how == "flatten":
+            r = h.unflatten(2, (2, 4)).transpose(0, 1).flatten(2)  # (2, 4, 2, 4) -> (2, 4, 8), no copy
+        else:
+            r = torch.einsum("bij,bkj->bik", t, t)
+        return viewed.sum() + (r * 2).sum()
+
+
+@pytest.mark.parametrize("how", ["reshape", "flatten", "einsum"])
+def test_a_reshape_that_the_cpu_makes_an_alias_is_replayed_as_the_cpu_runs_it(how):
+    torch.manual_seed(0)
+    model, x = ReshapedTwice(how), torch.randn(4, 2, 8)
+    replayed, recorded = both(lambda: model(x).backward())
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert "aten::_reshape_alias" in set(replayed.df.name)
+    meta = torch.empty(4, 2, 8, device="meta", requires_grad=True).transpose(0, 1)
+    assert type(meta.reshape(2, 4, 2, 4).grad_fn).__name__ == "ViewBackward0"  # torch's own again after the replay
+
+
 # -- arguments of every kind: the forward unchanged, the profile readable, FLOPs exact or unknown ---------
 class Deq(nn.Module):
     def __init__(self) -> None:

@@ -347,3 +347,123 @@ def attention_as_on_cpu() -> Iterator[None]:
     finally:
         if lib is not None:
             lib._destroy()
+
+
+def _view_strides(sizes: Any, strides: Any, shape: list[int]) -> list[int] | None:
+    """The strides a view of ``sizes``/``strides`` as ``shape`` has without a copy; None where it
+    needs one. torch's ``computeStride`` (what its reshape asks), step for step."""
+    if not sizes:
+        return [1] * len(shape)
+    numel = 1
+    for n in sizes:
+        numel *= n
+    if numel == 0:
+        if list(sizes) == shape:
+            return list(strides)
+        out = [0] * len(shape)
+        for d in range(len(shape) - 1, -1, -1):
+            out[d] = 1 if d == len(shape) - 1 else max(shape[d + 1], 1) * out[d + 1]
+        return out
+    out = [0] * len(shape)
+    view_d = len(shape) - 1
+    chunk_base_stride = strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(sizes) - 1, -1, -1):
+        tensor_numel *= sizes[tensor_d]
+        if tensor_d == 0 or (sizes[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or shape[view_d] == 1):
+                out[view_d] = view_numel * chunk_base_stride
+                view_numel *= shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return None if view_d != -1 else out
+
+
+def _inferred(shape: Any, numel: int) -> list[int] | None:
+    """``shape`` with its one ``-1`` worked out; None where torch's own kernel must decide (an error)."""
+    if not isinstance(shape, (list, tuple)) or not all(type(n) is int and n >= -1 for n in shape) or list(shape).count(-1) > 1:
+        return None
+    known = 1
+    for n in shape:
+        if n != -1:
+            known *= n
+    if -1 not in shape:
+        return list(shape) if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    return [numel // known if n == -1 else n for n in shape]
+
+
+def _device_reshapes() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``reshape`` and ``flatten`` on meta tensors as a device's tensor runs them: a tensor that
+    is not contiguous but can be viewed in the new sizes becomes a ``_reshape_alias`` (its backward
+    a ``ReshapeAliasBackward0``) on the CPU and CUDA, where torch's composite makes a ``view`` for
+    a meta tensor (one it treats as a tensor subclass). The gradient sums autograd does in those
+    backward nodes were then found under other nodes than in the run, and left unknown (Longformer,
+    LED, any einsum over a transposed operand). Everything else runs torch's own composite."""
+    import torch
+
+    aten = torch.ops.aten
+    reshape, flatten, alias = aten.reshape.default, aten.flatten.using_ints, aten._reshape_alias.default
+    tensor = torch.Tensor
+
+    def as_alias(x: Any, shape: list[int] | None) -> Any:
+        if shape is None:
+            return None
+        strides = _view_strides(tuple(x.shape), x.stride(), shape)
+        return None if strides is None else alias(x, shape, strides)
+
+    def reshape_kernel(x: Any, shape: Any) -> Any:
+        if isinstance(x, tensor) and x.is_meta and x.layout == torch.strided and not x.is_contiguous():
+            made = as_alias(x, _inferred(shape, x.numel()))
+            if made is not None:
+                return made
+        return reshape.decompose(x, shape)
+
+    def flatten_kernel(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+        if (isinstance(x, tensor) and x.is_meta and x.layout == torch.strided and x.dim() > 0 and not x.is_contiguous()
+                and type(start_dim) is int and type(end_dim) is int and -x.dim() <= start_dim < x.dim()
+                and -x.dim() <= end_dim < x.dim() and start_dim % x.dim() < end_dim % x.dim()):  # fmt: skip
+            start, end = start_dim % x.dim(), end_dim % x.dim()
+            merged = 1
+            for n in x.shape[start:end + 1]:
+                merged *= n
+            made = as_alias(x, [*x.shape[:start], merged, *x.shape[end + 1:]])
+            if made is not None:
+                return made
+        return flatten.decompose(x, start_dim, end_dim)
+
+    return reshape_kernel, flatten_kernel
+
+
+@contextlib.contextmanager
+def reshape_as_on_device() -> Iterator[None]:
+    """While the block runs (the meta replay of a model that ran on the CPU or CUDA), ``reshape``
+    and ``flatten`` of meta tensors make what the device makes (:func:`_device_reshapes`); torch's
+    own are back after, whatever happens. A torch laid out otherwise keeps its own (the gradient
+    sums in those nodes stay unknown, as before)."""
+    import warnings
+
+    import torch
+
+    lib = None
+    try:
+        try:
+            reshape_kernel, flatten_kernel = _device_reshapes()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lib = torch.library.Library("aten", "IMPL", "AutogradMeta")
+                lib.impl("reshape", reshape_kernel)
+                lib.impl("flatten.using_ints", flatten_kernel)
+        except Exception:  # noqa: BLE001 - see the docstring
+            if lib is not None:
+                lib._destroy()
+                lib = None
+        yield
+    finally:
+        if lib is not None:
+            lib._destroy()
