@@ -385,6 +385,52 @@ def test_a_reshape_that_the_cpu_makes_an_alias_is_replayed_as_the_cpu_runs_it(ho
     assert type(meta.reshape(2, 4, 2, 4).grad_fn).__name__ == "ViewBackward0"  # torch's own again after the replay
 
 
+class MaskedSet(nn.Module):
+    """``x[mask] = value`` with one boolean mask and one value: the CPU runs it as a
+    ``masked_fill_`` inside ``index_put_`` (Longformer's attention mask), which a meta tensor's
+    ``index_put_`` never runs; its backward runs ``index_put`` again, out of place."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.lin, self.how = nn.Linear(8, 8), how
+
+    def forward(self, x, mask):
+        y = self.lin(x)
+        if self.how == "scalar":
+            y[mask] = -1.0
+        elif self.how == "tensor":
+            y[mask] = torch.tensor(2.0)
+        elif self.how == "leading":
+            y[mask[:, 0]] = 0.5  # a mask over the first dimension: the rest of each row filled
+        else:
+            y = y.index_put((mask,), torch.tensor(0.0))
+        return y
+
+
+@pytest.mark.parametrize("how", ["scalar", "tensor", "leading", "out of place"])
+@pytest.mark.parametrize("train", [True, False], ids=["training", "inference"])
+def test_a_boolean_mask_set_that_the_cpu_fills_is_replayed_as_the_cpu_runs_it(how, train):
+    torch.manual_seed(0)
+    model, x = MaskedSet(how), torch.randn(4, 8)
+    mask = x > 0
+
+    def run():
+        if train:
+            model(x, mask).sum().backward()
+        else:
+            with torch.no_grad():
+                model(x, mask)
+
+    replayed, recorded = both(run)
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert "aten::masked_fill_" in set(replayed.df.name)
+    meta = torch.empty(4, 8, device="meta")
+    with torch.profiler.profile() as p:
+        meta[torch.empty(4, 8, dtype=torch.bool, device="meta")] = 0.0
+    assert "aten::masked_fill_" not in {e.name for e in p.events()}  # torch's own meta kernel again
+
+
 # -- arguments of every kind: the forward unchanged, the profile readable, FLOPs exact or unknown ---------
 class Deq(nn.Module):
     def __init__(self) -> None:

@@ -321,32 +321,12 @@ def _cpu_attention() -> Callable[..., Any]:
     return kernel
 
 
-@contextlib.contextmanager
-def attention_as_on_cpu() -> Iterator[None]:
+def attention_as_on_cpu() -> contextlib.AbstractContextManager[None]:
     """While the block runs (the replay of a model that ran on the CPU), attention on meta
     tensors takes the CPU's kernel (:func:`_cpu_attention`); torch's own is back after, whatever
     happens. A torch laid out otherwise keeps its own (the math kernel: that layer's FLOPs stay
     unknown, as before)."""
-    import warnings
-
-    import torch
-
-    lib = None
-    try:
-        try:
-            kernel = _cpu_attention()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                lib = torch.library.Library("aten", "IMPL", "AutogradMeta")
-                lib.impl("scaled_dot_product_attention", kernel)
-        except Exception:  # noqa: BLE001 - see the docstring
-            if lib is not None:
-                lib._destroy()
-                lib = None
-        yield
-    finally:
-        if lib is not None:
-            lib._destroy()
+    return _kernels_in_place("AutogradMeta", lambda: {"scaled_dot_product_attention": _cpu_attention()})
 
 
 def _view_strides(sizes: Any, strides: Any, shape: list[int]) -> list[int] | None:
@@ -440,12 +420,68 @@ def _device_reshapes() -> tuple[Callable[..., Any], Callable[..., Any]]:
     return reshape_kernel, flatten_kernel
 
 
+def _cpu_index_puts() -> dict[str, Callable[..., Any]]:
+    """``index_put_``, its ``_index_put_impl_`` and ``index_put`` on meta tensors as the CPU runs
+    them: ``x[mask] = value`` with one boolean mask and a one-element value is a ``masked_fill_``
+    inside ``_index_put_impl_`` on the CPU (its ``canDispatchToMaskedFill``), out of place a
+    ``clone`` and that; a meta tensor's runs nothing inside, so the fill (Longformer's attention
+    mask, and the same op again in its backward) was listed as unknown. Anything else runs
+    torch's own meta kernels (their Python ones, which check nothing the run did not)."""
+    import torch
+    from torch._decomp import global_decomposition_table
+
+    aten = torch.ops.aten
+    put_, put, impl = aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default
+    own_put_, own_put = global_decomposition_table["meta"][put_], global_decomposition_table["meta"][put]
+    tensor = torch.Tensor
+
+    def mask_of(x: Any, indices: Any, values: Any, accumulate: Any) -> Any:
+        """The mask the CPU fills through (its ``canDispatchToMaskedFill``), or None."""
+        if (accumulate or not isinstance(x, tensor) or not x.is_meta or not isinstance(values, tensor) or values.numel() != 1
+                or not (values.is_meta or values.device.type == "cpu")):  # fmt: skip
+            return None
+        mask, before = None, 0
+        for index in indices:
+            if index is None:
+                before += 1
+                continue
+            if mask is not None or not isinstance(index, tensor) or index.dtype != torch.bool or not index.is_meta:
+                return None  # (a byte mask: torch's own way, unknown as before)
+            if before + index.dim() > x.dim() or any(index.shape[j] != x.shape[before + j] for j in range(index.dim())):
+                return None  # torch's own error
+            mask = index
+            before += index.dim()
+        if mask is None:
+            return None
+        for _ in range(before, x.dim()):
+            mask = mask.unsqueeze(-1)
+        return mask
+
+    def index_put_kernel(x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        if mask_of(x, indices, values, accumulate) is None:
+            return own_put_(x, indices, values, accumulate)
+        return impl(x, indices, values, accumulate, False)
+
+    def impl_kernel(x: Any, indices: Any, values: Any, accumulate: bool = False, unsafe: bool = False) -> Any:
+        mask = mask_of(x, indices, values, accumulate)
+        if mask is not None:
+            # The value read (``item``) is no work; a meta tensor has none: any of its dtype's kind.
+            x.masked_fill_(mask, False if x.dtype == torch.bool else 0.0 if x.is_floating_point() or x.is_complex() else 0)
+        return x  # (what torch's meta kernel returns)
+
+    def index_put_out_of_place(x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        if mask_of(x, indices, values, accumulate) is None:
+            return own_put(x, indices, values, accumulate)
+        return put_(x.clone(memory_format=torch.preserve_format), indices, values, accumulate)
+
+    return {"index_put_": index_put_kernel, "_index_put_impl_": impl_kernel, "index_put": index_put_out_of_place}
+
+
 @contextlib.contextmanager
-def reshape_as_on_device() -> Iterator[None]:
-    """While the block runs (the meta replay of a model that ran on the CPU or CUDA), ``reshape``
-    and ``flatten`` of meta tensors make what the device makes (:func:`_device_reshapes`); torch's
-    own are back after, whatever happens. A torch laid out otherwise keeps its own (the gradient
-    sums in those nodes stay unknown, as before)."""
+def _kernels_in_place(key: str, make: Callable[[], dict[str, Callable[..., Any]]]) -> Iterator[None]:
+    """While the block runs, the kernels ``make`` returns (op name -> kernel) stand in for
+    torch's own at dispatch key ``key``; torch's own are back after, whatever happens. A torch
+    laid out otherwise keeps its own (FLOPs those ops change stay unknown, as before)."""
     import warnings
 
     import torch
@@ -453,12 +489,12 @@ def reshape_as_on_device() -> Iterator[None]:
     lib = None
     try:
         try:
-            reshape_kernel, flatten_kernel = _device_reshapes()
+            kernels = make()
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                lib = torch.library.Library("aten", "IMPL", "AutogradMeta")
-                lib.impl("reshape", reshape_kernel)
-                lib.impl("flatten.using_ints", flatten_kernel)
+                warnings.simplefilter("ignore")  # torch warns that a kernel is overridden: that is the point
+                lib = torch.library.Library("aten", "IMPL", key)
+                for name, kernel in kernels.items():
+                    lib.impl(name, kernel)
         except Exception:  # noqa: BLE001 - see the docstring
             if lib is not None:
                 lib._destroy()
@@ -467,3 +503,20 @@ def reshape_as_on_device() -> Iterator[None]:
     finally:
         if lib is not None:
             lib._destroy()
+
+
+def reshape_as_on_device() -> contextlib.AbstractContextManager[None]:
+    """While the block runs (the meta replay of a model that ran on the CPU or CUDA), ``reshape``
+    and ``flatten`` of meta tensors make what the device makes (:func:`_device_reshapes`)."""
+
+    def make() -> dict[str, Callable[..., Any]]:
+        reshape_kernel, flatten_kernel = _device_reshapes()
+        return {"reshape": reshape_kernel, "flatten.using_ints": flatten_kernel}
+
+    return _kernels_in_place("AutogradMeta", make)
+
+
+def index_put_as_on_cpu() -> contextlib.AbstractContextManager[None]:
+    """While the block runs (the meta replay of a model that ran on the CPU), ``x[mask] = value``
+    on meta tensors runs what the CPU runs (:func:`_cpu_index_puts`)."""
+    return _kernels_in_place("Meta", _cpu_index_puts)

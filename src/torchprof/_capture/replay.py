@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
-from .fast_meta import attention_as_on_cpu, fast_meta_kernels, reshape_as_on_device
+from .fast_meta import attention_as_on_cpu, fast_meta_kernels, index_put_as_on_cpu, reshape_as_on_device
 from .module_graph import modules_below
 from .swaps import config_patched, entered
 from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
@@ -701,6 +701,7 @@ class _Tensors:
             # (On an accelerator the meta replay keeps the math kernel; the fake-tensor replay
             # of that device makes the device's own choice.)
             stack.enter_context(attention_as_on_cpu())
+            stack.enter_context(index_put_as_on_cpu())
         if self.mode is None and self.devices <= {"cpu", "cuda"}:
             stack.enter_context(reshape_as_on_device())  # (both make an alias where meta makes a view)
         return stack
