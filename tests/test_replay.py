@@ -431,6 +431,52 @@ def test_a_boolean_mask_set_that_the_cpu_fills_is_replayed_as_the_cpu_runs_it(ho
     assert "aten::masked_fill_" not in {e.name for e in p.events()}  # torch's own meta kernel again
 
 
+class KeyCache:
+    """A cache passed to each call and grown by it, as Hugging Face's ``DynamicCache`` is by
+    ``generate()``: by the time the profile is read it holds what the last call left."""
+
+    def __init__(self) -> None:
+        self.keys: torch.Tensor | None = None
+        self.seen = 0
+
+    def update(self, k: torch.Tensor) -> torch.Tensor:
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
+        self.seen += k.shape[1]
+        return self.keys
+
+
+class Cached(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x, cache: KeyCache):
+        keys = cache.update(self.k(x))
+        return self.q(x) @ keys.transpose(1, 2)  # each step attends to every key so far
+
+
+def test_a_cache_argument_is_replayed_as_it_was_at_each_call_and_never_changed():
+    torch.manual_seed(0)
+    model = Cached()
+
+    def generate():
+        cache = KeyCache()
+        with torch.no_grad():
+            model(torch.randn(2, 4, 8), cache)  # the prompt, then one token at a time
+            for _ in range(3):
+                model(torch.randn(2, 1, 8), cache)
+        return cache
+
+    with torchprof.Profiler() as replayed:
+        cache = generate()
+    with torchprof.Profiler(shapes=True) as recorded:
+        generate()
+    keys = cache.keys
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert cache.keys is keys and cache.keys.shape == (2, 7, 8) and cache.seen == 7  # the user's cache as the run left it
+
+
 # -- arguments of every kind: the forward unchanged, the profile readable, FLOPs exact or unknown ---------
 class Deq(nn.Module):
     def __init__(self) -> None:

@@ -74,6 +74,79 @@ class _Same:
     leaf: int
 
 
+class _Held:
+    """An argument object that holds tensors (a cache ``generate()`` grows call by call), as it
+    was at the call: a copy whose tensors are :class:`TensorSpec` placeholders. Kept by identity,
+    the replay would read it as the run left it (a longer cache, or tensors with data beside the
+    replay's data-free ones) and could change the user's object."""
+
+    __slots__ = ("copy", "specs")
+
+    def __init__(self, copy: Any, specs: list[TensorSpec]) -> None:
+        self.copy = copy
+        self.specs = specs
+
+    def made(self, tensors: _Tensors) -> Any:
+        """A copy of the object as it was at the call, each tensor a data-free one of its sizes."""
+        memo: dict[int, Any] = {id(spec): tensors.of(spec) for spec in self.specs}
+        for value in _objects_in(self.copy, limit=1 << 62) or ():  # (walked whole at the call already)
+            if isinstance(value, TensorSpec):
+                continue
+            if _shared_in_copies(value):
+                memo[id(value)] = value
+        return copy.deepcopy(self.copy, memo)
+
+
+#: Objects walked in one argument at most, looking for tensors (a bigger one is kept by identity).
+_HELD_LIMIT = 10_000
+
+
+def _objects_in(root: Any, limit: int = _HELD_LIMIT) -> list[Any] | None:
+    """What ``root`` holds, walked as ``copy.deepcopy`` walks it (containers, objects'
+    attributes and slots), without entering modules, classes, functions or arrays; None where
+    there is more than ``limit`` to walk."""
+    seen: set[int] = set()
+    found: list[Any] = []
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        found.append(obj)
+        if len(found) > limit:
+            return None
+        if type(obj) in _ATOMIC or _shared_in_copies(obj) or isinstance(obj, TensorSpec) or _is_tensor(obj):
+            continue
+        if isinstance(obj, dict):
+            stack.extend(reversed(list(obj.values())))
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(reversed(list(obj)))
+        else:
+            state = getattr(obj, "__dict__", None)
+            if isinstance(state, dict):
+                stack.extend(reversed(list(state.values())))
+            for slot in getattr(type(obj), "__slots__", ()):
+                if isinstance(slot, str) and hasattr(obj, slot):
+                    stack.append(getattr(obj, slot))
+    return found
+
+
+def _is_tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _shared_in_copies(obj: Any) -> bool:
+    """What a copy of an argument object shares with the original rather than copies: modules
+    (the model's own, with their parameters), classes, functions, modules of code, arrays."""
+    torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
+    return (isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType))
+            or (torch is not None and isinstance(obj, torch.nn.Module))
+            or (numpy is not None and isinstance(obj, numpy.ndarray)))  # fmt: skip
+
+
 @dataclass
 class Signature:
     """One distinct way a root module was called, and how many times."""
@@ -234,9 +307,13 @@ class CallRecorder:
                 ts = self.spec(leaf)
                 key.append(ts)
                 kept.append(ts)
-            else:
-                key.append((type(leaf), leaf) if type(leaf) in _PLAIN else (type(leaf), id(leaf)))
+            elif type(leaf) in _PLAIN:
+                key.append((type(leaf), leaf))
                 kept.append(leaf)
+            else:
+                held = self._held(leaf)
+                key.append((type(leaf), id(leaf)) if held is None else held[0])
+                kept.append(leaf if held is None else held[1])
         signature_key = tuple(key)
         sig = calls.signatures.get(signature_key)
         if sig is None:
@@ -248,6 +325,34 @@ class CallRecorder:
         step = self.step_of()
         sig.steps[step] = sig.steps.get(step, 0) + 1
         return sig
+
+    def _held(self, leaf: Any) -> tuple[tuple[Any, ...], _Held] | None:
+        """An argument object as it is now (:class:`_Held`: a cache may hold none yet, and
+        tensors by the time the profile is read) and its part of the signature (its type, its
+        tensors' sizes and its plain values, in the order held); None for one kept by identity
+        (a module, a function, one too big to walk, one without tensors that cannot be copied)."""
+        if _shared_in_copies(leaf):
+            return None
+        found = _objects_in(leaf)
+        if found is None:
+            return None
+        tensor = self._tensor
+        tensors = [obj for obj in found if isinstance(obj, tensor)]
+        memo: dict[int, Any] = {id(t): self.spec(t) for t in tensors}
+        for obj in found:
+            if _shared_in_copies(obj):
+                memo[id(obj)] = obj
+        specs = [memo[id(t)] for t in tensors]
+        try:
+            made = copy.deepcopy(leaf, memo)
+        except Exception as exc:  # noqa: BLE001 - an object that cannot be copied: FLOPs unknown, said why
+            if not tensors:
+                return None  # (read as it is when replayed, as before)
+            raise _Unreplayable(f"its {type(leaf).__name__} argument holds tensors and cannot be copied "
+                                f"({type(exc).__name__}: {_first_line(exc)})") from None  # fmt: skip
+        key = (type(leaf), *(memo[id(obj)] if isinstance(obj, tensor) else obj for obj in found
+                             if isinstance(obj, tensor) or type(obj) in _PLAIN))  # fmt: skip
+        return key, _Held(made, specs)
 
     def spec(self, t: Any) -> TensorSpec:
         """A plain tensor's sizes, strides, dtype and device; a tensor a data-free copy cannot
@@ -801,6 +906,9 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         for leaf in sig.leaves:
             if isinstance(leaf, _Values):
                 leaves.append(tensors.values(leaf.values))
+                continue
+            if isinstance(leaf, _Held):
+                leaves.append(leaf.made(tensors))
                 continue
             leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
         try:
