@@ -928,6 +928,8 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
                     modes.enter_context(torch.autocast(device_type, dtype=dtype))
+                    if device_type == "cpu" and tensors.mode is None and tensors.devices == {"cpu"}:
+                        modes.enter_context(_autocast_for_meta())
                 if sig.anomaly:
                     # The run checked every gradient for NaN (ops the tree sees): so does the
                     # replay, its checks answered "no NaN" as a copy without data has none.
@@ -969,6 +971,25 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         return ReplayRun(path=path, count=sig.count, error=error, steps=_per_step(sig.steps))
     return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules),
                      steps=_per_step(sig.steps))  # fmt: skip
+
+
+@contextlib.contextmanager
+def _autocast_for_meta() -> Any:
+    """While the block runs, meta tensors pass through CPU autocast's kernels as CPU tensors do:
+    each op it casts runs as a wrapper that calls the op again inside it (the run's tree has
+    ``aten::linear`` inside ``aten::linear``), where a meta tensor, which has no autocast key of
+    its own, ran the op once, a level higher, so none of its layer's ops matched the run's. The
+    casts themselves do not happen (autocast casts only CPU tensors): their sizes, all the
+    FLOPs are counted from, stay the same; the previous state is back after."""
+    import torch
+
+    key = torch._C.DispatchKey.AutocastCPU
+    before = torch._C._dispatch_tls_is_dispatch_key_included(key)
+    torch._C._dispatch_tls_set_dispatch_key_included(key, True)
+    try:
+        yield
+    finally:
+        torch._C._dispatch_tls_set_dispatch_key_included(key, before)
 
 
 def _packed_layouts(tree: Any) -> set[int]:

@@ -48,6 +48,8 @@ from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
 OP, MODULE, REGION = int(EventKind.OP), int(EventKind.MODULE), int(EventKind.REGION)
 #: The node autograd starts a backward of several tensors from (the replay's; free, no work).
 _GRAPH_ROOT = "torch::autograd::GraphRoot"
+#: The backward of a cast (``.to(dtype)``, and each cast CPU autocast makes).
+_CAST = "evaluate_function: ToCopyBackward0"
 
 
 class _Expected:
@@ -670,8 +672,11 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
         took another branch somewhere (an extra mask addition) loses that node's backward only."""
         if e_bwd[at]:
             return True
-        real = sum(n_calls[c] for c in n_children[nid].values() if n_bwd[c])
-        replayed = sum(e_calls[c] for key, c in e_children[at].items() if e_bwd[c] and not key.endswith(_GRAPH_ROOT))
+        # (A cast's backward with no work in it is not counted: CPU autocast casts each layer's
+        # weight, and the meta replay, whose tensors autocast never casts, has no such entries.)
+        real = sum(n_calls[c] for key, c in n_children[nid].items() if n_bwd[c] and not (key.endswith(_CAST) and not work[c]))
+        replayed = sum(e_calls[c] for key, c in e_children[at].items()
+                       if e_bwd[c] and not key.endswith(_GRAPH_ROOT) and not (key.endswith(_CAST) and not (e_flops[c] or e_macs[c])))  # fmt: skip
         return real == replayed * scale and real > 0
 
     # 1. Match top-down: same key (or its in-place twin) under matched parents, and the same calls.
