@@ -983,13 +983,18 @@ def _autocast_for_meta() -> Any:
     FLOPs are counted from, stay the same; the previous state is back after."""
     import torch
 
-    key = torch._C.DispatchKey.AutocastCPU
-    before = torch._C._dispatch_tls_is_dispatch_key_included(key)
-    torch._C._dispatch_tls_set_dispatch_key_included(key, True)
+    key = getattr(torch._C.DispatchKey, "AutocastCPU", None)
+    is_in = getattr(torch._C, "_dispatch_tls_is_dispatch_key_included", None)
+    put_in = getattr(torch._C, "_dispatch_tls_set_dispatch_key_included", None)
+    if key is None or is_in is None or put_in is None:  # a torch laid out otherwise: its layers stay unknown
+        yield
+        return
+    before = is_in(key)
+    put_in(key, True)
     try:
         yield
     finally:
-        torch._C._dispatch_tls_set_dispatch_key_included(key, before)
+        put_in(key, before)
 
 
 def _packed_layouts(tree: Any) -> set[int]:
