@@ -494,7 +494,7 @@ def _kernels_in_place(key: str, make: Callable[[], dict[str, Callable[..., Any]]
                 warnings.simplefilter("ignore")  # torch warns that a kernel is overridden: that is the point
                 lib = torch.library.Library("aten", "IMPL", key)
                 for name, kernel in kernels.items():
-                    lib.impl(name, kernel)
+                    _override(lib, name, kernel)  # (one a torch refuses keeps torch's own: unknown, as before)
         except Exception:  # noqa: BLE001 - see the docstring
             if lib is not None:
                 lib._destroy()
