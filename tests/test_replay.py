@@ -467,6 +467,39 @@ def test_a_boolean_mask_set_that_the_cpu_fills_is_replayed_as_the_cpu_runs_it(ho
     assert "aten::masked_fill_" not in {e.name for e in p.events()}  # torch's own meta kernel again
 
 
+class Checkpointed(nn.Module):
+    """Each block's layers under ``torch.utils.checkpoint`` (as Hugging Face checkpoints a
+    decoder layer's forward): recomputed in the backward, where they are called outside every
+    module, so each is a root of its own there."""
+
+    def __init__(self, reentrant: bool) -> None:
+        super().__init__()
+        self.reentrant = reentrant
+        self.blocks = nn.ModuleList([nn.ModuleDict({"a": nn.Linear(8, 8), "b": nn.Linear(8, 8)}) for _ in range(2)])
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        for block in self.blocks:
+            x = checkpoint(lambda h, block=block: block["b"](block["a"](h).relu()), x, use_reentrant=self.reentrant)
+        return x
+
+
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+def test_gradient_checkpointing_is_counted_by_the_models_replay_with_its_recomputation(reentrant):
+    torch.manual_seed(0)
+    model, x = Checkpointed(reentrant), torch.randn(4, 8, requires_grad=reentrant)  # (reentrant: an input needs one)
+    model(x).sum().backward()
+    replayed, recorded = both(lambda: model(x).sum().backward())
+    got, want = layer_rows(replayed), layer_rows(recorded)
+    layers = [p for p in want if p.count(".") == 3]  # Checkpointed.blocks.0.a ...
+    assert len(layers) == 4 and all(got[p] == want[p] and want[p][0] > 0 for p in layers)
+    assert "(recompute)" in set(replayed.df.name)
+    if not reentrant:  # (a reentrant checkpoint is a custom autograd function: unknown with shapes=True too)
+        assert got == want and replayed.unsupported_ops == {}
+    assert not [w for w in replayed.summary.get("warnings", []) if "blocks" in w]  # no layer said unknown
+
+
 class KeyCache:
     """A cache passed to each call and grown by it, as Hugging Face's ``DynamicCache`` is by
     ``generate()``: by the time the profile is read it holds what the last call left."""

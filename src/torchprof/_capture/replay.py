@@ -947,7 +947,11 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     if outs:
                         inputs = tensors.gradient_inputs()
                         seeds = [torch.ones_like(t) for t in outs]
-                        if inputs and sig.root is not None and not sig.root.accumulation.seen:
+                        if _reentrant_checkpoint(outs):
+                            # torch.utils.checkpoint(use_reentrant=True) runs its own backward,
+                            # which refuses to be given what to compute gradients for.
+                            torch.autograd.backward(outs, seeds)
+                        elif inputs and sig.root is not None and not sig.root.accumulation.seen:
                             # No root call found a gradient to add to: the run's AccumulateGrad
                             # stored each one (a detach, no work). Gradients taken at the leaves
                             # leave its engine range, which the match reads, without its three
@@ -1009,6 +1013,23 @@ def _packed_layouts(tree: Any) -> set[int]:
 def _per_step(steps: dict[int, int]) -> dict[int, int] | None:
     """Calls per profiler step, where a schedule made steps."""
     return None if set(steps) <= {-1} else dict(steps)
+
+
+def _reentrant_checkpoint(outs: list[Any]) -> bool:
+    """Whether the backward of ``outs`` runs through a reentrant checkpoint (its autograd node)."""
+    if "torch.utils.checkpoint" not in sys.modules:
+        return False
+    seen: set[Any] = set()
+    stack = [t.grad_fn for t in outs if t.grad_fn is not None]
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__ == "CheckpointFunctionBackward":
+            return True
+        stack.extend(f for f, _ in fn.next_functions if f is not None)
+    return False
 
 
 def _backward_roots(outs: list[Any]) -> list[Any]:

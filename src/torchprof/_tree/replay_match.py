@@ -311,6 +311,7 @@ def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[Re
     calls), which every replay adds to. Per recorded step where a schedule made steps."""
     nodes = builder.nodes
     root = builder.root
+    plans = _without_nested(nodes, plans)  # (a recomputed layer's replay shares nothing no module owns)
     plan = RootPlan()
     containers = [root] if not builder.steps else [s["node"] for s in builder.steps]
     # A call that could not be replayed leaves its ops unmatched (listed), and the backward no
@@ -462,6 +463,7 @@ def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan], outside: Ro
         return dict(builder.replay_problems)
     builder.replayed = True
     nodes = builder.nodes
+    plans = _without_nested(nodes, plans)
     covered: list[int] = []
     for path, plan in [*plans.items(), *([("", outside)] if outside is not None else [])]:
         if plan.problem is not None:
@@ -483,6 +485,38 @@ def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan], outside: Ro
         # seed's ones_like): nothing is unknown, so nothing is said.
         del builder.replay_problems[OUTSIDE_CALLS]
     return dict(builder.replay_problems)
+
+
+def _without_nested(nodes: Nodes, plans: dict[str, RootPlan]) -> dict[str, RootPlan]:
+    """The plans less those of roots whose every call ran inside another root's call that its
+    plan covers: a layer a checkpoint recomputes in the backward (its calls there are made
+    outside every module, so it is a root of its own) ran inside its model's call, whose replay
+    ran that recomputation too and accounts for it. Its own plan would list the work again as
+    unknown, or count it twice."""
+    # (Module calls only: an optimizer step's replay covers its update, not its closure's layers.)
+    covering = {nid for plan in plans.values() if plan.problem is None for nid in plan.covered if nodes.kind[nid] == MODULE}
+    if not covering:
+        return plans
+    kept: dict[str, RootPlan] = {}
+    for path, plan in plans.items():
+        own = set(plan.covered)
+        tops = plan.covered if plan.problem is None else [nid for nid in range(len(nodes)) if nodes.label[nid] == path and nodes.kind[nid] == MODULE]
+        if tops and all(_inside(nodes, nid, covering - own) for nid in tops):
+            continue
+        kept[path] = plan
+    return kept
+
+
+def _inside(nodes: Nodes, nid: int, tops: set[int]) -> bool:
+    """Whether a node above ``nid`` is one of ``tops`` (not across an optimizer step's closure)."""
+    nid = nodes.parent[nid]
+    while nid >= 0:
+        if nid in tops:
+            return True
+        if nodes.kind[nid] == REGION and nodes.label[nid] == OPTIMIZER_CLOSURE:
+            return False
+        nid = nodes.parent[nid]
+    return False
 
 
 def _has_flops(nodes: Nodes, top: int) -> bool:
