@@ -1079,6 +1079,25 @@ def test_gradient_accumulation_adds_are_counted():
     assert accumulated.any() and not replayed.unsupported_ops
 
 
+@pytest.mark.parametrize("params_have_grads", [True, False], ids=["with", "without parameter gradients"])
+def test_an_input_that_had_a_gradient_has_its_gradient_add_counted(params_have_grads):
+    # An input that requires a gradient (an input-gradient attack, inputs_embeds being tuned)
+    # already holding one from the previous step: its AccumulateGrad adds, which the replay,
+    # whose input had none, only stored; every add no module owns was then unknown.
+    torch.manual_seed(0)
+    model, x = nn.Linear(8, 8), torch.randn(4, 8, requires_grad=True)
+    model(x).sum().backward()
+
+    def step():
+        if not params_have_grads:
+            model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+
+    replayed, recorded = both(step)
+    assert not replayed.unsupported_ops
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
+
+
 def test_accumulation_in_one_root_keeps_every_roots_gradient_adds_exact():
     """The gradient adds of all roots land in one "(backward, no module)" node: one root that
     accumulates (two micro-batches) and one that does not are replayed alike, so both count."""

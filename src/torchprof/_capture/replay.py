@@ -57,6 +57,8 @@ class TensorSpec:
     device: Any
     leaf: bool = True
     """Made by no op that autograd recorded (a gradient reaching it is accumulated into it)."""
+    grad: bool = False
+    """A leaf that had a gradient already: the gradient reaching it is added to that one."""
 
 
 @dataclass(frozen=True)
@@ -305,6 +307,8 @@ class CallRecorder:
                     kept.append(_Same(same))
                     continue
                 ts = self.spec(leaf)
+                if ts.grad:
+                    calls.accumulation.seen = True  # its backward adds into the gradient it had
                 key.append(ts)
                 kept.append(ts)
             elif type(leaf) in _PLAIN:
@@ -361,7 +365,8 @@ class CallRecorder:
         if (cls is self._tensor or cls is self._parameter) and not (
             t.is_nested or t.is_quantized or t._has_symbolic_sizes_strides or self._is_wrapped(t)
         ) and t.layout == self._strided:  # the common case, in fewer queries (an optimizer step asks for hundreds)
-            return TensorSpec(tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.device, t.is_leaf)
+            leaf = t.is_leaf
+            return TensorSpec(tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.device, leaf, leaf and t.requires_grad and t.grad is not None)
         if t.is_nested:
             raise _Unreplayable("it was called with a nested tensor, whose sizes vary per entry")
         if self._is_wrapped(t):
@@ -375,7 +380,8 @@ class CallRecorder:
         if t.is_quantized:
             raise _Unreplayable("it was called with a quantized tensor")
         stride = tuple(t.stride()) if t.layout == self._strided else ()
-        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device, t.is_leaf)
+        leaf = t.is_leaf
+        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device, leaf, leaf and bool(t.requires_grad) and t.grad is not None)
 
     def root_output(self, sig: Signature, output: Any) -> None:
         """Watch which output tensors of a root call a gradient reaches (a tensor hook that
@@ -754,6 +760,8 @@ class _Tensors:
         if spec.requires_grad and (made.is_floating_point() or made.is_complex()):
             if spec.leaf:
                 made.requires_grad_(True)
+                if spec.grad:  # (its backward adds into it, as the run's did)
+                    made.grad = self._torch.empty_like(made).detach()
                 self.made.append(made)
             else:
                 made = _non_leaf(made)
