@@ -267,6 +267,26 @@ def test_one_mask_read_in_every_layer_is_replayed_down_the_path_that_ran(depth):
         assert not replayed.unsupported_ops
 
 
+def test_calls_of_growing_sizes_that_read_the_same_values_are_replayed_down_the_path_that_ran():
+    # generate() without a cache calls the model once per new token, each call a size of its own
+    # that reads the mask the same way: the replays' ways to combine the signatures' answers were
+    # cut at 16, all of them with the first signature's first answers (Llama's and GPT-2's
+    # top rows were unknown).
+    torch.manual_seed(0)
+    model = Stack(2)
+
+    def run():
+        with torch.no_grad():
+            for n in (5, 6, 7, 8):
+                mask = torch.ones(2, n, dtype=torch.bool)
+                mask[1, 3:] = False  # padding: the run answers "no" to each layer's read
+                model(torch.randn(2, n, 8), mask)
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert not replayed.unsupported_ops
+
+
 def layer_flops(prof) -> float:
     return prof.df.loc["Linear", "flops"]
 

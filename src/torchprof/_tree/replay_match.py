@@ -178,10 +178,17 @@ def _alternatives(runs: list[ReplayRun], limit: int = 16) -> list[list[ReplayRun
     by_signature: dict[int, list[ReplayRun]] = {}
     for run in runs:
         by_signature.setdefault(run.signature, []).append(run)
-    ways: list[list[ReplayRun]] = [[]]
-    for options in by_signature.values():
-        ways = [[*way, run] for way in ways for run in options][:limit]
-    return ways
+    options = list(by_signature.values())
+    # The same way of answering the forward's reads for every signature first (calls that
+    # differ only in sizes, as generate()'s growing sequence, read the same values): the n-th
+    # replay of each. Then the others, as many as the limit leaves.
+    ways: list[list[ReplayRun]] = [[runs_of[min(n, len(runs_of) - 1)] for runs_of in options]
+                                   for n in range(max(len(runs_of) for runs_of in options))] if options else [[]]  # fmt: skip
+    every: list[list[ReplayRun]] = [[]]
+    for runs_of in options:
+        every = [[*way, run] for way in every for run in runs_of][:limit]
+    seen = {tuple(map(id, way)) for way in ways}
+    return ways + [way for way in every if tuple(map(id, way)) not in seen]
 
 
 def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun], counted: bool = True) -> RootPlan:
