@@ -520,6 +520,36 @@ def test_gradient_checkpointing_is_counted_by_the_models_replay_with_its_recompu
     assert not [w for w in replayed.summary.get("warnings", []) if "blocks" in w]  # no layer said unknown
 
 
+class ScatteredFeatures(nn.Module):
+    """Image features scattered into the text's embeddings where a token mask says (as LLaVA and
+    Hugging Face's other vision-language models merge them): the backward's
+    ``masked_scatter_backward`` counts the mask on the CPU (a ``sum`` inside ``masked_select``),
+    which a meta tensor's runs none of."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text, self.image = nn.Embedding(16, 8), nn.Linear(4, 8)
+
+    def forward(self, ids, pixels):
+        embeds = self.text(ids)
+        mask = (ids == 15).unsqueeze(-1).expand_as(embeds)
+        return embeds.masked_scatter(mask, self.image(pixels))
+
+
+def test_features_scattered_by_a_mask_have_their_backward_counted():
+    torch.manual_seed(0)
+    model = ScatteredFeatures()
+    ids = torch.randint(0, 15, (2, 6))
+    ids[:, 1:4] = 15  # three image tokens per row
+    pixels = torch.randn(2, 3, 4)
+    replayed, recorded = both(lambda: model(ids, pixels).sum().backward())
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    mask = torch.empty(2, 6, 8, dtype=torch.bool, device="meta")
+    with pytest.raises(NotImplementedError):  # torch's own meta kernels again after the replay
+        torch.masked_select(torch.empty(2, 6, 8, device="meta"), mask)
+
+
 class KeyCache:
     """A cache passed to each call and grown by it, as Hugging Face's ``DynamicCache`` is by
     ``generate()``: by the time the profile is read it holds what the last call left."""

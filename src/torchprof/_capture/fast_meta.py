@@ -425,8 +425,11 @@ def _cpu_index_puts() -> dict[str, Callable[..., Any]]:
     them: ``x[mask] = value`` with one boolean mask and a one-element value is a ``masked_fill_``
     inside ``_index_put_impl_`` on the CPU (its ``canDispatchToMaskedFill``), out of place a
     ``clone`` and that; a meta tensor's runs nothing inside, so the fill (Longformer's attention
-    mask, and the same op again in its backward) was listed as unknown. Anything else runs
-    torch's own meta kernels (their Python ones, which check nothing the run did not)."""
+    mask, and the same op again in its backward) was listed as unknown. And
+    ``masked_scatter_backward``, which on the CPU counts its mask (a ``sum`` inside
+    ``masked_select``) where the meta kernel makes its output alone (LLaVA's image features
+    merged into the text's). Anything else runs torch's own meta kernels (their Python ones,
+    which check nothing the run did not)."""
     import torch
     from torch._decomp import global_decomposition_table
 
@@ -474,7 +477,36 @@ def _cpu_index_puts() -> dict[str, Callable[..., Any]]:
             return own_put(x, indices, values, accumulate)
         return put_(x.clone(memory_format=torch.preserve_format), indices, values, accumulate)
 
-    return {"index_put_": index_put_kernel, "_index_put_impl_": impl_kernel, "index_put": index_put_out_of_place}
+    def select_counting(x: Any, mask: Any) -> Any:
+        # Only inside masked_scatter_backward below, whose output's sizes are known: what the
+        # CPU's masked_select runs before it reads its count (the mask counted, a sum); what it
+        # returns is never read. Anywhere else its output's size is the data's: torch's error.
+        if not getattr(_counting, "on", False):
+            raise NotImplementedError("aten::masked_select: attempted to run this operator with Meta tensors, "
+                                      "its output's size is its mask's count")  # fmt: skip
+        if tuple(mask.shape) != tuple(x.shape):  # (expand_outplace: both, where the sizes differ)
+            shape = torch.broadcast_shapes(mask.shape, x.shape)
+            mask, x = mask.expand(shape), x.expand(shape)
+        mask.sum()
+        return x.new_empty((0,))
+
+    def masked_scatter_backward(grad: Any, mask: Any, sizes: Any) -> Any:
+        if not (isinstance(grad, tensor) and grad.is_meta and isinstance(mask, tensor) and mask.is_meta):
+            return own_scatter_backward(grad, mask, sizes)
+        _counting.on = True
+        try:
+            aten.masked_select.default(grad, mask)
+        finally:
+            _counting.on = False
+        return grad.new_empty(sizes)  # (the CPU's: the selected values, padded, viewed in ``sizes``)
+
+    own_scatter_backward = global_decomposition_table["meta"][aten.masked_scatter_backward.default]
+    return {"index_put_": index_put_kernel, "_index_put_impl_": impl_kernel, "index_put": index_put_out_of_place,
+            "masked_select": select_counting, "masked_scatter_backward": masked_scatter_backward}  # fmt: skip
+
+
+#: Set while a replay's ``masked_scatter_backward`` runs its ``masked_select`` (one thread's).
+_counting = threading.local()
 
 
 @contextlib.contextmanager
