@@ -786,6 +786,34 @@ def test_a_training_step_counts_its_optimizer_and_its_functional_loss_as_shapes_
     assert not replayed.unsupported_ops
 
 
+@pytest.mark.parametrize("sizes", [(8, 16), (8, 8)], ids=["different sizes", "same sizes"])
+@pytest.mark.parametrize("name", ["SGD momentum", "Adam"])
+def test_two_optimizers_of_one_class_are_each_counted(name, sizes):
+    # A GAN steps a generator's and a discriminator's optimizer of one class: torch names both
+    # ranges Optimizer.step#Adam.step. Their steps were unknown; now each is replayed as one
+    # signature of that range, matched by how often each ran.
+    torch.manual_seed(0)
+    a, b = nn.Linear(8, sizes[0]), nn.Linear(sizes[0], sizes[1])
+    opt_a, opt_b = OPTIMIZERS[name](a.parameters()), OPTIMIZERS[name](b.parameters())
+    x = torch.randn(4, 8)
+
+    def step():
+        for opt in (opt_a, opt_b):
+            b(a(x)).sum().backward()
+            opt.step()
+            opt_a.zero_grad()
+            opt_b.zero_grad()
+
+    step()
+    replayed, recorded = both(step)
+    region = f"Optimizer.step#{type(opt_a).__name__}.step"
+    got, want = replayed.df, recorded.df
+    assert got.loc[region, "calls"] == 2
+    assert got.loc[region, "flops"] == want.loc[region, "flops"] > 0
+    assert got.loc["profile", "flops"] == want.loc["profile", "flops"]
+    assert not replayed.unsupported_ops and not replayed.summary.get("warnings")
+
+
 @pytest.mark.parametrize("name", ["SGD momentum", "Adam"])
 def test_a_step_given_a_closure_counts_the_closures_loss_and_the_update_as_shapes_true_does(name):
     """Lightning (and LBFGS) step the optimizer with a closure that runs the forward, the loss
