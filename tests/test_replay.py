@@ -809,7 +809,14 @@ def test_calls_of_one_root_whose_backward_ran_together_are_replayed_together():
         for v in views:
             encoder(v).sum().backward()
 
-    for run in (contrastive, multi_crop, apart):
+    small = torch.randn(2, 8)
+
+    def global_and_local_crops():  # calls of two sizes in each pass (DINO): replayed as one group
+        encoder.zero_grad(set_to_none=True)
+        for _ in range(2):
+            (encoder(views[0]).sum() + encoder(views[1]).sum() + encoder(small).sum()).backward()
+
+    for run in (contrastive, multi_crop, apart, global_and_local_crops):
         run()
         replayed, recorded = both(run)
         assert layer_rows(replayed) == layer_rows(recorded), run.__name__

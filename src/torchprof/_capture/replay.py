@@ -515,17 +515,50 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
             except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
                 runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
                 continue
+            groups = _joint_groups(root)  # calls of several sizes that ran together
+            first_of = {id(group[0][0]): group for group in groups}
+            later = {id(sig) for group in groups for sig, _ in group[1:]}
             for n, sig in enumerate(root.signatures.values()):
                 if not sig.count:
                     continue  # every call of it started its backward under another (backward_starts)
+                if id(sig) in later:
+                    continue  # replayed with its group's first
                 if sig.returned < sig.count:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="a call of it raised an exception"))
                     continue
                 if sig.unwatched:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="its output could not be read to see which parts a gradient reached"))
                     continue
-                runs += _replay_signature(copied, tensors, root.path, n, sig, options_type, session_type)
+                runs += _replay_signature(copied, tensors, root.path, n, sig, options_type, session_type, first_of.get(id(sig)))
     return runs
+
+
+def _joint_groups(root: RootCalls) -> list[list[tuple[Signature, int]]]:
+    """Calls of several signatures that ran together in one autograd pass, the same ones in
+    every such pass (a DINO step's global and local crops through one network), each group as
+    ``(signature, calls per pass)``: replayed together with one backward, standing for each of
+    those passes. A signature whose calls also ran otherwise (apart, or with others) is in no
+    group, nor are signatures that differ in more than their arguments' sizes (grad mode,
+    training, autocast, the gradients there were to add into)."""
+    sigs = [sig for sig in root.signatures.values() if sig.count and sig.together]
+    per_pass: dict[int, list[tuple[int, int]]] = {}
+    for n, sig in enumerate(sigs):
+        for task, calls in sig.together.items():
+            per_pass.setdefault(task, []).append((n, calls))
+    passes: dict[tuple[tuple[int, int], ...], int] = {}
+    for members in per_pass.values():
+        passes[tuple(members)] = passes.get(tuple(members), 0) + 1
+    groups = []
+    for made, times in passes.items():
+        group = [(sigs[n], calls) for n, calls in made]
+        first = group[0][0]
+        if (len(group) < 2 or sum(calls for _, calls in group) > MAX_JOINT_CALLS
+                or any(sig.count != calls * times or sum(sig.together.values()) != sig.count for sig, calls in group)
+                or any((sig.grad, sig.training, sig.autocast, sig.anomaly, sig.grads) != (first.grad, first.training, first.autocast, first.anomaly, first.grads)
+                       for sig, _ in group)):  # fmt: skip
+            continue
+        groups.append(group)
+    return groups
 
 
 #: Yes/no reads of values answered per signature at most where the answers differ (each read
@@ -537,7 +570,7 @@ MAX_SAME_ANSWERS = 64
 
 
 def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Signature, options_type: Any,
-                      session_type: Any) -> list[ReplayRun]:
+                      session_type: Any, members: list[tuple[Signature, int]] | None = None) -> list[ReplayRun]:
     """One signature's replay; where its forward reads a boolean value (``if mask.all():``),
     one replay per way to answer, each an alternative (the match keeps the one whose ops are
     those that ran).
@@ -547,7 +580,7 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
     reads all have the run's one answer (BART with padding reads three times, and its path was
     past the eight tries of mixed answers). Then the mixed answers, ``MAX_QUESTIONS`` reads deep
     and ``MAX_TRIES`` replays at most; a uniform prefix is not run again (its outcome is known)."""
-    run = _replay_one(copied, tensors, path, sig, options_type, session_type)
+    run = _replay_one(copied, tensors, path, sig, options_type, session_type, members=members)
     run.signature = n
     if run.error is None or _VALUE_READ not in run.error:
         return [run]
@@ -555,7 +588,7 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
     uniform: dict[bool, int] = {}  # answer -> reads a replay answered that way throughout made (it ran to the end)
     for same in (True, False):
         answers = [same] * MAX_SAME_ANSWERS
-        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers)  # consumes the answers
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers, members)  # consumes the answers
         if tried.error is None:
             reads = MAX_SAME_ANSWERS - len(answers)
             uniform[same] = reads
@@ -572,7 +605,7 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
                 todo += [[*answers, True], [*answers, False]]
             continue
         tries += 1
-        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, list(answers))
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, list(answers), members)
         if tried.error == _QUESTION:
             if len(answers) < MAX_QUESTIONS:
                 todo += [[*answers, True], [*answers, False]]
@@ -806,7 +839,10 @@ def _replay_mode(answers: list[bool] | None, anomaly: bool) -> Any:
 
 
 def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, options_type: Any, session_type: Any,
-                answers: list[bool] | None = None) -> ReplayRun:
+                answers: list[bool] | None = None, members: list[tuple[Signature, int]] | None = None) -> ReplayRun:
+    """One replay of ``sig``'s calls that ran together in one autograd pass (one call, where
+    they ran apart), or of a group of signatures' (``members``: each with its calls per pass);
+    the run stands for each such pass."""
     import torch
     from torch.utils import _pytree
 
@@ -825,16 +861,17 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
         tensors.made = []
         # The calls that ran in one autograd pass are replayed together (Signature.joint_calls),
         # each on arguments of its own, as they ran.
-        calls: list[tuple[Any, Any]] = []
-        for _ in range(sig.joint_calls()):
+        calls: list[tuple[Signature, Any, Any]] = []
+        planned = members or [(sig, sig.joint_calls())]
+        for member in [m for m, times in planned for _ in range(times)]:
             leaves: list[Any] = []
-            for leaf in sig.leaves:
+            for leaf in member.leaves:
                 if isinstance(leaf, _Values):
                     leaves.append(tensors.values(leaf.values))
                     continue
                 leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
             try:
-                calls.append(_pytree.tree_unflatten(leaves, sig.spec))
+                calls.append((member, *_pytree.tree_unflatten(leaves, member.spec)))
             except Exception as exc:  # noqa: BLE001 - an argument type that checks its tensors' data: FLOPs unknown, said why
                 return ReplayRun(path=path, count=sig.count, steps=_per_step(sig.steps),
                                  error=f"its arguments cannot be made without their data ({type(exc).__name__}: {_first_line(exc)})")  # fmt: skip
@@ -859,12 +896,12 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     # inputs would take seconds, and its graphs are counted from their own maps.
                     modes.enter_context(config_patched(sys.modules["torch._dynamo"].config, disable=True))
                 reached: list[Any] = []
-                for args, kwargs in calls:
+                for member, args, kwargs in calls:
                     out = copied(*args, **kwargs)
-                    if sig.grad_outputs:
+                    if member.grad_outputs:
                         reached += [t for n, t in enumerate(output_tensors(out, torch.Tensor, torch.nn.Module))
-                                    if n in sig.grad_outputs and t.requires_grad and t.grad_fn is not None]  # fmt: skip
-                if sig.grad_outputs:
+                                    if n in member.grad_outputs and t.requires_grad and t.grad_fn is not None]  # fmt: skip
+                if reached:
                     phase = "backward"
                     outs = _backward_roots(reached)
                     if outs:
@@ -892,8 +929,8 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 session.release_interrupts()
     if error is not None:
         return ReplayRun(path=path, count=sig.count, error=error, steps=_per_step(sig.steps))
-    # A replay of calls run together stands for each such group: as often as groups ran.
-    joint = len(calls)
+    # A replay of calls run together stands for each such pass: as often as passes ran.
+    joint = sum(1 for member, _, _ in calls if member is sig)
     return ReplayRun(path=path, count=sig.count // joint, events=session.cycle_columns(), modules=dict(session.modules),
                      steps=_per_step({step: n // joint for step, n in sig.steps.items()}))  # fmt: skip
 
