@@ -1032,6 +1032,98 @@ def test_a_training_step_counts_its_optimizer_and_its_functional_loss_as_shapes_
     assert not replayed.unsupported_ops
 
 
+def test_calls_of_one_root_whose_backward_ran_together_are_replayed_together():
+    # A siamese or contrastive step calls the encoder twice and runs one backward: autograd sums
+    # the two calls' gradients of each parameter, work a replay of one call lacks, and the
+    # encoder's FLOPs were unknown. Calls that shared an autograd pass are now replayed together.
+    torch.manual_seed(0)
+    encoder = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    views = [torch.randn(4, 8) for _ in range(3)]
+
+    def contrastive():
+        encoder.zero_grad(set_to_none=True)
+        z1, z2 = encoder(views[0]), encoder(views[1])
+        (z1 * z2).sum().backward()
+
+    def multi_crop():  # three calls in each of two backward passes (micro-batches)
+        encoder.zero_grad(set_to_none=True)
+        for _ in range(2):
+            sum(encoder(v) for v in views).sum().backward()
+
+    def apart():  # each call its own backward: replayed one at a time, as before
+        encoder.zero_grad(set_to_none=True)
+        for v in views:
+            encoder(v).sum().backward()
+
+    small = torch.randn(2, 8)
+
+    def global_and_local_crops():  # calls of two sizes in each pass (DINO): replayed as one group
+        encoder.zero_grad(set_to_none=True)
+        for _ in range(2):
+            (encoder(views[0]).sum() + encoder(views[1]).sum() + encoder(small).sum()).backward()
+
+    for run in (contrastive, multi_crop, apart, global_and_local_crops):
+        run()
+        replayed, recorded = both(run)
+        assert layer_rows(replayed) == layer_rows(recorded), run.__name__
+        assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"], run.__name__
+        assert not replayed.unsupported_ops, run.__name__
+
+
+def test_a_gan_step_counts_both_networks_and_both_optimizers():
+    # The discriminator runs on real and fake data in one backward, then on fake data again with
+    # its gradients still there (the generator's step); two optimizers of one class step.
+    torch.manual_seed(0)
+    gen = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8))
+    disc = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt_g, opt_d = torch.optim.Adam(gen.parameters()), torch.optim.Adam(disc.parameters())
+    real, z = torch.randn(4, 8), torch.randn(4, 4)
+
+    def step():
+        fake = gen(z)
+        opt_d.zero_grad()
+        (disc(real).mean() - disc(fake.detach()).mean()).backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        (-disc(fake).mean()).backward()
+        opt_g.step()
+
+    step()
+    replayed, recorded = both(step)
+    got, want = replayed.df, recorded.df
+    for path in ("profile", "Sequential", "Sequential#2", "Optimizer.step#Adam.step"):
+        assert got.loc[path, "flops"] == want.loc[path, "flops"] > 0, path
+    assert not replayed.unsupported_ops
+
+
+@pytest.mark.parametrize("sizes", [(8, 16), (8, 8)], ids=["different sizes", "same sizes"])
+@pytest.mark.parametrize("name", ["SGD momentum", "Adam"])
+def test_two_optimizers_of_one_class_are_each_counted(name, sizes):
+    # A GAN steps a generator's and a discriminator's optimizer of one class: torch names both
+    # ranges Optimizer.step#Adam.step. Their steps were unknown; now each is replayed as one
+    # signature of that range, matched by how often each ran.
+    torch.manual_seed(0)
+    a, b = nn.Linear(8, sizes[0]), nn.Linear(sizes[0], sizes[1])
+    opt_a, opt_b = OPTIMIZERS[name](a.parameters()), OPTIMIZERS[name](b.parameters())
+    x = torch.randn(4, 8)
+
+    def step():
+        for opt in (opt_a, opt_b):
+            b(a(x)).sum().backward()
+            opt.step()
+            opt_a.zero_grad()
+            opt_b.zero_grad()
+
+    step()
+    replayed, recorded = both(step)
+    region = f"Optimizer.step#{type(opt_a).__name__}.step"
+    got, want = replayed.df, recorded.df
+    assert got.loc[region, "calls"] == 2
+    assert got.loc[region, "flops"] == want.loc[region, "flops"] > 0
+    assert got.loc["profile", "flops"] == want.loc["profile", "flops"]
+    assert not replayed.unsupported_ops and not replayed.summary.get("warnings")
+
+
 @pytest.mark.parametrize("name", ["SGD momentum", "Adam"])
 def test_a_step_given_a_closure_counts_the_closures_loss_and_the_update_as_shapes_true_does(name):
     """Lightning (and LBFGS) step the optimizer with a closure that runs the forward, the loss

@@ -104,7 +104,6 @@ class OutsideRecorder:
         self._flatten = _pytree.tree_flatten
         self._spec_of = spec_of
         self.optimizers: dict[int, OptimizerCalls] = {}
-        self._labels: set[str] = set()
         self._closure_steps: dict[int, Any] = {}  # id(optimizer) -> the optimizer, while its closure step runs
         self.calls: dict[tuple, CallSignature] = {}
         self.calls_skip: str | None = None
@@ -257,13 +256,10 @@ class OutsideRecorder:
         the gradient and the state, as specs (no data)."""
         calls = self.optimizers.get(id(optimizer))
         if calls is None:
+            # (Two optimizers of a class, a GAN's, step in ranges of one name: their steps are
+            # replayed as that range's distinct signatures, matched by how often each ran.)
             label = f"Optimizer.step#{type(optimizer).__name__}.step"
             calls = self.optimizers[id(optimizer)] = OptimizerCalls(optimizer, label)
-            if label in self._labels:
-                for other in self.optimizers.values():  # two optimizers of a class share one range
-                    if other.label == label:
-                        other.skip = f"two {type(optimizer).__name__} optimizers stepped (their ranges have one name)"
-            self._labels.add(label)
         if calls.skip is not None:
             return
         if any(a is not None for a in args[1:]) or any(v is not None for v in kwargs.values()):
@@ -433,15 +429,18 @@ def replay_outside(recorder: OutsideRecorder, session_type: Any, options_type: A
     wanted = [c for c in recorder.optimizers.values() if steps is None or c.label in steps]
     if not wanted and not (calls and (recorder.calls or recorder.calls_skip)):
         return runs
+    numbered: dict[str, int] = {}  # signatures per range name so far: optimizers of a class share one
     with _replay_environment(recursion_limit):
         for calls_of in wanted:
             if calls_of.skip is not None:
                 runs.append(ReplayRun(path=calls_of.label, count=0, error=calls_of.skip, kind="region"))
                 continue
-            for n, sig in enumerate(calls_of.signatures.values()):
+            first = numbered.get(calls_of.label, 0)
+            for n, sig in enumerate(calls_of.signatures.values(), start=first):
                 run = _replay_step(calls_of, sig, _Tensors(fake), session_type, options_type)
                 run.signature, run.steps = n, _per_step(sig.steps)
                 runs.append(run)
+            numbered[calls_of.label] = first + len(calls_of.signatures)
         if not calls:
             return runs
         if recorder.calls_skip is not None:

@@ -38,6 +38,8 @@ PASS_THROUGH = object()
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
+#: Calls replayed together at most (:meth:`Signature.joint_calls`); more make a replay that long.
+MAX_JOINT_CALLS = 16
 #: Wrappers whose forward runs ``self.module`` on its own arguments (replayed through it).
 _WRAPPERS = ("DistributedDataParallel", "DataParallel")
 #: Leaf values kept by value in a signature; anything else is kept by identity.
@@ -223,6 +225,24 @@ class Signature:
     grads: tuple[bool, ...] = ()
     """Per parameter of the root (``RootCalls.params``): whether it had a gradient already, which
     its backward then adds to (gradient accumulation)."""
+    together: dict[int, int] = field(default_factory=dict)
+    """Calls whose backward ran, by the autograd pass (graph task) it ran in: calls sharing one
+    (a siamese or contrastive step, a GAN's discriminator on real and fake) have their gradients
+    summed there, work a replay of one call lacks (see :meth:`joint_calls`)."""
+
+    def joint_calls(self) -> int:
+        """How many calls to replay together with one backward: the calls each autograd pass
+        ran, where every pass ran as many of this signature's calls and none of another's of
+        its root; else 1 (each call is replayed alone, as most run)."""
+        sizes = set(self.together.values())
+        if len(sizes) != 1 or sum(self.together.values()) != self.count:
+            return 1
+        size = sizes.pop()
+        if size < 2 or size > MAX_JOINT_CALLS or self.root is None or any(n % size for n in self.steps.values()):
+            return 1
+        if any(other is not self and self.together.keys() & other.together.keys() for other in self.root.signatures.values()):
+            return 1  # passes shared with calls of other sizes: replayed alone (their sums stay unknown)
+        return size
 
 
 @dataclass
@@ -270,6 +290,8 @@ class CallRecorder:
         self._autocast_dtype = torch.get_autocast_dtype
         self._anomaly = torch.is_anomaly_enabled
         self._anomaly_nan = torch.is_anomaly_check_nan_enabled
+        # The autograd pass a backward hook runs in (-1 outside one, and on a torch without it).
+        self._graph_task: Callable[[], int] = getattr(torch._C, "_current_graph_task_id", lambda: -1)
         self._module = torch.nn.Module
         self._parameter = torch.nn.Parameter
         self._strided = torch.strided
@@ -447,24 +469,30 @@ class CallRecorder:
         try:
             # Whether its backward adds into gradients is read when its backward starts: a
             # trainer may clear them in between (Lightning: after the forward, before the backward).
-            starts = _BackwardStarts(self, sig, self.step_of()) if sig.grads else None
+            starts = _BackwardStarts(self, sig, self.step_of())
             for n, leaf in enumerate(output_tensors(output, self._tensor, self._module)):
                 if leaf.requires_grad and n not in sig.grad_outputs:
                     self._handles.append(leaf.register_hook(_Reached(sig.grad_outputs, n)))
-                if starts is not None and leaf.requires_grad:
+                if leaf.requires_grad:
                     self._handles.append(leaf.register_hook(starts))
         except Exception:  # noqa: BLE001 - an output that cannot be walked: its backward stays unknown
             sig.unwatched = True
 
     def backward_starts(self, sig: Signature, step: int) -> None:
         """One call of ``sig`` starts its backward: it is counted under the signature whose
-        parameters had a gradient as they have now (its gradient adds are those). Never raises."""
+        parameters had a gradient as they have now (its gradient adds are those), and under the
+        autograd pass it runs in (:attr:`Signature.together`). Never raises."""
         root = sig.root
         try:
+            task = self._graph_task()
+            if not sig.grads:  # a root without parameters: nothing to add into
+                sig.together[task] = sig.together.get(task, 0) + 1
+                return
             now = tuple(p.grad is not None for p in root.params)
             if any(now):
                 root.accumulation.seen = True  # its backward adds into gradients (the replays' then do too)
             if now == sig.grads or not sig.count:
+                sig.together[task] = sig.together.get(task, 0) + 1
                 return
             key = next(k for k, s in root.signatures.items() if s is sig)
             other_key = (*key[:_GRADS_AT], now, *key[_GRADS_AT + 1:])
@@ -472,13 +500,14 @@ class CallRecorder:
             if other is None:
                 if len(root.signatures) >= MAX_SIGNATURES:
                     return  # its replay's adds then differ from the run's: the tree leaves them unknown
-                other = root.signatures[other_key] = dataclasses.replace(sig, grads=now, count=0, steps={}, returned=0)
+                other = root.signatures[other_key] = dataclasses.replace(sig, grads=now, count=0, steps={}, returned=0, together={})
             for moved, by in ((sig, -1), (other, 1)):
                 moved.count += by
                 moved.returned += by
                 moved.steps[step] = moved.steps.get(step, 0) + by
                 if not moved.steps[step]:
                     del moved.steps[step]
+            other.together[task] = other.together.get(task, 0) + 1
         except Exception:  # noqa: BLE001 - our hook never raises into the user's backward
             root.skip = "torchprof could not read which of its gradients existed when its backward ran"
 
@@ -643,17 +672,50 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
             except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
                 runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
                 continue
+            groups = _joint_groups(root)  # calls of several sizes that ran together
+            first_of = {id(group[0][0]): group for group in groups}
+            later = {id(sig) for group in groups for sig, _ in group[1:]}
             for n, sig in enumerate(root.signatures.values()):
                 if not sig.count:
                     continue  # every call of it started its backward under another (backward_starts)
+                if id(sig) in later:
+                    continue  # replayed with its group's first
                 if sig.returned < sig.count:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="a call of it raised an exception"))
                     continue
                 if sig.unwatched:
                     runs.append(ReplayRun(path=root.path, count=sig.count, error="its output could not be read to see which parts a gradient reached"))
                     continue
-                runs += _replay_signature(copied, tensors, root.path, n, sig, options_type, session_type)
+                runs += _replay_signature(copied, tensors, root.path, n, sig, options_type, session_type, first_of.get(id(sig)))
     return runs
+
+
+def _joint_groups(root: RootCalls) -> list[list[tuple[Signature, int]]]:
+    """Calls of several signatures that ran together in one autograd pass, the same ones in
+    every such pass (a DINO step's global and local crops through one network), each group as
+    ``(signature, calls per pass)``: replayed together with one backward, standing for each of
+    those passes. A signature whose calls also ran otherwise (apart, or with others) is in no
+    group, nor are signatures that differ in more than their arguments' sizes (grad mode,
+    training, autocast, the gradients there were to add into)."""
+    sigs = [sig for sig in root.signatures.values() if sig.count and sig.together]
+    per_pass: dict[int, list[tuple[int, int]]] = {}
+    for n, sig in enumerate(sigs):
+        for task, calls in sig.together.items():
+            per_pass.setdefault(task, []).append((n, calls))
+    passes: dict[tuple[tuple[int, int], ...], int] = {}
+    for members in per_pass.values():
+        passes[tuple(members)] = passes.get(tuple(members), 0) + 1
+    groups = []
+    for made, times in passes.items():
+        group = [(sigs[n], calls) for n, calls in made]
+        first = group[0][0]
+        if (len(group) < 2 or sum(calls for _, calls in group) > MAX_JOINT_CALLS
+                or any(sig.count != calls * times or sum(sig.together.values()) != sig.count for sig, calls in group)
+                or any((sig.grad, sig.training, sig.autocast, sig.anomaly, sig.grads) != (first.grad, first.training, first.autocast, first.anomaly, first.grads)
+                       for sig, _ in group)):  # fmt: skip
+            continue
+        groups.append(group)
+    return groups
 
 
 #: Yes/no reads of values answered per signature at most where the answers differ (each read
@@ -665,7 +727,7 @@ MAX_SAME_ANSWERS = 64
 
 
 def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Signature, options_type: Any,
-                      session_type: Any) -> list[ReplayRun]:
+                      session_type: Any, members: list[tuple[Signature, int]] | None = None) -> list[ReplayRun]:
     """One signature's replay; where its forward reads a boolean value (``if mask.all():``),
     one replay per way to answer, each an alternative (the match keeps the one whose ops are
     those that ran).
@@ -675,7 +737,7 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
     reads all have the run's one answer (BART with padding reads three times, and its path was
     past the eight tries of mixed answers). Then the mixed answers, ``MAX_QUESTIONS`` reads deep
     and ``MAX_TRIES`` replays at most; a uniform prefix is not run again (its outcome is known)."""
-    run = _replay_one(copied, tensors, path, sig, options_type, session_type)
+    run = _replay_one(copied, tensors, path, sig, options_type, session_type, members=members)
     run.signature = n
     if run.error is None or _VALUE_READ not in run.error:
         return [run]
@@ -683,7 +745,7 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
     uniform: dict[bool, int] = {}  # answer -> reads a replay answered that way throughout made (it ran to the end)
     for same in (True, False):
         answers = [same] * MAX_SAME_ANSWERS
-        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers)  # consumes the answers
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, answers, members)  # consumes the answers
         if tried.error is None:
             reads = MAX_SAME_ANSWERS - len(answers)
             uniform[same] = reads
@@ -700,7 +762,7 @@ def _replay_signature(copied: Any, tensors: _Tensors, path: str, n: int, sig: Si
                 todo += [[*answers, True], [*answers, False]]
             continue
         tries += 1
-        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, list(answers))
+        tried = _replay_one(copied, tensors, path, sig, options_type, session_type, list(answers), members)
         if tried.error == _QUESTION:
             if len(answers) < MAX_QUESTIONS:
                 todo += [[*answers, True], [*answers, False]]
@@ -939,7 +1001,10 @@ def _replay_mode(answers: list[bool] | None, anomaly: bool) -> Any:
 
 
 def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, options_type: Any, session_type: Any,
-                answers: list[bool] | None = None) -> ReplayRun:
+                answers: list[bool] | None = None, members: list[tuple[Signature, int]] | None = None) -> ReplayRun:
+    """One replay of ``sig``'s calls that ran together in one autograd pass (one call, where
+    they ran apart), or of a group of signatures' (``members``: each with its calls per pass);
+    the run stands for each such pass."""
     import torch
     from torch.utils import _pytree
 
@@ -955,21 +1020,26 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
             stand_in = tensors.copies.get(id(p))
             if stand_in is not None:
                 stand_in.grad = torch.empty_like(stand_in).detach() if had else None
-        leaves: list[Any] = []
         tensors.made = []
-        for leaf in sig.leaves:
-            if isinstance(leaf, _Values):
-                leaves.append(tensors.values(leaf.values))
-                continue
-            if isinstance(leaf, _Held):
-                leaves.append(leaf.made(tensors))
-                continue
-            leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
-        try:
-            args, kwargs = _pytree.tree_unflatten(leaves, sig.spec)
-        except Exception as exc:  # noqa: BLE001 - an argument type that checks its tensors' data: FLOPs unknown, said why
-            return ReplayRun(path=path, count=sig.count, steps=_per_step(sig.steps),
-                             error=f"its arguments cannot be made without their data ({type(exc).__name__}: {_first_line(exc)})")  # fmt: skip
+        # The calls that ran in one autograd pass are replayed together (Signature.joint_calls),
+        # each on arguments of its own, as they ran.
+        calls: list[tuple[Signature, Any, Any]] = []
+        planned = members or [(sig, sig.joint_calls())]
+        for member in [m for m, times in planned for _ in range(times)]:
+            leaves: list[Any] = []
+            for leaf in member.leaves:
+                if isinstance(leaf, _Values):
+                    leaves.append(tensors.values(leaf.values))
+                    continue
+                if isinstance(leaf, _Held):  # an argument object as it was at the call
+                    leaves.append(leaf.made(tensors))
+                    continue
+                leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
+            try:
+                calls.append((member, *_pytree.tree_unflatten(leaves, member.spec)))
+            except Exception as exc:  # noqa: BLE001 - an argument type that checks its tensors' data: FLOPs unknown, said why
+                return ReplayRun(path=path, count=sig.count, steps=_per_step(sig.steps),
+                                 error=f"its arguments cannot be made without their data ({type(exc).__name__}: {_first_line(exc)})")  # fmt: skip
         # One try from the start on: a Ctrl-C landing anywhere after start() still stops the
         # session (stop() is a no-op on a session that never started) and restores SIGINT.
         started = False
@@ -992,12 +1062,15 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     # A function compiled inside the forward runs eagerly: compiling it for fake
                     # inputs would take seconds, and its graphs are counted from their own maps.
                     modes.enter_context(config_patched(sys.modules["torch._dynamo"].config, disable=True))
-                out = copied(*args, **kwargs)
-                if sig.grad_outputs:
+                reached: list[Any] = []
+                for member, args, kwargs in calls:
+                    out = copied(*args, **kwargs)
+                    if member.grad_outputs:
+                        reached += [t for n, t in enumerate(output_tensors(out, torch.Tensor, torch.nn.Module))
+                                    if n in member.grad_outputs and t.requires_grad and t.grad_fn is not None]  # fmt: skip
+                if reached:
                     phase = "backward"
-                    leaves = output_tensors(out, torch.Tensor, torch.nn.Module)
-                    outs = _backward_roots([t for n, t in enumerate(leaves) if n in sig.grad_outputs
-                                            and t.requires_grad and t.grad_fn is not None])  # fmt: skip
+                    outs = _backward_roots(reached)
                     if outs:
                         inputs = tensors.gradient_inputs()
                         seeds = [torch.ones_like(t) for t in outs]
@@ -1027,8 +1100,10 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 session.release_interrupts()
     if error is not None:
         return ReplayRun(path=path, count=sig.count, error=error, steps=_per_step(sig.steps))
-    return ReplayRun(path=path, count=sig.count, events=session.cycle_columns(), modules=dict(session.modules),
-                     steps=_per_step(sig.steps))  # fmt: skip
+    # A replay of calls run together stands for each such pass: as often as passes ran.
+    joint = sum(1 for member, _, _ in calls if member is sig)
+    return ReplayRun(path=path, count=sig.count // joint, events=session.cycle_columns(), modules=dict(session.modules),
+                     steps=_per_step({step: n // joint for step, n in sig.steps.items()}))  # fmt: skip
 
 
 @contextlib.contextmanager
