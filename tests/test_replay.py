@@ -596,6 +596,31 @@ def test_a_cache_argument_is_replayed_as_it_was_at_each_call_and_never_changed()
     assert cache.keys is keys and cache.keys.shape == (2, 7, 8) and cache.seen == 7  # the user's cache as the run left it
 
 
+def test_an_argument_object_without_tensors_that_changes_per_call_is_one_signature():
+    class Counter:
+        def __init__(self) -> None:
+            self.calls = 0
+
+    class Counted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, counter):
+            counter.calls += 1
+            return self.lin(x)
+
+    model, counter, x = Counted(), Counter(), torch.randn(2, 8)
+
+    def run():
+        for _ in range(20):  # more calls than distinct signatures are replayed
+            model(x, counter).sum().backward()
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
+    assert counter.calls == 40  # the replay never called the user's object
+
+
 # -- arguments of every kind: the forward unchanged, the profile readable, FLOPs exact or unknown ---------
 class Deq(nn.Module):
     def __init__(self) -> None:

@@ -422,6 +422,10 @@ class CallRecorder:
                 return None  # (read as it is when replayed, as before)
             raise _Unreplayable(f"its {type(leaf).__name__} argument holds tensors and cannot be copied "
                                 f"({type(exc).__name__}: {_first_line(exc)})") from None  # fmt: skip
+        if not tensors:
+            # (One holding no tensors is one signature, as before: a counter in it changes per
+            # call, which would make as many signatures as calls; it is replayed as at its first.)
+            return (type(leaf), id(leaf)), _Held(made, specs)
         key = (type(leaf), *(memo[id(obj)] if isinstance(obj, tensor) else obj for obj in found
                              if isinstance(obj, tensor) or type(obj) in _PLAIN))  # fmt: skip
         return key, _Held(made, specs)
