@@ -120,3 +120,29 @@ def test_a_broadcast_parameter_counts_as_with_shapes() -> None:
         tables.append(dict(zip(df.index, df["flops"])))
     assert tables[0] == tables[1]
     assert tables[0]["profile"] > 0 and len(tables[0]) > 20
+
+
+def test_reshape_and_flatten_of_meta_tensors_make_what_the_cpu_makes_in_a_replay():
+    """Sizes, strides and the backward node of each reshape: the CPU's (a ``_reshape_alias`` for a
+    tensor not contiguous but viewable), where torch's own meta composite makes a ``view``."""
+    from torchprof._capture.fast_meta import reshape_as_on_device
+
+    def made(device: str, size, stride, how):
+        x = torch.empty_strided(size, stride, device=device).requires_grad_(True)
+        try:
+            y = how(x)
+        except (RuntimeError, IndexError) as exc:  # the same error on both
+            return type(exc).__name__
+        return tuple(y.shape), y.stride(), type(y.grad_fn).__name__
+
+    layouts = [((4, 2, 8), (16, 8, 1)), ((4, 2, 8), (1, 32, 4)), ((2, 4, 8), (8, 16, 1)), ((3, 1, 4), (1, 12, 3)),
+               ((2, 3), (1, 2)), ((0, 3, 2), (6, 1, 3)), ((6,), (2,)), ((2, 2, 3, 4), (48, 12, 1, 3))]  # fmt: skip
+    hows = [lambda x: x.reshape(-1), lambda x: x.reshape(x.shape[0], -1), lambda x: x.reshape(*x.shape[:-1], 1, x.shape[-1]),
+            lambda x: x.reshape(-1, 2), lambda x: x.reshape(-1, -1), lambda x: x.flatten(), lambda x: x.flatten(1),
+            lambda x: x.flatten(0, -2), lambda x: x.flatten(-1, 0), lambda x: x.reshape_as(torch.empty(x.numel()))]  # fmt: skip
+    cases = [(s, st, h) for s, st in layouts for h in hows]
+    cpu = [made("cpu", *case) for case in cases]
+    assert any(isinstance(c, tuple) and c[2] == "ReshapeAliasBackward0" for c in cpu)  # the case that differed
+    with reshape_as_on_device():
+        meta = [made("meta", *case) for case in cases]
+    assert meta == cpu

@@ -110,6 +110,42 @@ def test_autocast_and_a_schedule_count_as_recorded_shapes_do():
     assert layer_rows(rep) == layer_rows(rec) and all(flops > 0 for flops, _ in layer_rows(rep).values())
 
 
+class DropsAnAllTrueMask(nn.Module):
+    """As Hugging Face's masking does: a mask that masks nothing is dropped, except for a fake
+    tensor (taken for tracing), so only the meta replay can take the path the run took."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.norm, self.out = nn.Linear(16, 32, bias=False), nn.LayerNorm(32), nn.Linear(32, 4)
+
+    def forward(self, x, mask):
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if not isinstance(mask, FakeTensor) and bool(mask.all()):
+            mask = None
+        y = self.out(self.norm(self.lin(x)).softmax(-1))
+        return y if mask is None else y.masked_fill(~mask, 0.0)
+
+
+@pytest.mark.parametrize("train", [True, False], ids=["training", "inference"])
+def test_cpu_autocast_is_replayed_on_the_meta_device_as_the_cpu_runs_it(train):
+    # CPU autocast runs each op it casts as a wrapper that calls the op again inside it; a meta
+    # tensor has no autocast, so the meta replay's ops sat one level higher than the run's and
+    # only the fake-tensor replay could match them (Hugging Face models' top rows were unknown).
+    torch.manual_seed(0)
+    model, x, mask = DropsAnAllTrueMask(), torch.randn(8, 16), torch.ones(8, 4, dtype=torch.bool)
+
+    def run():
+        with torch.autocast("cpu", dtype=torch.bfloat16), torch.set_grad_enabled(train):
+            y = model(x, mask)
+        if train:
+            y.float().sum().backward()
+
+    replayed, recorded = both(run)
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+
+
 def test_a_forward_that_reads_tensor_values_has_unknown_flops_and_says_why():
     class Gate(nn.Module):
         def __init__(self) -> None:
@@ -231,6 +267,26 @@ def test_one_mask_read_in_every_layer_is_replayed_down_the_path_that_ran(depth):
         assert not replayed.unsupported_ops
 
 
+def test_calls_of_growing_sizes_that_read_the_same_values_are_replayed_down_the_path_that_ran():
+    # generate() without a cache calls the model once per new token, each call a size of its own
+    # that reads the mask the same way: the replays' ways to combine the signatures' answers were
+    # cut at 16, all of them with the first signature's first answers (Llama's and GPT-2's
+    # top rows were unknown).
+    torch.manual_seed(0)
+    model = Stack(2)
+
+    def run():
+        with torch.no_grad():
+            for n in (5, 6, 7, 8):
+                mask = torch.ones(2, n, dtype=torch.bool)
+                mask[1, 3:] = False  # padding: the run answers "no" to each layer's read
+                model(torch.randn(2, n, 8), mask)
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert not replayed.unsupported_ops
+
+
 def layer_flops(prof) -> float:
     return prof.df.loc["Linear", "flops"]
 
@@ -348,6 +404,221 @@ def test_a_forward_that_branches_otherwise_without_data_keeps_its_layers_and_lis
     assert {"aten::eq", "aten::all"} <= set(replayed.unsupported_ops)  # the real run's own check
     df, rec = replayed.df, recorded.df
     assert df.loc["Masked/aten::matmul", "flops"] == rec.loc["Masked/aten::matmul", "flops"] > 0
+
+
+class ReshapedTwice(nn.Module):
+    """One output read through a view and through a reshape (or flatten) of its transpose, which
+    is not contiguous but viewable: the CPU's reshape makes a ``_reshape_alias`` (its backward a
+    ``ReshapeAliasBackward0``) where a meta tensor's makes a ``view``. Its gradient's two parts are
+    summed in the backward of whichever view runs last (Longformer's and LED's einsums)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.lin, self.how = nn.Linear(8, 8), how
+
+    def forward(self, x):
+        h = self.lin(x)  # (4, 2, 8)
+        viewed = h.view(8, 8)  # made first: its backward runs last and sums the gradient's two parts
+        t = h.transpose(0, 1)  # (2, 4, 8): not contiguous, viewable as (2, 4, 2, 4) without a copy
+        if self.how == "reshape":
+            r = t.reshape(2, 4, 2, -1)
+        elif self.how == "flatten":
+            r = h.unflatten(2, (2, 4)).transpose(0, 1).flatten(2)  # (2, 4, 2, 4) -> (2, 4, 8), no copy
+        else:
+            r = torch.einsum("bij,bkj->bik", t, t)
+        return viewed.sum() + (r * 2).sum()
+
+
+@pytest.mark.parametrize("how", ["reshape", "flatten", "einsum"])
+def test_a_reshape_that_the_cpu_makes_an_alias_is_replayed_as_the_cpu_runs_it(how):
+    torch.manual_seed(0)
+    model, x = ReshapedTwice(how), torch.randn(4, 2, 8)
+    replayed, recorded = both(lambda: model(x).backward())
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert "aten::_reshape_alias" in set(replayed.df.name)
+    meta = torch.empty(4, 2, 8, device="meta", requires_grad=True).transpose(0, 1)
+    assert type(meta.reshape(2, 4, 2, 4).grad_fn).__name__ == "ViewBackward0"  # torch's own again after the replay
+
+
+class MaskedSet(nn.Module):
+    """``x[mask] = value`` with one boolean mask and one value: the CPU runs it as a
+    ``masked_fill_`` inside ``index_put_`` (Longformer's attention mask), which a meta tensor's
+    ``index_put_`` never runs; its backward runs ``index_put`` again, out of place."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.lin, self.how = nn.Linear(8, 8), how
+
+    def forward(self, x, mask):
+        y = self.lin(x)
+        if self.how == "scalar":
+            y[mask] = -1.0
+        elif self.how == "tensor":
+            y[mask] = torch.tensor(2.0)
+        elif self.how == "leading":
+            y[mask[:, 0]] = 0.5  # a mask over the first dimension: the rest of each row filled
+        else:
+            y = y.index_put((mask,), torch.tensor(0.0))
+        return y
+
+
+@pytest.mark.parametrize("how", ["scalar", "tensor", "leading", "out of place"])
+@pytest.mark.parametrize("train", [True, False], ids=["training", "inference"])
+def test_a_boolean_mask_set_that_the_cpu_fills_is_replayed_as_the_cpu_runs_it(how, train):
+    torch.manual_seed(0)
+    model, x = MaskedSet(how), torch.randn(4, 8)
+    mask = x > 0
+
+    def run():
+        if train:
+            model(x, mask).sum().backward()
+        else:
+            with torch.no_grad():
+                model(x, mask)
+
+    replayed, recorded = both(run)
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert "aten::masked_fill_" in set(replayed.df.name)
+    meta = torch.empty(4, 8, device="meta")
+    with torch.profiler.profile() as p:
+        meta[torch.empty(4, 8, dtype=torch.bool, device="meta")] = 0.0
+    assert "aten::masked_fill_" not in {e.name for e in p.events()}  # torch's own meta kernel again
+
+
+class Checkpointed(nn.Module):
+    """Each block's layers under ``torch.utils.checkpoint`` (as Hugging Face checkpoints a
+    decoder layer's forward): recomputed in the backward, where they are called outside every
+    module, so each is a root of its own there."""
+
+    def __init__(self, reentrant: bool) -> None:
+        super().__init__()
+        self.reentrant = reentrant
+        self.blocks = nn.ModuleList([nn.ModuleDict({"a": nn.Linear(8, 8), "b": nn.Linear(8, 8)}) for _ in range(2)])
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint
+
+        for block in self.blocks:
+            x = checkpoint(lambda h, block=block: block["b"](block["a"](h).relu()), x, use_reentrant=self.reentrant)
+        return x
+
+
+@pytest.mark.parametrize("reentrant", [False, True], ids=["non-reentrant", "reentrant"])
+def test_gradient_checkpointing_is_counted_by_the_models_replay_with_its_recomputation(reentrant):
+    torch.manual_seed(0)
+    model, x = Checkpointed(reentrant), torch.randn(4, 8, requires_grad=reentrant)  # (reentrant: an input needs one)
+    model(x).sum().backward()
+    replayed, recorded = both(lambda: model(x).sum().backward())
+    got, want = layer_rows(replayed), layer_rows(recorded)
+    layers = [p for p in want if p.count(".") == 3]  # Checkpointed.blocks.0.a ...
+    assert len(layers) == 4 and all(got[p] == want[p] and want[p][0] > 0 for p in layers)
+    assert "(recompute)" in set(replayed.df.name)
+    if not reentrant:  # (a reentrant checkpoint is a custom autograd function: unknown with shapes=True too)
+        assert got == want and replayed.unsupported_ops == {}
+    assert not [w for w in replayed.summary.get("warnings", []) if "blocks" in w]  # no layer said unknown
+
+
+class ScatteredFeatures(nn.Module):
+    """Image features scattered into the text's embeddings where a token mask says (as LLaVA and
+    Hugging Face's other vision-language models merge them): the backward's
+    ``masked_scatter_backward`` counts the mask on the CPU (a ``sum`` inside ``masked_select``),
+    which a meta tensor's runs none of."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text, self.image = nn.Embedding(16, 8), nn.Linear(4, 8)
+
+    def forward(self, ids, pixels):
+        embeds = self.text(ids)
+        mask = (ids == 15).unsqueeze(-1).expand_as(embeds)
+        return embeds.masked_scatter(mask, self.image(pixels))
+
+
+def test_features_scattered_by_a_mask_have_their_backward_counted():
+    torch.manual_seed(0)
+    model = ScatteredFeatures()
+    ids = torch.randint(0, 15, (2, 6))
+    ids[:, 1:4] = 15  # three image tokens per row
+    pixels = torch.randn(2, 3, 4)
+    replayed, recorded = both(lambda: model(ids, pixels).sum().backward())
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    mask = torch.empty(2, 6, 8, dtype=torch.bool, device="meta")
+    with pytest.raises(NotImplementedError):  # torch's own meta kernels again after the replay
+        torch.masked_select(torch.empty(2, 6, 8, device="meta"), mask)
+
+
+class KeyCache:
+    """A cache passed to each call and grown by it, as Hugging Face's ``DynamicCache`` is by
+    ``generate()``: by the time the profile is read it holds what the last call left."""
+
+    def __init__(self) -> None:
+        self.keys: torch.Tensor | None = None
+        self.seen = 0
+
+    def update(self, k: torch.Tensor) -> torch.Tensor:
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
+        self.seen += k.shape[1]
+        return self.keys
+
+
+class Cached(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x, cache: KeyCache):
+        keys = cache.update(self.k(x))
+        return self.q(x) @ keys.transpose(1, 2)  # each step attends to every key so far
+
+
+def test_a_cache_argument_is_replayed_as_it_was_at_each_call_and_never_changed():
+    torch.manual_seed(0)
+    model = Cached()
+
+    def generate():
+        cache = KeyCache()
+        with torch.no_grad():
+            model(torch.randn(2, 4, 8), cache)  # the prompt, then one token at a time
+            for _ in range(3):
+                model(torch.randn(2, 1, 8), cache)
+        return cache
+
+    with torchprof.Profiler() as replayed:
+        cache = generate()
+    with torchprof.Profiler(shapes=True) as recorded:
+        generate()
+    keys = cache.keys
+    assert replayed.unsupported_ops == {}
+    assert layer_rows(replayed) == layer_rows(recorded)
+    assert cache.keys is keys and cache.keys.shape == (2, 7, 8) and cache.seen == 7  # the user's cache as the run left it
+
+
+def test_an_argument_object_without_tensors_that_changes_per_call_is_one_signature():
+    class Counter:
+        def __init__(self) -> None:
+            self.calls = 0
+
+    class Counted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, counter):
+            counter.calls += 1
+            return self.lin(x)
+
+    model, counter, x = Counted(), Counter(), torch.randn(2, 8)
+
+    def run():
+        for _ in range(20):  # more calls than distinct signatures are replayed
+            model(x, counter).sum().backward()
+
+    replayed, recorded = both(run)
+    assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
+    assert counter.calls == 40  # the replay never called the user's object
 
 
 # -- arguments of every kind: the forward unchanged, the profile readable, FLOPs exact or unknown ---------
@@ -973,6 +1244,25 @@ def test_gradient_accumulation_adds_are_counted():
     assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
     accumulated = recorded.df.index.str.contains("AccumulateGrad") & (recorded.df["flops"] > 0)
     assert accumulated.any() and not replayed.unsupported_ops
+
+
+@pytest.mark.parametrize("params_have_grads", [True, False], ids=["with", "without parameter gradients"])
+def test_an_input_that_had_a_gradient_has_its_gradient_add_counted(params_have_grads):
+    # An input that requires a gradient (an input-gradient attack, inputs_embeds being tuned)
+    # already holding one from the previous step: its AccumulateGrad adds, which the replay,
+    # whose input had none, only stored; every add no module owns was then unknown.
+    torch.manual_seed(0)
+    model, x = nn.Linear(8, 8), torch.randn(4, 8, requires_grad=True)
+    model(x).sum().backward()
+
+    def step():
+        if not params_have_grads:
+            model.zero_grad(set_to_none=True)
+        model(x).sum().backward()
+
+    replayed, recorded = both(step)
+    assert not replayed.unsupported_ops
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"]
 
 
 def test_accumulation_in_one_root_keeps_every_roots_gradient_adds_exact():

@@ -321,12 +321,199 @@ def _cpu_attention() -> Callable[..., Any]:
     return kernel
 
 
-@contextlib.contextmanager
-def attention_as_on_cpu() -> Iterator[None]:
+def attention_as_on_cpu() -> contextlib.AbstractContextManager[None]:
     """While the block runs (the replay of a model that ran on the CPU), attention on meta
     tensors takes the CPU's kernel (:func:`_cpu_attention`); torch's own is back after, whatever
     happens. A torch laid out otherwise keeps its own (the math kernel: that layer's FLOPs stay
     unknown, as before)."""
+    return _kernels_in_place("AutogradMeta", lambda: {"scaled_dot_product_attention": _cpu_attention()})
+
+
+def _view_strides(sizes: Any, strides: Any, shape: list[int]) -> list[int] | None:
+    """The strides a view of ``sizes``/``strides`` as ``shape`` has without a copy; None where it
+    needs one. torch's ``computeStride`` (what its reshape asks), step for step."""
+    if not sizes:
+        return [1] * len(shape)
+    numel = 1
+    for n in sizes:
+        numel *= n
+    if numel == 0:
+        if list(sizes) == shape:
+            return list(strides)
+        out = [0] * len(shape)
+        for d in range(len(shape) - 1, -1, -1):
+            out[d] = 1 if d == len(shape) - 1 else max(shape[d + 1], 1) * out[d + 1]
+        return out
+    out = [0] * len(shape)
+    view_d = len(shape) - 1
+    chunk_base_stride = strides[-1]
+    tensor_numel = view_numel = 1
+    for tensor_d in range(len(sizes) - 1, -1, -1):
+        tensor_numel *= sizes[tensor_d]
+        if tensor_d == 0 or (sizes[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or shape[view_d] == 1):
+                out[view_d] = view_numel * chunk_base_stride
+                view_numel *= shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = strides[tensor_d - 1]
+                tensor_numel = view_numel = 1
+    return None if view_d != -1 else out
+
+
+def _inferred(shape: Any, numel: int) -> list[int] | None:
+    """``shape`` with its one ``-1`` worked out; None where torch's own kernel must decide (an error)."""
+    if not isinstance(shape, (list, tuple)) or not all(type(n) is int and n >= -1 for n in shape) or list(shape).count(-1) > 1:
+        return None
+    known = 1
+    for n in shape:
+        if n != -1:
+            known *= n
+    if -1 not in shape:
+        return list(shape) if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    return [numel // known if n == -1 else n for n in shape]
+
+
+def _device_reshapes() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``reshape`` and ``flatten`` on meta tensors as a device's tensor runs them: a tensor that
+    is not contiguous but can be viewed in the new sizes becomes a ``_reshape_alias`` (its backward
+    a ``ReshapeAliasBackward0``) on the CPU and CUDA, where torch's composite makes a ``view`` for
+    a meta tensor (one it treats as a tensor subclass). The gradient sums autograd does in those
+    backward nodes were then found under other nodes than in the run, and left unknown (Longformer,
+    LED, any einsum over a transposed operand). Everything else runs torch's own composite."""
+    import torch
+
+    aten = torch.ops.aten
+    reshape, flatten, alias = aten.reshape.default, aten.flatten.using_ints, aten._reshape_alias.default
+    tensor = torch.Tensor
+
+    def as_alias(x: Any, shape: list[int] | None) -> Any:
+        if shape is None:
+            return None
+        strides = _view_strides(tuple(x.shape), x.stride(), shape)
+        return None if strides is None else alias(x, shape, strides)
+
+    def reshape_kernel(x: Any, shape: Any) -> Any:
+        if isinstance(x, tensor) and x.is_meta and x.layout == torch.strided and not x.is_contiguous():
+            made = as_alias(x, _inferred(shape, x.numel()))
+            if made is not None:
+                return made
+        return reshape.decompose(x, shape)
+
+    def flatten_kernel(x: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+        if (isinstance(x, tensor) and x.is_meta and x.layout == torch.strided and x.dim() > 0 and not x.is_contiguous()
+                and type(start_dim) is int and type(end_dim) is int and -x.dim() <= start_dim < x.dim()
+                and -x.dim() <= end_dim < x.dim() and start_dim % x.dim() < end_dim % x.dim()):  # fmt: skip
+            start, end = start_dim % x.dim(), end_dim % x.dim()
+            merged = 1
+            for n in x.shape[start:end + 1]:
+                merged *= n
+            made = as_alias(x, [*x.shape[:start], merged, *x.shape[end + 1:]])
+            if made is not None:
+                return made
+        return flatten.decompose(x, start_dim, end_dim)
+
+    return reshape_kernel, flatten_kernel
+
+
+def _cpu_index_puts() -> dict[str, Callable[..., Any]]:
+    """``index_put_``, its ``_index_put_impl_`` and ``index_put`` on meta tensors as the CPU runs
+    them: ``x[mask] = value`` with one boolean mask and a one-element value is a ``masked_fill_``
+    inside ``_index_put_impl_`` on the CPU (its ``canDispatchToMaskedFill``), out of place a
+    ``clone`` and that; a meta tensor's runs nothing inside, so the fill (Longformer's attention
+    mask, and the same op again in its backward) was listed as unknown. And
+    ``masked_scatter_backward``, which on the CPU counts its mask (a ``sum`` inside
+    ``masked_select``) where the meta kernel makes its output alone (LLaVA's image features
+    merged into the text's). Anything else runs torch's own meta kernels (their Python ones,
+    which check nothing the run did not)."""
+    import torch
+    from torch._decomp import global_decomposition_table
+
+    aten = torch.ops.aten
+    put_, put, impl = aten.index_put_.default, aten.index_put.default, aten._index_put_impl_.default
+    own_put_, own_put = global_decomposition_table["meta"][put_], global_decomposition_table["meta"][put]
+    tensor = torch.Tensor
+
+    def mask_of(x: Any, indices: Any, values: Any, accumulate: Any) -> Any:
+        """The mask the CPU fills through (its ``canDispatchToMaskedFill``), or None."""
+        if (accumulate or not isinstance(x, tensor) or not x.is_meta or not isinstance(values, tensor) or values.numel() != 1
+                or not (values.is_meta or values.device.type == "cpu")):  # fmt: skip
+            return None
+        mask, before = None, 0
+        for index in indices:
+            if index is None:
+                before += 1
+                continue
+            if mask is not None or not isinstance(index, tensor) or index.dtype != torch.bool or not index.is_meta:
+                return None  # (a byte mask: torch's own way, unknown as before)
+            if before + index.dim() > x.dim() or any(index.shape[j] != x.shape[before + j] for j in range(index.dim())):
+                return None  # torch's own error
+            mask = index
+            before += index.dim()
+        if mask is None:
+            return None
+        for _ in range(before, x.dim()):
+            mask = mask.unsqueeze(-1)
+        return mask
+
+    def index_put_kernel(x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        if mask_of(x, indices, values, accumulate) is None:
+            return own_put_(x, indices, values, accumulate)
+        return impl(x, indices, values, accumulate, False)
+
+    def impl_kernel(x: Any, indices: Any, values: Any, accumulate: bool = False, unsafe: bool = False) -> Any:
+        mask = mask_of(x, indices, values, accumulate)
+        if mask is not None:
+            # The value read (``item``) is no work; a meta tensor has none: any of its dtype's kind.
+            x.masked_fill_(mask, False if x.dtype == torch.bool else 0.0 if x.is_floating_point() or x.is_complex() else 0)
+        return x  # (what torch's meta kernel returns)
+
+    def index_put_out_of_place(x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
+        if mask_of(x, indices, values, accumulate) is None:
+            return own_put(x, indices, values, accumulate)
+        return put_(x.clone(memory_format=torch.preserve_format), indices, values, accumulate)
+
+    def select_counting(x: Any, mask: Any) -> Any:
+        # Only inside masked_scatter_backward below, whose output's sizes are known: what the
+        # CPU's masked_select runs before it reads its count (the mask counted, a sum); what it
+        # returns is never read. Anywhere else its output's size is the data's: torch's error.
+        if not getattr(_counting, "on", False):
+            raise NotImplementedError("aten::masked_select: attempted to run this operator with Meta tensors, "
+                                      "its output's size is its mask's count")  # fmt: skip
+        if tuple(mask.shape) != tuple(x.shape):  # (expand_outplace: both, where the sizes differ)
+            shape = torch.broadcast_shapes(mask.shape, x.shape)
+            mask, x = mask.expand(shape), x.expand(shape)
+        mask.sum()
+        return x.new_empty((0,))
+
+    def masked_scatter_backward(grad: Any, mask: Any, sizes: Any) -> Any:
+        if not (isinstance(grad, tensor) and grad.is_meta and isinstance(mask, tensor) and mask.is_meta):
+            return own_scatter_backward(grad, mask, sizes)
+        _counting.on = True
+        try:
+            aten.masked_select.default(grad, mask)
+        finally:
+            _counting.on = False
+        return grad.new_empty(sizes)  # (the CPU's: the selected values, padded, viewed in ``sizes``)
+
+    own_scatter_backward = global_decomposition_table["meta"][aten.masked_scatter_backward.default]
+    return {"index_put_": index_put_kernel, "_index_put_impl_": impl_kernel, "index_put": index_put_out_of_place,
+            "masked_select": select_counting, "masked_scatter_backward": masked_scatter_backward}  # fmt: skip
+
+
+#: Set while a replay's ``masked_scatter_backward`` runs its ``masked_select`` (one thread's).
+_counting = threading.local()
+
+
+@contextlib.contextmanager
+def _kernels_in_place(key: str, make: Callable[[], dict[str, Callable[..., Any]]]) -> Iterator[None]:
+    """While the block runs, the kernels ``make`` returns (op name -> kernel) stand in for
+    torch's own at dispatch key ``key``; torch's own are back after, whatever happens. A torch
+    laid out otherwise keeps its own (FLOPs those ops change stay unknown, as before)."""
     import warnings
 
     import torch
@@ -334,11 +521,12 @@ def attention_as_on_cpu() -> Iterator[None]:
     lib = None
     try:
         try:
-            kernel = _cpu_attention()
+            kernels = make()
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                lib = torch.library.Library("aten", "IMPL", "AutogradMeta")
-                lib.impl("scaled_dot_product_attention", kernel)
+                warnings.simplefilter("ignore")  # torch warns that a kernel is overridden: that is the point
+                lib = torch.library.Library("aten", "IMPL", key)
+                for name, kernel in kernels.items():
+                    _override(lib, name, kernel)  # (one a torch refuses keeps torch's own: unknown, as before)
         except Exception:  # noqa: BLE001 - see the docstring
             if lib is not None:
                 lib._destroy()
@@ -347,3 +535,20 @@ def attention_as_on_cpu() -> Iterator[None]:
     finally:
         if lib is not None:
             lib._destroy()
+
+
+def reshape_as_on_device() -> contextlib.AbstractContextManager[None]:
+    """While the block runs (the meta replay of a model that ran on the CPU or CUDA), ``reshape``
+    and ``flatten`` of meta tensors make what the device makes (:func:`_device_reshapes`)."""
+
+    def make() -> dict[str, Callable[..., Any]]:
+        reshape_kernel, flatten_kernel = _device_reshapes()
+        return {"reshape": reshape_kernel, "flatten.using_ints": flatten_kernel}
+
+    return _kernels_in_place("AutogradMeta", make)
+
+
+def index_put_as_on_cpu() -> contextlib.AbstractContextManager[None]:
+    """While the block runs (the meta replay of a model that ran on the CPU), ``x[mask] = value``
+    on meta tensors runs what the CPU runs (:func:`_cpu_index_puts`)."""
+    return _kernels_in_place("Meta", _cpu_index_puts)

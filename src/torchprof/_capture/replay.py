@@ -27,7 +27,7 @@ from types import FrameType
 from typing import Any
 
 from .._records import ReplayRun
-from .fast_meta import attention_as_on_cpu, fast_meta_kernels
+from .fast_meta import attention_as_on_cpu, fast_meta_kernels, index_put_as_on_cpu, reshape_as_on_device
 from .module_graph import modules_below
 from .swaps import config_patched, entered
 from .swaps import user_state_kept as _user_state_kept  # streams, warnings, random states
@@ -59,6 +59,8 @@ class TensorSpec:
     device: Any
     leaf: bool = True
     """Made by no op that autograd recorded (a gradient reaching it is accumulated into it)."""
+    grad: bool = False
+    """A leaf that had a gradient already: the gradient reaching it is added to that one."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,125 @@ class _Same:
     """A tensor argument that is the same tensor as an earlier one (``mha(x, x, x)``)."""
 
     leaf: int
+
+
+class _Held:
+    """An argument object that holds tensors (a cache ``generate()`` grows call by call), as it
+    was at the call: a copy whose tensors are :class:`TensorSpec` placeholders. Kept by identity,
+    the replay would read it as the run left it (a longer cache, or tensors with data beside the
+    replay's data-free ones) and could change the user's object."""
+
+    __slots__ = ("copy", "specs")
+
+    def __init__(self, copy: Any, specs: list[TensorSpec]) -> None:
+        self.copy = copy
+        self.specs = specs
+
+    def made(self, tensors: _Tensors) -> Any:
+        """A copy of the object as it was at the call, each tensor a data-free one of its sizes."""
+        memo: dict[int, Any] = {id(spec): tensors.of(spec) for spec in self.specs}
+        for value in _objects_in(self.copy, limit=1 << 62) or ():  # (walked whole at the call already)
+            if isinstance(value, TensorSpec):
+                continue
+            if _shared_in_copies(value):
+                memo[id(value)] = value
+        return copy.deepcopy(self.copy, memo)
+
+
+#: Objects walked in one argument at most, looking for tensors (a bigger one is kept by identity).
+_HELD_LIMIT = 10_000
+
+
+def _objects_in(root: Any, limit: int = _HELD_LIMIT) -> list[Any] | None:
+    """What ``root`` holds, walked as ``copy.deepcopy`` walks it (containers, objects'
+    attributes and slots), without entering modules, classes, functions or arrays; None where
+    there is more than ``limit`` to walk."""
+    seen: set[int] = set()
+    found: list[Any] = []
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        found.append(obj)
+        if len(found) > limit:
+            return None
+        if type(obj) in _ATOMIC or _shared_in_copies(obj) or isinstance(obj, TensorSpec) or _is_tensor(obj):
+            continue
+        if isinstance(obj, dict):
+            stack.extend(reversed(list(obj.values())))
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(reversed(list(obj)))
+        else:
+            state = getattr(obj, "__dict__", None)
+            if isinstance(state, dict):
+                stack.extend(reversed(list(state.values())))
+            for slot in getattr(type(obj), "__slots__", ()):
+                if isinstance(slot, str) and hasattr(obj, slot):
+                    stack.append(getattr(obj, slot))
+    return found
+
+
+_MISSING = object()
+
+
+def _quick_copy(root: Any, found: list[Any], memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy(root, memo)`` for an argument object ``found`` walked already: dicts,
+    lists and plain objects (a ``__dict__``, no copy hooks of their own: a cache's layers) made
+    directly, anything else through ``deepcopy``. A decoding step's cache is copied at each call:
+    deepcopy's generic machinery took ten times as long (2 ms for 32 layers)."""
+    shells: list[Any] = []
+    for obj in found:
+        if id(obj) in memo:
+            continue
+        kind = type(obj)
+        if kind is dict or kind is list:
+            memo[id(obj)] = kind()
+            shells.append(obj)
+        elif _plain_object(kind) and isinstance(getattr(obj, "__dict__", None), dict):
+            memo[id(obj)] = object.__new__(kind)
+            shells.append(obj)
+
+    def made(value: Any) -> Any:
+        got = memo.get(id(value), _MISSING)
+        if got is not _MISSING:
+            return got
+        return value if type(value) in _ATOMIC else copy.deepcopy(value, memo)
+
+    for obj in shells:
+        new = memo[id(obj)]
+        if type(obj) is dict:
+            new.update((made(k), made(v)) for k, v in obj.items())
+        elif type(obj) is list:
+            new.extend(made(v) for v in obj)
+        else:
+            new.__dict__.update((k, made(v)) for k, v in obj.__dict__.items())
+    return made(root)
+
+
+def _plain_object(kind: type) -> bool:
+    """Whether ``copy.deepcopy`` copies an instance of ``kind`` as its ``__dict__`` alone."""
+    own: Any = object
+    return (getattr(kind, "__new__", None) is own.__new__ and getattr(kind, "__reduce_ex__", None) is own.__reduce_ex__
+            and getattr(kind, "__reduce__", None) is own.__reduce__ and getattr(kind, "__getstate__", own.__getstate__) is own.__getstate__
+            and not hasattr(kind, "__setstate__") and not hasattr(kind, "__deepcopy__") and not getattr(kind, "__slots__", ()))  # fmt: skip
+
+
+def _is_tensor(obj: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def _shared_in_copies(obj: Any) -> bool:
+    """What a copy of an argument object shares with the original rather than copies: modules
+    (the model's own, with their parameters), classes, functions, modules of code, arrays, and
+    torch's immutable values (a device, a dtype: one per layer of a cache)."""
+    torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
+    return (isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType))
+            or (torch is not None and isinstance(obj, (torch.nn.Module, torch.device, torch.dtype, torch.layout, torch.memory_format)))
+            or (numpy is not None and isinstance(obj, numpy.ndarray)))  # fmt: skip
 
 
 @dataclass
@@ -254,11 +375,17 @@ class CallRecorder:
                     kept.append(_Same(same))
                     continue
                 ts = self.spec(leaf)
+                if ts.grad:
+                    calls.accumulation.seen = True  # its backward adds into the gradient it had
                 key.append(ts)
                 kept.append(ts)
-            else:
-                key.append((type(leaf), leaf) if type(leaf) in _PLAIN else (type(leaf), id(leaf)))
+            elif type(leaf) in _PLAIN:
+                key.append((type(leaf), leaf))
                 kept.append(leaf)
+            else:
+                held = self._held(leaf)
+                key.append((type(leaf), id(leaf)) if held is None else held[0])
+                kept.append(leaf if held is None else held[1])
         signature_key = tuple(key)
         sig = calls.signatures.get(signature_key)
         if sig is None:
@@ -271,6 +398,38 @@ class CallRecorder:
         sig.steps[step] = sig.steps.get(step, 0) + 1
         return sig
 
+    def _held(self, leaf: Any) -> tuple[tuple[Any, ...], _Held] | None:
+        """An argument object as it is now (:class:`_Held`: a cache may hold none yet, and
+        tensors by the time the profile is read) and its part of the signature (its type, its
+        tensors' sizes and its plain values, in the order held); None for one kept by identity
+        (a module, a function, one too big to walk, one without tensors that cannot be copied)."""
+        if _shared_in_copies(leaf):
+            return None
+        found = _objects_in(leaf)
+        if found is None:
+            return None
+        tensor = self._tensor
+        tensors = [obj for obj in found if isinstance(obj, tensor)]
+        memo: dict[int, Any] = {id(t): self.spec(t) for t in tensors}
+        for obj in found:
+            if _shared_in_copies(obj):
+                memo[id(obj)] = obj
+        specs = [memo[id(t)] for t in tensors]
+        try:
+            made = _quick_copy(leaf, found, memo)
+        except Exception as exc:  # noqa: BLE001 - an object that cannot be copied: FLOPs unknown, said why
+            if not tensors:
+                return None  # (read as it is when replayed, as before)
+            raise _Unreplayable(f"its {type(leaf).__name__} argument holds tensors and cannot be copied "
+                                f"({type(exc).__name__}: {_first_line(exc)})") from None  # fmt: skip
+        if not tensors:
+            # (One holding no tensors is one signature, as before: a counter in it changes per
+            # call, which would make as many signatures as calls; it is replayed as at its first.)
+            return (type(leaf), id(leaf)), _Held(made, specs)
+        key = (type(leaf), *(memo[id(obj)] if isinstance(obj, tensor) else obj for obj in found
+                             if isinstance(obj, tensor) or type(obj) in _PLAIN))  # fmt: skip
+        return key, _Held(made, specs)
+
     def spec(self, t: Any) -> TensorSpec:
         """A plain tensor's sizes, strides, dtype and device; a tensor a data-free copy cannot
         stand for raises :class:`_Unreplayable` saying what it is."""
@@ -278,7 +437,8 @@ class CallRecorder:
         if (cls is self._tensor or cls is self._parameter) and not (
             t.is_nested or t.is_quantized or t._has_symbolic_sizes_strides or self._is_wrapped(t)
         ) and t.layout == self._strided:  # the common case, in fewer queries (an optimizer step asks for hundreds)
-            return TensorSpec(tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.device, t.is_leaf)
+            leaf = t.is_leaf
+            return TensorSpec(tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.device, leaf, leaf and t.requires_grad and t.grad is not None)
         if t.is_nested:
             raise _Unreplayable("it was called with a nested tensor, whose sizes vary per entry")
         if self._is_wrapped(t):
@@ -292,7 +452,8 @@ class CallRecorder:
         if t.is_quantized:
             raise _Unreplayable("it was called with a quantized tensor")
         stride = tuple(t.stride()) if t.layout == self._strided else ()
-        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device, t.is_leaf)
+        leaf = t.is_leaf
+        return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device, leaf, leaf and bool(t.requires_grad) and t.grad is not None)
 
     def root_output(self, sig: Signature, output: Any) -> None:
         """Watch which output tensors of a root call a gradient reaches (a tensor hook that
@@ -711,6 +872,8 @@ class _Tensors:
         if spec.requires_grad and (made.is_floating_point() or made.is_complex()):
             if spec.leaf:
                 made.requires_grad_(True)
+                if spec.grad:  # (its backward adds into it, as the run's did)
+                    made.grad = self._torch.empty_like(made).detach()
                 self.made.append(made)
             else:
                 made = _non_leaf(made)
@@ -763,6 +926,9 @@ class _Tensors:
             # (On an accelerator the meta replay keeps the math kernel; the fake-tensor replay
             # of that device makes the device's own choice.)
             stack.enter_context(attention_as_on_cpu())
+            stack.enter_context(index_put_as_on_cpu())
+        if self.mode is None and self.devices <= {"cpu", "cuda"}:
+            stack.enter_context(reshape_as_on_device())  # (both make an alias where meta makes a view)
         return stack
 
 
@@ -869,6 +1035,9 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 if isinstance(leaf, _Values):
                     leaves.append(tensors.values(leaf.values))
                     continue
+                if isinstance(leaf, _Held):  # an argument object as it was at the call
+                    leaves.append(leaf.made(tensors))
+                    continue
                 leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
             try:
                 calls.append((member, *_pytree.tree_unflatten(leaves, member.spec)))
@@ -887,6 +1056,8 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                 modes.enter_context(torch.set_grad_enabled(sig.grad))
                 for device_type, dtype in sig.autocast:
                     modes.enter_context(torch.autocast(device_type, dtype=dtype))
+                    if device_type == "cpu" and tensors.mode is None and tensors.devices == {"cpu"}:
+                        modes.enter_context(_autocast_for_meta())
                 if sig.anomaly:
                     # The run checked every gradient for NaN (ops the tree sees): so does the
                     # replay, its checks answered "no NaN" as a copy without data has none.
@@ -907,7 +1078,11 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     if outs:
                         inputs = tensors.gradient_inputs()
                         seeds = [torch.ones_like(t) for t in outs]
-                        if inputs and sig.root is not None and not sig.root.accumulation.seen:
+                        if _reentrant_checkpoint(outs):
+                            # torch.utils.checkpoint(use_reentrant=True) runs its own backward,
+                            # which refuses to be given what to compute gradients for.
+                            torch.autograd.backward(outs, seeds)
+                        elif inputs and sig.root is not None and not sig.root.accumulation.seen:
                             # No root call found a gradient to add to: the run's AccumulateGrad
                             # stored each one (a detach, no work). Gradients taken at the leaves
                             # leave its engine range, which the match reads, without its three
@@ -935,6 +1110,30 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                      steps=_per_step({step: n // joint for step, n in sig.steps.items()}))  # fmt: skip
 
 
+@contextlib.contextmanager
+def _autocast_for_meta() -> Any:
+    """While the block runs, meta tensors pass through CPU autocast's kernels as CPU tensors do:
+    each op it casts runs as a wrapper that calls the op again inside it (the run's tree has
+    ``aten::linear`` inside ``aten::linear``), where a meta tensor, which has no autocast key of
+    its own, ran the op once, a level higher, so none of its layer's ops matched the run's. The
+    casts themselves do not happen (autocast casts only CPU tensors): their sizes, all the
+    FLOPs are counted from, stay the same; the previous state is back after."""
+    import torch
+
+    key = getattr(torch._C.DispatchKey, "AutocastCPU", None)
+    is_in = getattr(torch._C, "_dispatch_tls_is_dispatch_key_included", None)
+    put_in = getattr(torch._C, "_dispatch_tls_set_dispatch_key_included", None)
+    if key is None or is_in is None or put_in is None:  # a torch laid out otherwise: its layers stay unknown
+        yield
+        return
+    before = is_in(key)
+    put_in(key, True)
+    try:
+        yield
+    finally:
+        put_in(key, before)
+
+
 def _packed_layouts(tree: Any) -> set[int]:
     """The ids of the batch sizes of every PackedSequence in ``tree`` (its layout: see :class:`_Values`)."""
     from torch.nn.utils.rnn import PackedSequence
@@ -947,6 +1146,23 @@ def _packed_layouts(tree: Any) -> set[int]:
 def _per_step(steps: dict[int, int]) -> dict[int, int] | None:
     """Calls per profiler step, where a schedule made steps."""
     return None if set(steps) <= {-1} else dict(steps)
+
+
+def _reentrant_checkpoint(outs: list[Any]) -> bool:
+    """Whether the backward of ``outs`` runs through a reentrant checkpoint (its autograd node)."""
+    if "torch.utils.checkpoint" not in sys.modules:
+        return False
+    seen: set[Any] = set()
+    stack = [t.grad_fn for t in outs if t.grad_fn is not None]
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        if type(fn).__name__ == "CheckpointFunctionBackward":
+            return True
+        stack.extend(f for f, _ in fn.next_functions if f is not None)
+    return False
 
 
 def _backward_roots(outs: list[Any]) -> list[Any]:

@@ -48,6 +48,8 @@ from .nodes import KEY_UNATTRIBUTED, TAG_MODULE, TAG_REGION, Nodes
 OP, MODULE, REGION = int(EventKind.OP), int(EventKind.MODULE), int(EventKind.REGION)
 #: The node autograd starts a backward of several tensors from (the replay's; free, no work).
 _GRAPH_ROOT = "torch::autograd::GraphRoot"
+#: The backward of a cast (``.to(dtype)``, and each cast CPU autocast makes).
+_CAST = "evaluate_function: ToCopyBackward0"
 
 
 class _Expected:
@@ -176,10 +178,17 @@ def _alternatives(runs: list[ReplayRun], limit: int = 16) -> list[list[ReplayRun
     by_signature: dict[int, list[ReplayRun]] = {}
     for run in runs:
         by_signature.setdefault(run.signature, []).append(run)
-    ways: list[list[ReplayRun]] = [[]]
-    for options in by_signature.values():
-        ways = [[*way, run] for way in ways for run in options][:limit]
-    return ways
+    options = list(by_signature.values())
+    # The same way of answering the forward's reads for every signature first (calls that
+    # differ only in sizes, as generate()'s growing sequence, read the same values): the n-th
+    # replay of each. Then the others, as many as the limit leaves.
+    ways: list[list[ReplayRun]] = [[runs_of[min(n, len(runs_of) - 1)] for runs_of in options]
+                                   for n in range(max(len(runs_of) for runs_of in options))] if options else [[]]  # fmt: skip
+    every: list[list[ReplayRun]] = [[]]
+    for runs_of in options:
+        every = [[*way, run] for way in every for run in runs_of][:limit]
+    seen = {tuple(map(id, way)) for way in ways}
+    return ways + [way for way in every if tuple(map(id, way)) not in seen]
 
 
 def _plan_root(nodes: Nodes, instances: list[int], path_runs: list[ReplayRun], counted: bool = True) -> RootPlan:
@@ -309,6 +318,7 @@ def plan_outside(builder: TreeBuilder, plans: dict[str, RootPlan], runs: list[Re
     calls), which every replay adds to. Per recorded step where a schedule made steps."""
     nodes = builder.nodes
     root = builder.root
+    plans = _without_nested(nodes, plans)  # (a recomputed layer's replay shares nothing no module owns)
     plan = RootPlan()
     containers = [root] if not builder.steps else [s["node"] for s in builder.steps]
     # A call that could not be replayed leaves its ops unmatched (listed), and the backward no
@@ -460,6 +470,7 @@ def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan], outside: Ro
         return dict(builder.replay_problems)
     builder.replayed = True
     nodes = builder.nodes
+    plans = _without_nested(nodes, plans)
     covered: list[int] = []
     for path, plan in [*plans.items(), *([("", outside)] if outside is not None else [])]:
         if plan.problem is not None:
@@ -481,6 +492,38 @@ def commit_replays(builder: TreeBuilder, plans: dict[str, RootPlan], outside: Ro
         # seed's ones_like): nothing is unknown, so nothing is said.
         del builder.replay_problems[OUTSIDE_CALLS]
     return dict(builder.replay_problems)
+
+
+def _without_nested(nodes: Nodes, plans: dict[str, RootPlan]) -> dict[str, RootPlan]:
+    """The plans less those of roots whose every call ran inside another root's call that its
+    plan covers: a layer a checkpoint recomputes in the backward (its calls there are made
+    outside every module, so it is a root of its own) ran inside its model's call, whose replay
+    ran that recomputation too and accounts for it. Its own plan would list the work again as
+    unknown, or count it twice."""
+    # (Module calls only: an optimizer step's replay covers its update, not its closure's layers.)
+    covering = {nid for plan in plans.values() if plan.problem is None for nid in plan.covered if nodes.kind[nid] == MODULE}
+    if not covering:
+        return plans
+    kept: dict[str, RootPlan] = {}
+    for path, plan in plans.items():
+        own = set(plan.covered)
+        tops = plan.covered if plan.problem is None else [nid for nid in range(len(nodes)) if nodes.label[nid] == path and nodes.kind[nid] == MODULE]
+        if tops and all(_inside(nodes, nid, covering - own) for nid in tops):
+            continue
+        kept[path] = plan
+    return kept
+
+
+def _inside(nodes: Nodes, nid: int, tops: set[int]) -> bool:
+    """Whether a node above ``nid`` is one of ``tops`` (not across an optimizer step's closure)."""
+    nid = nodes.parent[nid]
+    while nid >= 0:
+        if nid in tops:
+            return True
+        if nodes.kind[nid] == REGION and nodes.label[nid] == OPTIMIZER_CLOSURE:
+            return False
+        nid = nodes.parent[nid]
+    return False
 
 
 def _has_flops(nodes: Nodes, top: int) -> bool:
@@ -670,8 +713,11 @@ def _carry_over(nodes: Nodes, inst: int, exp: _Expected, scale: int, plan: RootP
         took another branch somewhere (an extra mask addition) loses that node's backward only."""
         if e_bwd[at]:
             return True
-        real = sum(n_calls[c] for c in n_children[nid].values() if n_bwd[c])
-        replayed = sum(e_calls[c] for key, c in e_children[at].items() if e_bwd[c] and not key.endswith(_GRAPH_ROOT))
+        # (A cast's backward with no work in it is not counted: CPU autocast casts each layer's
+        # weight, and the meta replay, whose tensors autocast never casts, has no such entries.)
+        real = sum(n_calls[c] for key, c in n_children[nid].items() if n_bwd[c] and not (key.endswith(_CAST) and not work[c]))
+        replayed = sum(e_calls[c] for key, c in e_children[at].items()
+                       if e_bwd[c] and not key.endswith(_GRAPH_ROOT) and not (key.endswith(_CAST) and not (e_flops[c] or e_macs[c])))  # fmt: skip
         return real == replayed * scale and real > 0
 
     # 1. Match top-down: same key (or its in-place twin) under matched parents, and the same calls.
