@@ -10,6 +10,7 @@ import math
 import random
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -285,6 +286,25 @@ def test_calls_of_growing_sizes_that_read_the_same_values_are_replayed_down_the_
     replayed, recorded = both(run)
     assert layer_rows(replayed) == layer_rows(recorded)
     assert not replayed.unsupported_ops
+
+
+def test_a_value_read_whose_branches_run_the_same_ops_on_other_sizes_is_unknown_not_guessed():
+    # Both answers replay the same ops, on 2 rows or on 12: each matches the run's ops, so the
+    # first that matched was taken, and a run that took the other branch got its FLOPs wrong.
+    class Branch(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, flag):
+            return self.lin(x[:2] if flag.all() else x[:12])
+
+    torch.manual_seed(0)
+    model, x = Branch(), torch.randn(16, 8)
+    for flag in (torch.tensor([True, False]), torch.tensor([True, True])):
+        replayed, _ = both(lambda flag=flag: model(x, flag).sum().backward())
+        assert pd.isna(replayed.df.loc["Branch", "flops"])
+        assert "replays down different branches match the run equally" in " ".join(str(replayed).split())
 
 
 def layer_flops(prof) -> float:
@@ -596,7 +616,66 @@ def test_a_cache_argument_is_replayed_as_it_was_at_each_call_and_never_changed()
     assert cache.keys is keys and cache.keys.shape == (2, 7, 8) and cache.seen == 7  # the user's cache as the run left it
 
 
-def test_an_argument_object_without_tensors_that_changes_per_call_is_one_signature():
+class Crop:
+    """A plain argument object (no tensors) whose value sets sizes."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class Cropped(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, crop):
+        return self.lin(x[: crop.n])
+
+
+def test_an_argument_object_is_replayed_as_it_was_at_each_call():
+    # A review found three wrong numbers here: a fresh object per call took the id of the freed
+    # one and shared its signature; one object changed between calls was replayed as at its first
+    # call; and an object's key left out values that set sizes (a NumPy integer, a slice, which
+    # list held how many tensors). Every part is now in the signature, and the replay never calls
+    # or copies the user's object with code of its own.
+    torch.manual_seed(0)
+    model, x = Cropped(), torch.randn(16, 8)
+    crop = Crop(2)
+
+    def fresh():  # the first object is freed before the second is made: one id for both
+        for n in (2, 12):
+            c = Crop(n)
+            model(x, c).sum().backward()
+            del c
+
+    def changed():
+        for n in (2, 12):
+            crop.n = n
+            model(x, crop).sum().backward()
+
+    class Sliced(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, parts, cut):
+            return self.lin(torch.cat(parts)[cut])
+
+    sliced = Sliced()
+    t = torch.randn(4, 8)
+
+    def held():  # objects holding tensors: lists of other lengths, a NumPy integer, a slice
+        for parts, cut in (([t], slice(0, 2)), ([t, t], slice(0, np.int64(7))), ([t, t, t], slice(1, 12))):
+            sliced(parts, cut).sum().backward()
+
+    for run in (fresh, changed, held):
+        run()
+        replayed, recorded = both(run)
+        assert layer_rows(replayed) == layer_rows(recorded), run.__name__
+        assert not replayed.unsupported_ops, run.__name__
+
+
+def test_an_argument_object_that_changes_at_every_call_is_unknown_past_the_signatures_kept():
     class Counter:
         def __init__(self) -> None:
             self.calls = 0
@@ -611,14 +690,19 @@ def test_an_argument_object_without_tensors_that_changes_per_call_is_one_signatu
             return self.lin(x)
 
     model, counter, x = Counted(), Counter(), torch.randn(2, 8)
+    for calls, exact in ((4, True), (20, False)):
+        def run(calls=calls):
+            for _ in range(calls):
+                model(x, counter).sum().backward()
 
-    def run():
-        for _ in range(20):  # more calls than distinct signatures are replayed
-            model(x, counter).sum().backward()
-
-    replayed, recorded = both(run)
-    assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
-    assert counter.calls == 40  # the replay never called the user's object
+        before = counter.calls
+        replayed, recorded = both(run)
+        assert counter.calls == before + 2 * calls  # the replay never called the user's object
+        if exact:
+            assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
+        else:  # each state is a signature of its own: more than are kept, unknown (never a guess)
+            assert pd.isna(replayed.df.loc["Counted", "flops"]) and replayed.unsupported_ops
+            assert "more than 16 distinct argument sizes" in " ".join(str(replayed).split())
 
 
 # -- arguments of every kind: the forward unchanged, the profile readable, FLOPs exact or unknown ---------

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import enum
 import sys
 import types
 from collections.abc import Callable
@@ -79,71 +80,114 @@ class _Same:
 
 
 class _Held:
-    """An argument object that holds tensors (a cache ``generate()`` grows call by call), as it
-    was at the call: a copy whose tensors are :class:`TensorSpec` placeholders. Kept by identity,
-    the replay would read it as the run left it (a longer cache, or tensors with data beside the
-    replay's data-free ones) and could change the user's object."""
+    """An argument object (a cache ``generate()`` grows call by call) as it was at the call: a
+    copy made only of dicts, lists, tuples, plain objects and plain values, whose tensors are
+    :class:`TensorSpec` placeholders (see :func:`_walked`). Kept by identity, the replay would read
+    it as the run left it (a longer cache, or tensors with data beside the replay's data-free
+    ones) and could change the user's object."""
 
-    __slots__ = ("copy", "specs")
+    __slots__ = ("copy", "shared", "specs")
 
-    def __init__(self, copy: Any, specs: list[TensorSpec]) -> None:
+    def __init__(self, copy: Any, specs: list[TensorSpec], shared: list[Any]) -> None:
         self.copy = copy
         self.specs = specs
+        self.shared = shared
 
     def made(self, tensors: _Tensors) -> Any:
-        """A copy of the object as it was at the call, each tensor a data-free one of its sizes."""
+        """A copy of the object as it was at the call, each tensor a data-free one of its sizes
+        (``deepcopy`` of a copy made of plain parts only: no code of the user's runs)."""
         memo: dict[int, Any] = {id(spec): tensors.of(spec) for spec in self.specs}
-        for value in _objects_in(self.copy, limit=1 << 62) or ():  # (walked whole at the call already)
-            if isinstance(value, TensorSpec):
-                continue
-            if _shared_in_copies(value):
-                memo[id(value)] = value
+        memo.update((id(value), value) for value in self.shared)
         return copy.deepcopy(self.copy, memo)
 
 
-#: Objects walked in one argument at most, looking for tensors (a bigger one is kept by identity).
-_HELD_LIMIT = 10_000
+#: Parts of one argument object walked at most at each call (a bigger one is kept by identity).
+_HELD_LIMIT = 1_000
 
 
-def _objects_in(root: Any, limit: int = _HELD_LIMIT) -> list[Any] | None:
-    """What ``root`` holds, walked as ``copy.deepcopy`` walks it (containers, objects'
-    attributes and slots), without entering modules, classes, functions or arrays; None where
-    there is more than ``limit`` to walk."""
-    seen: set[int] = set()
-    found: list[Any] = []
+class _Impure(Exception):
+    """An argument object holds a part a copy cannot have without running code of its own."""
+
+    def __init__(self, kind: str, tensors: bool) -> None:
+        super().__init__(kind)
+        self.kind, self.tensors = kind, tensors
+
+
+def _walked(root: Any, tensor: type, spec_of: Callable[[Any], TensorSpec],
+            limit: int = _HELD_LIMIT) -> tuple[list[Any], list[Any], list[TensorSpec]] | None:  # fmt: skip
+    """An argument object's parts (walked depth first), the tokens that say all of it (each
+    container's kind with its length, keys or attribute names, each plain value, each tensor's
+    spec, a part met twice as a reference back), and its tensors' specs; None past ``limit``
+    parts. Parts are dicts, lists and tuples, plain objects (a ``__dict__``, no copy or pickle
+    hooks: a cache's layers), plain and immutable values, tensors, and what a copy shares
+    (modules, devices, dtypes, functions, arrays); anything else raises :class:`_Impure`."""
+    index: dict[int, int] = {}
+    parts: list[Any] = []
+    tokens: list[Any] = []
+    specs: list[TensorSpec] = []
     stack = [root]
     while stack:
         obj = stack.pop()
-        if id(obj) in seen:
+        seen = index.get(id(obj))
+        if seen is not None:
+            tokens.append(("same part as", seen))
             continue
-        seen.add(id(obj))
-        found.append(obj)
-        if len(found) > limit:
+        index[id(obj)] = len(parts)
+        parts.append(obj)
+        if len(parts) > limit:
             return None
-        if type(obj) in _ATOMIC or _shared_in_copies(obj) or isinstance(obj, TensorSpec) or _is_tensor(obj):
-            continue
-        if isinstance(obj, dict):
+        kind = type(obj)
+        if kind in _ATOMIC:
+            tokens.append((kind, obj))
+        elif isinstance(obj, tensor):
+            specs.append(spec_of(obj))
+            tokens.append(specs[-1])
+        elif _shared_in_copies(obj):
+            tokens.append((kind, _value_token(obj) if _immutable_value(obj) else id(obj)))  # (the copy holds it: its id stays its own)
+        elif _immutable_value(obj):
+            tokens.append((kind, _value_token(obj)))
+        elif kind is dict:
+            if not all(type(k) in _ATOMIC for k in obj):
+                raise _Impure("dict with keys that are not plain values", bool(specs))
+            tokens.append((dict, tuple(obj)))
             stack.extend(reversed(list(obj.values())))
-        elif isinstance(obj, (list, tuple, set, frozenset)):
+        elif kind is list or kind is tuple:
+            tokens.append((kind, len(obj)))
             stack.extend(reversed(list(obj)))
+        elif _plain_object(kind) and isinstance(getattr(obj, "__dict__", None), dict):
+            state = obj.__dict__
+            tokens.append((kind, tuple(state)))
+            stack.extend(reversed(list(state.values())))
         else:
-            state = getattr(obj, "__dict__", None)
-            if isinstance(state, dict):
-                stack.extend(reversed(list(state.values())))
-            for slot in getattr(type(obj), "__slots__", ()):
-                if isinstance(slot, str) and hasattr(obj, slot):
-                    stack.append(getattr(obj, slot))
-    return found
+            raise _Impure(kind.__name__, bool(specs))
+    return parts, tokens, specs
+
+
+def _immutable_value(obj: Any) -> bool:
+    """A value that is its own copy and compares by value (an enum member, a slice or range of
+    plain values, a NumPy scalar, a dtype or device)."""
+    torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
+    if isinstance(obj, enum.Enum) or (numpy is not None and isinstance(obj, numpy.generic)):
+        return True
+    if isinstance(obj, (slice, range)):
+        return all(type(v) in _ATOMIC for v in (obj.start, obj.stop, obj.step))
+    return torch is not None and isinstance(obj, (torch.device, torch.dtype, torch.layout, torch.memory_format))
+
+
+def _value_token(obj: Any) -> Any:
+    """An immutable value as a signature holds it (a slice is not hashable before Python 3.12)."""
+    return (obj.start, obj.stop, obj.step) if isinstance(obj, (slice, range)) else obj
 
 
 _MISSING = object()
 
 
 def _quick_copy(root: Any, found: list[Any], memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy(root, memo)`` for an argument object ``found`` walked already: dicts,
-    lists and plain objects (a ``__dict__``, no copy hooks of their own: a cache's layers) made
-    directly, anything else through ``deepcopy``. A decoding step's cache is copied at each call:
-    deepcopy's generic machinery took ten times as long (2 ms for 32 layers)."""
+    """``copy.deepcopy(root, memo)`` for an argument object ``found`` walked already (plain parts
+    only, :func:`_walked`): dicts, lists and plain objects made directly, tuples through
+    ``deepcopy``. A decoding step's cache is copied at each call: deepcopy's generic machinery
+    took ten times as long (2 ms for 32 layers)."""
     shells: list[Any] = []
     for obj in found:
         if id(obj) in memo:
@@ -160,12 +204,12 @@ def _quick_copy(root: Any, found: list[Any], memo: dict[int, Any]) -> Any:
         got = memo.get(id(value), _MISSING)
         if got is not _MISSING:
             return got
-        return value if type(value) in _ATOMIC else copy.deepcopy(value, memo)
+        return value if type(value) in _ATOMIC or _immutable_value(value) else copy.deepcopy(value, memo)
 
     for obj in shells:
         new = memo[id(obj)]
         if type(obj) is dict:
-            new.update((made(k), made(v)) for k, v in obj.items())
+            new.update((k, made(v)) for k, v in obj.items())
         elif type(obj) is list:
             new.extend(made(v) for v in obj)
         else:
@@ -298,6 +342,7 @@ class CallRecorder:
         self._plain_dispatch = torch.Tensor.__torch_dispatch__
         self._is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
         self.roots: dict[str, RootCalls] = {}
+        self._too_big: dict[int, Any] = {}  # argument objects of more than _HELD_LIMIT parts, kept by identity
         self._accumulation = Accumulation()
         self._handles: list[Any] = []
         self.recursion_limit = sys.getrecursionlimit()
@@ -399,36 +444,42 @@ class CallRecorder:
         return sig
 
     def _held(self, leaf: Any) -> tuple[tuple[Any, ...], _Held] | None:
-        """An argument object as it is now (:class:`_Held`: a cache may hold none yet, and
-        tensors by the time the profile is read) and its part of the signature (its type, its
-        tensors' sizes and its plain values, in the order held); None for one kept by identity
-        (a module, a function, one too big to walk, one without tensors that cannot be copied)."""
-        if _shared_in_copies(leaf):
-            return None
-        found = _objects_in(leaf)
-        if found is None:
+        """An argument object as it is now (:class:`_Held`: a cache may hold no tensor yet, and
+        more by the time the profile is read) and its part of the signature (every part of it:
+        :func:`_walked`); None for one kept by identity and read when replayed, as before (a
+        module or function, one of more than ``_HELD_LIMIT`` parts, or one without tensors
+        that holds a part of its own kind)."""
+        if _shared_in_copies(leaf) or id(leaf) in self._too_big:
             return None
         tensor = self._tensor
-        tensors = [obj for obj in found if isinstance(obj, tensor)]
-        memo: dict[int, Any] = {id(t): self.spec(t) for t in tensors}
-        for obj in found:
-            if _shared_in_copies(obj):
-                memo[id(obj)] = obj
-        specs = [memo[id(t)] for t in tensors]
         try:
-            made = _quick_copy(leaf, found, memo)
+            walked = _walked(leaf, tensor, self.spec)
+        except _Impure as part:
+            if not part.tensors:
+                return None
+            raise _Unreplayable(f"its {type(leaf).__name__} argument holds tensors beside a {part.kind}, "
+                                "which torchprof cannot copy without running its code") from None  # fmt: skip
+        if walked is None:
+            self._too_big[id(leaf)] = leaf  # (held: its id stays its own) not walked again at its next call
+            return None
+        parts, tokens, specs = walked
+        memo: dict[int, Any] = {}
+        shared = []
+        tensors = iter(specs)
+        for obj in parts:
+            if isinstance(obj, tensor):
+                memo[id(obj)] = next(tensors)
+            elif _shared_in_copies(obj):
+                memo[id(obj)] = obj
+                shared.append(obj)
+        try:
+            made = _quick_copy(leaf, parts, memo)
         except Exception as exc:  # noqa: BLE001 - an object that cannot be copied: FLOPs unknown, said why
-            if not tensors:
-                return None  # (read as it is when replayed, as before)
+            if not specs:
+                return None
             raise _Unreplayable(f"its {type(leaf).__name__} argument holds tensors and cannot be copied "
                                 f"({type(exc).__name__}: {_first_line(exc)})") from None  # fmt: skip
-        if not tensors:
-            # (One holding no tensors is one signature, as before: a counter in it changes per
-            # call, which would make as many signatures as calls; it is replayed as at its first.)
-            return (type(leaf), id(leaf)), _Held(made, specs)
-        key = (type(leaf), *(memo[id(obj)] if isinstance(obj, tensor) else obj for obj in found
-                             if isinstance(obj, tensor) or type(obj) in _PLAIN))  # fmt: skip
-        return key, _Held(made, specs)
+        return (type(leaf), *tokens), _Held(made, specs, shared)
 
     def spec(self, t: Any) -> TensorSpec:
         """A plain tensor's sizes, strides, dtype and device; a tensor a data-free copy cannot

@@ -161,14 +161,14 @@ def plan_replays(builder: TreeBuilder, runs: list[ReplayRun]) -> dict[str, RootP
         instances = instances_of.get(path, [])
         if not instances:
             continue
-        best: RootPlan | None = None
-        for alternative in _alternatives(path_runs):
-            plan = _plan_root(nodes, instances, alternative, counted)
-            if best is None or plan.missing() < best.missing():
-                best = plan
-            if best.exact:
-                break
-        assert best is not None
+        tried = [_plan_root(nodes, instances, alternative, counted) for alternative in _alternatives(path_runs)]
+        best = min(tried, key=RootPlan.missing)
+        # Ways that match the run equally well but count differently (a branch on a value whose
+        # two sides run the same ops on other sizes): which one ran is not known, so neither is.
+        if best.problem is None and any(plan is not best and plan.problem is None and plan.missing() == best.missing()
+                                        and sorted(plan.assign) != sorted(best.assign) for plan in tried):  # fmt: skip
+            best = RootPlan(problem="its forward read values, and replays down different branches match the run "
+                                    "equally with different FLOPs")  # fmt: skip
         plans[path] = best
     return plans
 
