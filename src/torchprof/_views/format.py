@@ -170,7 +170,7 @@ def summary_items(s: Summary) -> list[tuple[str, str, str]]:
     if unknown and is_missing(get("flops")):
         calls = sum(unknown.values())
         items.append(("FLOPs", UNKNOWN_MARK, f"Unknown: the run holds {calls} call{'s' if calls != 1 else ''} of ops of unknown cost "
-                                             f"({', '.join(list(unknown)[:4])}{', ...' if len(unknown) > 4 else ''}; prof.unsupported_ops lists them)"))  # fmt: skip
+                                             f"({_op_list(unknown)}; prof.unsupported_ops lists them)"))  # fmt: skip
     add("FLOPs", get("flops"), count(get("flops")), f"{count(get('macs'))} MACs")
     add("achieved", get("flops_per_s"), rate(get("flops_per_s")), "FLOPs divided by wall time")
     add("peak CPU mem", get("peak_cpu_mem"), nbytes(get("peak_cpu_mem")), "Peak host memory allocated during the run")
@@ -197,13 +197,18 @@ def unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False, sha
     ``replay_failed``: a layer's replay failed, and a warning under this note says why;
     ``shapes_recorded``: every op's shapes were (``shapes=True``), so only a formula can lack."""
     calls = sum(unknown.values())
-    names = list(unknown)
-    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    shown = _op_list(unknown)
     where = ("outside every layer, in a layer that could not be replayed (said below), or in one whose replay ran other ops"
              if replay_failed else "outside every layer, or in a layer whose replay ran other ops")  # fmt: skip
     why = "no formula, or a cost that depends on the values" if shapes_recorded else f"no formula, or no shapes ({where}; shapes=True records them)"
     return (f"FLOPs are unknown ({UNKNOWN_MARK}) in the rows that hold {calls} call{'s' if calls != 1 else ''} of ops of unknown "
             f"cost ({shown}): {why}; prof.unsupported_ops lists them")
+
+
+def _op_list(unknown: dict[str, int], shown: int = 4) -> str:
+    """The first ops of a list of ops of unknown cost (most calls first, as listed), and how many more."""
+    names = list(unknown)
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def summary_line(s: Summary) -> str:
