@@ -675,6 +675,32 @@ def test_an_argument_object_is_replayed_as_it_was_at_each_call():
         assert not replayed.unsupported_ops, run.__name__
 
 
+def test_a_module_passed_as_an_argument_is_replayed_as_a_copy_never_run_itself():
+    # A student given its teacher: the replay ran the user's own teacher on data-free tensors,
+    # which counted a batch in its batch norm at every read of the profile.
+    class Student(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, teacher):
+            with torch.no_grad():
+                target = teacher(x)
+            return (self.lin(x) - target).pow(2).mean()
+
+    torch.manual_seed(0)
+    teacher, student, x = nn.Sequential(nn.BatchNorm1d(8), nn.Linear(8, 8)), Student(), torch.randn(4, 8)
+
+    def run():
+        student(x, teacher).backward()
+
+    run()
+    replayed, recorded = both(run)
+    counted = int(teacher[0].num_batches_tracked)
+    assert layer_rows(replayed) == layer_rows(recorded) and replayed.df.loc["Student", "flops"] > 0
+    assert int(teacher[0].num_batches_tracked) == counted  # reading the profile ran nothing of the user's
+
+
 def test_an_argument_object_that_changes_at_every_call_is_unknown_past_the_signatures_kept():
     class Counter:
         def __init__(self) -> None:

@@ -96,8 +96,10 @@ class _Held:
     def made(self, tensors: _Tensors) -> Any:
         """A copy of the object as it was at the call, each tensor a data-free one of its sizes
         (``deepcopy`` of a copy made of plain parts only: no code of the user's runs)."""
+        import torch
+
         memo: dict[int, Any] = {id(spec): tensors.of(spec) for spec in self.specs}
-        memo.update((id(value), value) for value in self.shared)
+        memo.update((id(value), tensors.module_copy(value) if isinstance(value, torch.nn.Module) else value) for value in self.shared)
         return copy.deepcopy(self.copy, memo)
 
 
@@ -956,6 +958,18 @@ class _Tensors:
                 out.append(t)
         return out
 
+    def module_copy(self, module: Any) -> Any:
+        """A data-free copy of a module passed as an argument (a teacher handed to a student):
+        the user's own is never run by a replay, which would change its state (a batch norm's
+        counts) and mix its data with data-free tensors."""
+        known = self.copies.get(id(module))
+        if known is not None:
+            return known
+        held = self.copies
+        made = tensor_copy(module, self, modules_below(module))
+        self.copies = {**held, **self.copies}
+        return made
+
     def gradient_inputs(self) -> list[Any]:
         """What a replay's backward computes gradients for: what required them in the run (the
         copy's parameters, the arguments), so no other leaf gets an ``AccumulateGrad``."""
@@ -1088,6 +1102,9 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
                     continue
                 if isinstance(leaf, _Held):  # an argument object as it was at the call
                     leaves.append(leaf.made(tensors))
+                    continue
+                if isinstance(leaf, torch.nn.Module):  # a module passed in: a data-free copy of it
+                    leaves.append(tensors.module_copy(leaf))
                     continue
                 leaves.append(tensors.of(leaf) if isinstance(leaf, TensorSpec) else leaves[leaf.leaf] if isinstance(leaf, _Same) else leaf)
             try:
