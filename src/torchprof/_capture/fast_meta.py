@@ -1,4 +1,7 @@
-"""Shape-only kernels for the replay's most common ops on the meta device.
+"""Kernels that stand in for torch's own on the meta device while a replay runs: shape-only
+ones for speed, and ones that run what the real device runs where the meta device runs other ops.
+
+Speed (:func:`fast_meta_kernels`):
 
 torch registers Python meta kernels (its ``_refs`` decompositions, run through ``prims``) for
 elementwise ops over its C++ ones: about 150 µs an op, which made most of a replay's time (a
@@ -11,6 +14,11 @@ recorded inputs) do not change; the kernels are put back when the replay ends. W
 runs to make its outputs (``aten::empty`` and the like) is not recorded: the op's event is the
 op, as on the real device, where no such event is inside it (a third of a replay's events were
 these, each formatted and read when the replay's profile stops).
+
+The real device's ops (the tree keeps a replay's FLOPs only where its ops are the run's):
+attention takes the CPU's own choice of kernel (:func:`attention_as_on_cpu`); ``x[mask] = v``
+and ``masked_scatter``'s backward run what the CPU runs (:func:`index_put_as_on_cpu`); a
+reshape that the CPU and CUDA make an alias is one (:func:`reshape_as_on_device`).
 """
 
 from __future__ import annotations
