@@ -193,7 +193,8 @@ def test_every_registry_column_is_computed_and_documented_in_docs_columns_md():
 #: the compile watcher's early stop, the replay's unanswered question and its reason to give up):
 #: they stay beside the code that raises and catches them.
 _PRIVATE_SIGNALS = {"torchprof._traces.reader.NeedsDigits", "torchprof._tree.validate._Damage", "torchprof._capture.compiled.StopAfterCodegen",
-                    "torchprof._capture.replay._Question", "torchprof._capture.replay._Unreplayable"}  # fmt: skip
+                    "torchprof._capture.replay._Question", "torchprof._capture.replay._Unreplayable",
+                    "torchprof._capture.replay._Impure"}  # fmt: skip
 
 
 def test_every_exception_users_can_meet_is_defined_in_errors_and_still_imports_from_its_old_home():

@@ -172,8 +172,11 @@ def test_each_bucket_all_reduce_lands_on_its_layers_split_by_their_gradient_byte
         # Linear 3 and Linear 5 share the first bucket by their bytes (32832 and 272).
         shared = _bucket_bytes(layout, f"{net}.5")
         for name in ALL_REDUCE:
-            ratio = split.loc[f"{net}.5/{name}", "cpu_us"] / split.loc[f"{net}.3/{name}", "cpu_us"]
-            assert ratio == pytest.approx(shared[f"{net}.5"] / shared[f"{net}.3"], rel=1e-3)
+            # Linear 5's part is under 1% of the bucket's: compared in µs to the trace's own
+            # precision (ns), not as a ratio, which a short all-reduce's rounding moves by 0.1%.
+            parts = split.loc[f"{net}.5/{name}", "cpu_us"], split.loc[f"{net}.3/{name}", "cpu_us"]
+            share = shared[f"{net}.5"] / (shared[f"{net}.5"] + shared[f"{net}.3"])
+            assert parts[0] == pytest.approx(sum(parts) * share, abs=2e-3)
         assert set(_bucket_bytes(layout, f"{net}.0")) == {f"{net}.0"}
         # Shown as the layers' backward communication, partly exposed; the live profile agrees.
         assert (split.comm_exposed_cpu_us <= split.comm_cpu_us + 1e-9).all()
@@ -183,8 +186,9 @@ def test_each_bucket_all_reduce_lands_on_its_layers_split_by_their_gradient_byte
         live = torchprof.load(ddp_job / f"rank{rank}.profile.json").df
         assert set(live[live.name.isin(ALL_REDUCE)].index) == set(comm.index)
         for name in ALL_REDUCE:
-            ratio = live.loc[f"{net}.5/{name}", "cpu_us"] / live.loc[f"{net}.3/{name}", "cpu_us"]
-            assert ratio == pytest.approx(shared[f"{net}.5"] / shared[f"{net}.3"], rel=1e-3)
+            parts = live.loc[f"{net}.5/{name}", "cpu_us"], live.loc[f"{net}.3/{name}", "cpu_us"]
+            share = shared[f"{net}.5"] / (shared[f"{net}.5"] + shared[f"{net}.3"])
+            assert parts[0] == pytest.approx(sum(parts) * share, abs=2e-3)
 
 
 def test_the_ranks_merge_into_one_view_with_their_communication(ddp_job):
