@@ -39,7 +39,7 @@ PASS_THROUGH = object()
 
 #: Distinct call signatures replayed per root module at most (a model fed many input sizes).
 MAX_SIGNATURES = 16
-#: Calls replayed together at most (:meth:`Signature.joint_calls`); more make a replay that long.
+#: Calls replayed together at most (:func:`_joint_groups`); more make a replay that long.
 MAX_JOINT_CALLS = 16
 #: Wrappers whose forward runs ``self.module`` on its own arguments (replayed through it).
 _WRAPPERS = ("DistributedDataParallel", "DataParallel")
@@ -274,21 +274,7 @@ class Signature:
     together: dict[int, int] = field(default_factory=dict)
     """Calls whose backward ran, by the autograd pass (graph task) it ran in: calls sharing one
     (a siamese or contrastive step, a GAN's discriminator on real and fake) have their gradients
-    summed there, work a replay of one call lacks (see :meth:`joint_calls`)."""
-
-    def joint_calls(self) -> int:
-        """How many calls to replay together with one backward: the calls each autograd pass
-        ran, where every pass ran as many of this signature's calls and none of another's of
-        its root; else 1 (each call is replayed alone, as most run)."""
-        sizes = set(self.together.values())
-        if len(sizes) != 1 or sum(self.together.values()) != self.count:
-            return 1
-        size = sizes.pop()
-        if size < 2 or size > MAX_JOINT_CALLS or self.root is None or any(n % size for n in self.steps.values()):
-            return 1
-        if any(other is not self and self.together.keys() & other.together.keys() for other in self.root.signatures.values()):
-            return 1  # passes shared with calls of other sizes: replayed alone (their sums stay unknown)
-        return size
+    summed there, work a replay of one call lacks (see :func:`_joint_groups`)."""
 
 
 @dataclass
@@ -729,7 +715,7 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
             except Exception as exc:  # noqa: BLE001 - a model that cannot be copied: FLOPs unknown, said why
                 runs.append(ReplayRun(path=root.path, count=0, error=f"it could not be copied without its data ({type(exc).__name__}: {_first_line(exc)})"))
                 continue
-            groups = _joint_groups(root)  # calls of several sizes that ran together
+            groups = _joint_groups(root)  # calls that ran together in one autograd pass
             first_of = {id(group[0][0]): group for group in groups}
             later = {id(sig) for group in groups for sig, _ in group[1:]}
             for n, sig in enumerate(root.signatures.values()):
@@ -748,12 +734,12 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
 
 
 def _joint_groups(root: RootCalls) -> list[list[tuple[Signature, int]]]:
-    """Calls of several signatures that ran together in one autograd pass, the same ones in
-    every such pass (a DINO step's global and local crops through one network), each group as
-    ``(signature, calls per pass)``: replayed together with one backward, standing for each of
-    those passes. A signature whose calls also ran otherwise (apart, or with others) is in no
-    group, nor are signatures that differ in more than their arguments' sizes (grad mode,
-    training, autocast, the gradients there were to add into)."""
+    """Calls that ran together in one autograd pass, the same ones in every such pass (a
+    siamese step's two calls of one size, a DINO step's global and local crops through one
+    network), each group as ``(signature, calls per pass)``: replayed together with one
+    backward, standing for each of those passes. A signature whose calls also ran otherwise
+    (apart, or with others) is in no group, nor are signatures that differ in more than their
+    arguments' sizes (grad mode, training, autocast, the gradients there were to add into)."""
     sigs = [sig for sig in root.signatures.values() if sig.count and sig.together]
     per_pass: dict[int, list[tuple[int, int]]] = {}
     for n, sig in enumerate(sigs):
@@ -766,8 +752,9 @@ def _joint_groups(root: RootCalls) -> list[list[tuple[Signature, int]]]:
     for made, times in passes.items():
         group = [(sigs[n], calls) for n, calls in made]
         first = group[0][0]
-        if (len(group) < 2 or sum(calls for _, calls in group) > MAX_JOINT_CALLS
-                or any(sig.count != calls * times or sum(sig.together.values()) != sig.count for sig, calls in group)
+        if (sum(calls for _, calls in group) < 2 or sum(calls for _, calls in group) > MAX_JOINT_CALLS
+                or any(sig.count != calls * times or sum(sig.together.values()) != sig.count
+                       or any(n % calls for n in sig.steps.values()) for sig, calls in group)
                 or any((sig.grad, sig.training, sig.autocast, sig.anomaly, sig.grads) != (first.grad, first.training, first.autocast, first.anomaly, first.grads)
                        for sig, _ in group)):  # fmt: skip
             continue
@@ -1090,10 +1077,10 @@ def _replay_one(copied: Any, tensors: _Tensors, path: str, sig: Signature, optio
             if stand_in is not None:
                 stand_in.grad = torch.empty_like(stand_in).detach() if had else None
         tensors.made = []
-        # The calls that ran in one autograd pass are replayed together (Signature.joint_calls),
+        # The calls that ran in one autograd pass are replayed together (_joint_groups),
         # each on arguments of its own, as they ran.
         calls: list[tuple[Signature, Any, Any]] = []
-        planned = members or [(sig, sig.joint_calls())]
+        planned = members or [(sig, 1)]
         for member in [m for m, times in planned for _ in range(times)]:
             leaves: list[Any] = []
             for leaf in member.leaves:
