@@ -145,6 +145,34 @@ def test_the_dtype_the_model_computed_in_is_recorded():
     assert compute_dtype([], [], on_device=False) is None
 
 
+def test_a_profile_records_the_dtype_holding_most_parameter_bytes_counted_once():
+    # The stop counts the one root's parameters once, for its row and for the dtype alike.
+    import torch
+
+    import torchprof
+
+    class Mixed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64).to(torch.bfloat16)
+            self.again = self.a  # one layer under two names: its bytes count once
+
+        def forward(self, x):
+            return self.again(self.b(self.a(x).to(self.b.weight.dtype)).to(x.dtype))
+
+    torch.manual_seed(0)
+    model, x = Mixed(), torch.randn(2, 64)
+
+    def run():
+        with torchprof.Profiler(flops=False) as prof:
+            model(x)
+        return prof.meta["compute_dtype"], prof.df.loc["Mixed", "params"]
+
+    assert run() == ("fp32", 8320)  # 4160 fp32 parameters (16,640 bytes) against 4160 bf16 ones (8,320)
+    model.b.to(torch.float64)
+    assert run() == ("fp64", 8320)  # now 33,280 bytes of fp64
+
+
 @pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA device")
 def test_a_live_gpu_is_recognised_from_its_properties():
     import torch

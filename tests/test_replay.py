@@ -1167,6 +1167,33 @@ def test_a_training_step_counts_its_optimizer_and_its_functional_loss_as_shapes_
     assert not replayed.unsupported_ops
 
 
+@pytest.mark.parametrize("name", ["SGD momentum", "Adam"])
+def test_an_optimizer_step_is_counted_as_it_ran_when_its_parameters_change_after_the_block(name):
+    # A step's parameters are specced when the profile is read, from what was kept at the step:
+    # a layer resized, cast or moved after the block (before the first read) does not change it.
+    def run(change):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+        opt = OPTIMIZERS[name](model.parameters())
+        x = torch.randn(4, 8)
+
+        def step():
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+
+        step()
+        with torchprof.Profiler() as prof:
+            step()
+        if change:
+            model[0].weight.data = torch.randn(64, 32, dtype=torch.float64)  # the same Parameter object
+        return prof.df.loc[f"Optimizer.step#{type(opt).__name__}.step", "flops"]
+
+    kept = run(change=False)
+    assert kept > 0
+    assert run(change=True) == kept
+
+
 def test_calls_of_one_root_whose_backward_ran_together_are_replayed_together():
     # A siamese or contrastive step calls the encoder twice and runs one backward: autograd sums
     # the two calls' gradients of each parameter, work a replay of one call lacks, and the

@@ -318,7 +318,7 @@ class Profiler:
         if self._facts is not None:
             # Facts for MFU and the insights: never worth losing the profile over.
             with contextlib.suppress(Exception):
-                meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda))
+                meta.update(self._facts.finish(session.root_modules(), session.autocast_dtypes(), opts.cuda, session.root_dtype_bytes()))
         folded = self._builder
         recording = Recording(modules=folded.modules if folded is not None else {}, wall_us=session.wall_us,
                               label=self.name or "profile", meta=meta, compiled=folded.compiled.graphs if folded is not None else {},

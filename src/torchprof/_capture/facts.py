@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from .module_graph import modules_below
@@ -99,11 +100,13 @@ def device_properties() -> list[dict[str, Any]]:
     return out
 
 
-def compute_dtype(roots: list[tuple[Any, str]], autocast: list[Any], on_device: bool) -> str | None:
+def compute_dtype(roots: list[tuple[Any, str]], autocast: list[Any], on_device: bool,
+                  counted: Mapping[int, dict[Any, int]] | None = None) -> str | None:  # fmt: skip
     """The data type the profiled modules computed in: autocast's where any root call ran under
     it, else the floating dtype holding most of the roots' parameter bytes; float32 counts as
     ``tf32`` on a device where float32 matmuls may use TF32 (``torch.get_float32_matmul_precision``
-    is not ``highest``). None without floating parameters."""
+    is not ``highest``). None without floating parameters. ``counted``: the bytes by dtype of
+    roots whose parameters were counted already (by id), taken where there is one root."""
     import torch
 
     names = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.float64: "fp64"}
@@ -112,6 +115,12 @@ def compute_dtype(roots: list[tuple[Any, str]], autocast: list[Any], on_device: 
             return names[dtype]
     held: dict[str, int] = {}
     seen: set[int] = set()
+    known = counted.get(id(roots[0][0])) if counted and len(roots) == 1 else None
+    if known is not None:
+        for dtype, nbytes in known.items():
+            if dtype in names:
+                held[names[dtype]] = held.get(names[dtype], 0) + nbytes
+        roots = []
     for module, _ in roots:
         try:
             params = [p for m in modules_below(module) for p in m._parameters.values() if p is not None]  # (no recursive generators)
@@ -138,14 +147,15 @@ class RunFacts:
         self._counters = _dynamo_counters()
         self._allocator = _allocator()
 
-    def finish(self, roots: list[tuple[Any, str]], autocast: list[Any], cuda: bool) -> dict[str, Any]:
+    def finish(self, roots: list[tuple[Any, str]], autocast: list[Any], cuda: bool,
+               counted: Mapping[int, dict[Any, int]] | None = None) -> dict[str, Any]:  # fmt: skip
         """The facts for the recording's metadata, keyed as traces key them where they have them."""
         out: dict[str, Any] = {}
         props = device_properties() if cuda else []
         if props:
             out["deviceProperties"] = props
         try:
-            dtype = compute_dtype(roots, autocast, bool(props))
+            dtype = compute_dtype(roots, autocast, bool(props), counted)
         except Exception:  # noqa: BLE001 - a facts query must never lose the profile
             dtype = None
         if dtype is not None:

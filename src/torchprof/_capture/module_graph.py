@@ -259,16 +259,27 @@ def parameter_sizes(modules: list[Any]) -> dict[int, tuple[int, int]]:
 
 def _unique_size(root: Any) -> tuple[int, int]:
     """``(parameters, bytes)`` of ``root`` and everything below it, each tensor once."""
+    n, nbytes, _ = parameter_stats(root)
+    return n, nbytes
+
+
+def parameter_stats(root: Any) -> tuple[int, int, dict[Any, int]]:
+    """``(parameters, bytes, bytes by dtype)`` of ``root`` and everything below it, each tensor
+    once (the bytes by dtype are what the run's compute dtype is judged by, in the same walk)."""
     seen: set[int] = set()
     n = nbytes = 0
+    by_dtype: dict[Any, int] = {}
     for m in modules_below(root):
         for p in m._parameters.values():
             if p is not None and id(p) not in seen:
                 seen.add(id(p))
                 count = p.numel()
+                size = count * p.element_size()
                 n += count
-                nbytes += count * p.element_size()
-    return n, nbytes
+                nbytes += size
+                dtype = p.dtype
+                by_dtype[dtype] = by_dtype.get(dtype, 0) + size
+    return n, nbytes, by_dtype
 
 
 def _tree_sizes(modules: list[Any]) -> dict[int, tuple[int, int]] | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._records import ModuleInfo, module_range_name, safe_text
 from .call_args import input_shapes, layer_op_args
-from .module_graph import ModuleGraph, named_modules, parameter_sizes
+from .module_graph import ModuleGraph, named_modules, parameter_sizes, parameter_stats
 
 
 class ModuleNames:
@@ -59,6 +59,8 @@ class ModuleNames:
         """id(model) -> the torch.compile wrapper around it (whose label the model takes)."""
         self.transformed: set[str] = set()
         """Root paths called inside a torch.func transform."""
+        self.dtype_bytes: dict[int, dict[Any, int]] = {}
+        """id(module) -> its parameters' bytes by dtype, where its parameters were counted alone."""
         self.problems: list[str] = []
         """What went wrong naming modules (a labels= callable that raised), for the profile's warnings."""
 
@@ -159,7 +161,14 @@ class ModuleNames:
         new = [(path, module) for path, module in list(self._objects.items()) if path not in self.modules]
         if not new:
             return
-        sizes = parameter_sizes([module for _, module in new]) if self.counts else {}
+        if not self.counts:
+            sizes: dict[int, tuple[int, int]] = {}
+        elif len(new) == 1:  # a compiled model's root, the only module called: one walk, dtypes too
+            module = new[0][1]
+            n, nbytes, self.dtype_bytes[id(module)] = parameter_stats(module)
+            sizes = {id(module): (n, nbytes)}
+        else:
+            sizes = parameter_sizes([module for _, module in new])
         for path, module in new:
             params, nbytes = sizes.get(id(module), (0, 0))
             root = self.roots_by_id.get(id(module))

@@ -51,6 +51,44 @@ OUTSIDE = "(outside modules)"
 MAX_CALLS = 256
 
 
+@dataclass(slots=True)
+class _ParamNote:
+    """A parameter noted at a step, specced when the profile is read (see
+    :meth:`OutsideRecorder._param_noted`): its sizes, dtype and device then must be these."""
+
+    param: Any
+    shape: Any
+    dtype: Any
+    device: Any
+
+
+def _param_specs(entry: tuple[Any, Any, Any], spec_of: Callable[[Any], TensorSpec]) -> tuple[TensorSpec, TensorSpec]:
+    """The parameter's and its gradient's specs of a noted entry (:meth:`OutsideRecorder._param_noted`).
+    A noted parameter is specced from what was kept at its step; the parameter itself (the same
+    object) is asked only what no change can alter (a kind a data-free copy cannot stand for
+    raises :class:`_Unreplayable`) and its strides, where its sizes are still the step's."""
+    param, grad = entry[0], entry[1]
+    if isinstance(param, _ParamNote):
+        now = spec_of(param.param)
+        shape = tuple(param.shape)
+        stride = now.stride if now.shape == shape else _contiguous(shape)
+        # (it had a gradient at the step: a leaf with one)
+        p_spec = TensorSpec(shape, stride, param.dtype, now.requires_grad, param.device, True, True)
+    else:
+        p_spec = param
+    if grad is None:
+        grad = TensorSpec(p_spec.shape, p_spec.stride, p_spec.dtype, False, p_spec.device, True, False)
+    return p_spec, grad
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    stride, n = [], 1
+    for size in reversed(shape):
+        stride.append(n)
+        n *= max(size, 1)
+    return tuple(reversed(stride))
+
+
 @dataclass
 class _Small:
     """A one-element tensor replayed with its value (an optimizer's step count)."""
@@ -63,7 +101,8 @@ class StepSignature:
     """One distinct optimizer step: per group, its hyper-parameters and, per parameter with a
     gradient, the parameter's, gradient's and state's specs."""
 
-    groups: list[tuple[dict[str, Any], list[tuple[TensorSpec, TensorSpec, dict[str, Any]]]]]
+    groups: list[tuple[dict[str, Any], list[tuple[_ParamNote | TensorSpec, TensorSpec | None, dict[str, Any]]]]]
+    """(A parameter's and its gradient's specs are made when the profile is read: :func:`_param_specs`.)"""
     count: int = 0
     steps: dict[int, int] = field(default_factory=dict)
 
@@ -291,14 +330,30 @@ class OutsideRecorder:
             if len(calls.signatures) >= MAX_CALLS:
                 calls.skip = f"more than {MAX_CALLS} distinct steps"
                 return
-            spec, value = self._spec_of, self._state_value
+            value, noted = self._state_value, self._param_noted
             made = [({k: v if type(v) in _KEYED else value(v) for k, v in hyper.items()},
-                     [(spec(p), spec(grad), {k: value(v) for k, v in st.items()} if st else {}) for p, grad, st in params])
+                     [(*noted(p, grad), {k: value(v) for k, v in st.items()} if st else {}) for p, grad, st in params])
                     for hyper, params in groups]  # fmt: skip
             sig = calls.signatures[signature_key] = StepSignature(made)
         sig.count += 1
         step = self.step_of()
         sig.steps[step] = sig.steps.get(step, 0) + 1
+
+    def _param_noted(self, p: Any, grad: Any) -> tuple[Any, Any]:
+        """A parameter and its gradient as the replay needs them. A plain parameter's spec is made
+        when the profile is read (a spec costs a microsecond, and a step has hundreds) from its
+        sizes, dtype and device, kept now, and from what no change can alter, asked of the
+        parameter then (its optimizer holds it). A plain gradient (strided, of torch's own tensor class) has its
+        parameter's sizes, dtype and device (torch refuses any other), so its spec is the
+        parameter's: None here. Anything else is specced now."""
+        torch = self._torch
+        if type(p) is torch.nn.Parameter:
+            param: Any = _ParamNote(p, p.shape, p.dtype, p.device)
+        else:
+            param = self._spec_of(p)
+        if type(grad) is torch.Tensor and grad.layout == torch.strided and isinstance(param, _ParamNote):
+            return param, None
+        return param, self._spec_of(grad)
 
     def _state_value(self, value: Any) -> Any:
         """A state or hyper-parameter value as the replay rebuilds it: a tensor's spec, a
@@ -437,7 +492,7 @@ def replay_outside(recorder: OutsideRecorder, session_type: Any, options_type: A
                 continue
             first = numbered.get(calls_of.label, 0)
             for n, sig in enumerate(calls_of.signatures.values(), start=first):
-                run = _replay_step(calls_of, sig, _Tensors(fake), session_type, options_type)
+                run = _replay_step(calls_of, sig, _Tensors(fake), session_type, options_type, recorder._spec_of)
                 run.signature, run.steps = n, _per_step(sig.steps)
                 runs.append(run)
             numbered[calls_of.label] = first + len(calls_of.signatures)
@@ -542,11 +597,16 @@ def _optimizer_like(real: Any, groups: list[dict[str, Any]], opt_state: dict[Any
     return opt
 
 
-def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
+def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, session_type: Any, options_type: Any,
+                 spec_of: Callable[[Any], TensorSpec]) -> ReplayRun:  # fmt: skip
     import torch
     from torch._C._profiler import _RecordFunctionFast
 
     real = calls.optimizer
+    try:
+        sig_groups = [(hyper, [(*_param_specs(entry, spec_of), entry[2]) for entry in params]) for hyper, params in sig.groups]
+    except Exception as exc:  # noqa: BLE001 - a parameter a data-free copy cannot stand for (_Unreplayable says which)
+        return ReplayRun(path=calls.label, count=sig.count, error=f"torchprof could not read its state ({type(exc).__name__}: {_first_line(exc)})", kind="region")
 
     def param(entry: tuple[TensorSpec, TensorSpec, dict[str, Any]], opt_state: dict[Any, Any]) -> Any:
         p_spec, g_spec, st = entry
@@ -561,14 +621,14 @@ def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, s
             # One parameter of each kind, each in a range of its own: a step over 200 parameters
             # of 30 kinds replays 30 parameters (the tree weighs each kind by how many it has).
             kinds: dict[tuple, list[Any]] = {}
-            for g, (_, params) in enumerate(sig.groups):
+            for g, (_, params) in enumerate(sig_groups):
                 for entry in params:
                     key = (g, entry[0], entry[1], _kind_key(entry[2]))
                     kinds.setdefault(key, [g, entry, 0])[2] += 1
             steps = []
             for g, entry, _ in kinds.values():
                 opt_state: dict[Any, Any] = {}
-                hyper = sig.groups[g][0]
+                hyper = sig_groups[g][0]
                 steps.append(_optimizer_like(real, [{**_made(hyper, tensors), "params": [param(entry, opt_state)]}], opt_state))
 
             def body() -> None:
@@ -581,7 +641,7 @@ def _replay_step(calls: OptimizerCalls, sig: StepSignature, tensors: _Tensors, s
             return run
         groups: list[dict[str, Any]] = []
         opt_state = {}
-        for hyper, params in sig.groups:
+        for hyper, params in sig_groups:
             groups.append({**_made(hyper, tensors), "params": [param(entry, opt_state) for entry in params]})
         opt = _optimizer_like(real, groups, opt_state)
     except Exception as exc:  # noqa: BLE001 - an optimizer that cannot be rebuilt without data

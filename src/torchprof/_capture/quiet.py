@@ -285,7 +285,7 @@ class StderrFilter:
     def __init__(self) -> None:
         self._fd = -1
         self._saved = -1
-        self._synced = threading.Event()
+        self._synced: threading.Event | None = None  # made by start() (a Profiler without memory=True never starts one)
         self._marker = b""
 
     def start(self) -> None:
@@ -315,7 +315,8 @@ class StderrFilter:
         os.close(write)
         self._fd, self._saved = fd, saved
         self._marker = b"\x00torchprof-stderr-sync-" + os.urandom(8).hex().encode() + b"\n"
-        threading.Thread(target=self._pump, args=(read, saved, self._marker), name="torchprof-stderr", daemon=True).start()
+        synced = self._synced = threading.Event()
+        threading.Thread(target=self._pump, args=(read, saved, self._marker, synced), name="torchprof-stderr", daemon=True).start()
 
     def stop(self) -> None:
         """Put fd 2 back, once what was written before has been passed on."""
@@ -329,13 +330,14 @@ class StderrFilter:
                         stream.flush()
             with suppress(OSError):
                 os.write(fd, self._marker)
-                self._synced.wait(_SYNC_TIMEOUT_S)
+                if self._synced is not None:
+                    self._synced.wait(_SYNC_TIMEOUT_S)
         finally:  # fd 2 goes back whatever happens (a Ctrl-C during the wait included)
             with suppress(OSError):
                 os.dup2(saved, fd)  # the pump closes ``saved`` once every writer of the pipe is gone
             self._fd = -1
 
-    def _pump(self, read: int, out: int, marker: bytes) -> None:
+    def _pump(self, read: int, out: int, marker: bytes, synced_event: threading.Event) -> None:
         pending = b""
         try:
             while True:
@@ -360,11 +362,11 @@ class StderrFilter:
                 if kept:
                     _write_all(out, b"".join(kept))
                 if synced:
-                    self._synced.set()
+                    synced_event.set()
             if pending and not _UNKNOWN_SIZE.search(pending):
                 _write_all(out, pending)
         finally:
-            self._synced.set()
+            synced_event.set()
             for f in (read, out):
                 with suppress(OSError):
                     os.close(f)

@@ -366,6 +366,10 @@ class CaptureSession:
         """The root modules the hooks saw, with their labels."""
         return self._tracker.roots() if self._tracker is not None else []
 
+    def root_dtype_bytes(self) -> dict[int, dict[Any, int]]:
+        """id(root) -> its parameters' bytes by dtype, where the stop counted them already."""
+        return self._tracker.names.dtype_bytes if self._tracker is not None else {}
+
     def autocast_dtypes(self) -> list[Any]:
         """The dtypes of the autocast contexts root module calls ran in (known without shapes=True)."""
         if self._calls is None:
