@@ -1348,22 +1348,46 @@ def test_a_closure_that_raises_leaves_the_users_error_and_nothing_running():
     assert prof.df.loc["profile", "flops"] > 0
 
 
-def test_with_compiled_code_in_the_process_only_an_outside_call_with_a_cost_is_unknown():
-    """Calls outside modules are not noted once the process holds compiled code (noting them
-    would make Dynamo compile again): a loss's sum is then unknown and said so; a run whose
-    outside calls cost nothing (a gradient seed) stays exact, with nothing said."""
-    torch.compile(lambda t: t * 2, backend="eager")(torch.randn(3))
+def test_with_compiled_code_in_the_process_calls_outside_modules_are_still_counted():
+    """Compiled code in the process no longer makes the calls outside modules unknown (a
+    compiled model's code runs inside its own call, where the mode that notes them is off:
+    tests/test_compiled.py checks whole compiled steps)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    double = torch.compile(lambda t: t * 2, backend="eager")
+    double(torch.randn(3))
     model = nn.Sequential(nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
     x = torch.randn(8, 16)
-    with torchprof.Profiler() as seeded:
-        out = model(x)
-        out.backward(torch.ones_like(out))
-    assert seeded.df.loc["profile", "flops"] == seeded.df.loc["Sequential", "flops"] > 0
-    assert "warnings" not in seeded.summary
-    with torchprof.Profiler() as summed:
-        model(x).sum().backward()
-    assert math.isnan(summed.df.loc["profile", "flops"]) and "aten::sum" in summed.unsupported_ops
-    assert "compiled code in this process" in summed.summary["warnings"][0]
+    frames = dict(counters["frames"])
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(x).pow(2).mean().backward()
+
+    replayed, recorded = both(step)
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"] > 0
+    assert "warnings" not in replayed.summary and not replayed.unsupported_ops
+    assert dict(counters["frames"]) == frames  # nothing compiled again
+
+    # A compiled function called outside every module: the mode comes off before Dynamo checks
+    # its guards (nothing compiles again), and what is outside modules is unknown, said why.
+    def with_compiled_call():
+        model.zero_grad(set_to_none=True)
+        double(model(x)).sum().backward()
+
+    with_compiled_call()
+    frames = dict(counters["frames"])
+    with torchprof.Profiler() as prof:
+        with_compiled_call()
+    assert dict(counters["frames"]) == frames
+    assert math.isnan(prof.df.loc["profile", "flops"])
+    assert any("torch.compile'd function ran outside every module" in w for w in prof.summary["warnings"])
+    from torch._dynamo import eval_frame
+
+    assert not getattr(eval_frame._maybe_set_eval_frame, "torchprof_watch", False)  # put back
+    assert torch._C._len_torch_function_stack() == 0
     torch._dynamo.reset()
 
 

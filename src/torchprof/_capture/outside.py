@@ -11,10 +11,11 @@ the step's own torch calls (a functional loss, its scaling, ``.sum()`` of an out
   every module and every optimizer step (the module hooks take it off while a root module runs,
   the optimizer hooks while a step runs): the function, its arguments' sizes, and which outputs a
   gradient reached. Each distinct call is replayed the same way. Dynamo guards on the mode stack,
-  so the mode is used only in a process where ``torch.compile`` has not compiled anything, goes
-  on once the block's first root call or step has returned (a model compiled in the block
-  compiles at its first call, without it), and is taken off for good when a compilation starts
-  (calls outside modules then stay of unknown cost, as they did before).
+  so the mode goes on once the block's first root call or step has returned (a model compiled in
+  the block compiles at its first call, without it), and is taken off for good when a
+  compilation starts or compiled code is entered while it is on (a compiled function called
+  outside every module: :class:`_CompiledEntry`); calls outside modules then stay of unknown
+  cost. A compiled model's own code runs inside its root call, where the mode is off.
 
 Nothing here raises into the user's code: what cannot be noted makes those FLOPs unknown.
 """
@@ -159,10 +160,14 @@ class OutsideRecorder:
 
     # -- install / remove -------------------------------------------------------------------------
     def install(self, recording: Callable[[], bool] | None = None) -> None:
-        """Start noting optimizer steps and calls outside modules, these where no
-        ``torch.compile`` graph exists in this process (Dynamo guards on torch function modes: a
-        compiled function would be compiled again). ``recording``: whether the profiler records
-        now (a schedule's waits and warm-ups are not noted); None: always."""
+        """Start noting optimizer steps and calls outside modules. ``recording``: whether the
+        profiler records now (a schedule's waits and warm-ups are not noted); None: always.
+
+        Dynamo guards on the torch function mode stack: compiled code entered with the mode on
+        would be compiled again. A compiled model's code runs inside its root call, where the
+        mode is off; compiled code entered outside every module (a compiled function, an
+        ``optimize`` context) takes the mode off for good first (:class:`_CompiledEntry`), and
+        the calls outside modules are then unknown."""
         import threading
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -170,11 +175,16 @@ class OutsideRecorder:
         self._recording = recording or (lambda: True)
         self._handles.append(register_optimizer_step_pre_hook(self._step_starts))
         self._handles.append(register_optimizer_step_post_hook(self._step_ends))
-        if _compiled_anything():
-            self.calls_skip = "torch.compile has compiled code in this process (noting these calls would make it compile again)"
-            return
-        self._mode = _make_mode(self)
         self._owner_thread = threading.get_ident()
+        eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+        if eval_frame is not None:
+            entry = _CompiledEntry.watch(eval_frame, self)
+            if entry is None and _compiled_anything():
+                self.calls_skip = "torch.compile has compiled code in this process (noting these calls would make it compile again)"
+                return
+            if entry is not None:
+                self._handles.append(entry)
+        self._mode = _make_mode(self)
         self._depth = self._torch._C._len_torch_function_stack()
         callbacks = sys.modules.get("torch._dynamo.callback")
         if callbacks is not None:
@@ -407,6 +417,45 @@ class OutsideRecorder:
             self.calls_skip = f"torchprof could not read a call outside modules ({type(exc).__name__}: {_first_line(exc)})"
 
 
+class _CompiledEntry:
+    """Dynamo's switch into compiled code (``eval_frame._maybe_set_eval_frame``, through which
+    every ``torch.compile`` wrapper and ``optimize`` context turns it on), watched while a
+    Profiler notes calls outside modules: turned on from the profiling thread with the mode on
+    the stack, it takes the mode off first, for good (see :meth:`OutsideRecorder.install`)."""
+
+    def __init__(self, eval_frame: Any, original: Any, ours: Any) -> None:
+        self._eval_frame, self._original, self._ours = eval_frame, original, ours
+
+    @staticmethod
+    def watch(eval_frame: Any, recorder: OutsideRecorder) -> _CompiledEntry | None:
+        """Watch the switch; None where this torch has none to watch."""
+        import threading
+
+        original = eval_frame.__dict__.get("_maybe_set_eval_frame")
+        if original is None or getattr(original, "torchprof_watch", False):
+            return None
+        get_ident = threading.get_ident
+
+        def _maybe_set_eval_frame(callback: Any) -> Any:
+            if callback is not None and recorder._on:
+                try:
+                    if get_ident() == recorder._owner_thread:
+                        recorder._give_up("a torch.compile'd function ran outside every module (noting calls there "
+                                          "would make it compile again)")  # fmt: skip
+                        recorder._pop()
+                except Exception:  # noqa: BLE001 - never in the way of the user's compiled call
+                    pass
+            return original(callback)
+
+        _maybe_set_eval_frame.torchprof_watch = True  # type: ignore[attr-defined]
+        eval_frame._maybe_set_eval_frame = _maybe_set_eval_frame
+        return _CompiledEntry(eval_frame, original, _maybe_set_eval_frame)
+
+    def remove(self) -> None:
+        if self._eval_frame.__dict__.get("_maybe_set_eval_frame") is self._ours:
+            self._eval_frame._maybe_set_eval_frame = self._original
+
+
 class _Callback:
     """A Dynamo compile-start callback, removable like a hook handle."""
 
@@ -458,20 +507,29 @@ _NOT_NOTED = frozenset({
 
 
 def _make_mode(recorder: OutsideRecorder) -> Any:
-    from torch.overrides import TorchFunctionMode
+    if not _MODE:  # the class made once (making a class costs more than a short profiled step's calls)
+        from torch.overrides import TorchFunctionMode
 
-    class OutsideModules(TorchFunctionMode):
-        """Notes each torch call outside every module (the call itself runs unchanged; inside
-        it, this mode is off, so what the call does in turn is not noted)."""
+        class OutsideModules(TorchFunctionMode):
+            """Notes each torch call outside every module (the call itself runs unchanged; inside
+            it, this mode is off, so what the call does in turn is not noted)."""
 
-        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            kwargs = kwargs or {}
-            out = func(*args, **kwargs)
-            if getattr(func, "__name__", "") not in _NOT_NOTED:
-                recorder.note_call(func, args, kwargs, out)
-            return out
+            def __init__(self, recorder: OutsideRecorder) -> None:
+                super().__init__()
+                self.recorder = recorder
 
-    return OutsideModules()
+            def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                kwargs = kwargs or {}
+                out = func(*args, **kwargs)
+                if getattr(func, "__name__", "") not in _NOT_NOTED:
+                    self.recorder.note_call(func, args, kwargs, out)
+                return out
+
+        _MODE.append(OutsideModules)
+    return _MODE[0](recorder)
+
+
+_MODE: list[Any] = []
 
 
 # -- replays ------------------------------------------------------------------------------------------
