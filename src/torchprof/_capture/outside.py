@@ -129,6 +129,29 @@ class CallSignature:
 
 
 _KEYED = frozenset((bool, int, float, str, type(None)))  # values a step's key holds as they are
+_FLAT_SPECS: dict[int, Any] = {}
+
+
+def _flat_spec(n: int) -> Any:
+    """The pytree spec of ``n`` positional leaves and no keywords, made once per ``n``."""
+    spec = _FLAT_SPECS.get(n)
+    if spec is None:
+        from torch.utils import _pytree
+
+        spec = _FLAT_SPECS[n] = _pytree.tree_flatten((tuple(range(n)), {}))[1]
+    return spec
+
+
+def _flat_leaves() -> frozenset[type]:
+    """The argument types a call's key holds without a pytree walk (made once: torch is imported lazily)."""
+    if not _FLAT_LEAVES:
+        import torch
+
+        _FLAT_LEAVES.append(frozenset((torch.Tensor, torch.nn.Parameter, bool, int, float, str, type(None))))
+    return _FLAT_LEAVES[0]
+
+
+_FLAT_LEAVES: list[frozenset[type]] = []
 
 
 class OutsideRecorder:
@@ -142,6 +165,7 @@ class OutsideRecorder:
 
         self._torch = torch
         self._flatten = _pytree.tree_flatten
+        self._flat_leaves = _flat_leaves()
         self._spec_of = spec_of
         self.optimizers: dict[int, OptimizerCalls] = {}
         self._closure_steps: dict[int, Any] = {}  # id(optimizer) -> the optimizer, while its closure step runs
@@ -385,8 +409,13 @@ class OutsideRecorder:
             return
         torch = self._torch
         try:
-            leaves, spec = self._flatten((tuple(args), kwargs))
-            key: list[Any] = [func, str(spec), torch.is_grad_enabled()]
+            flat = self._flat_leaves
+            if not kwargs and all(type(a) in flat for a in args):  # x.pow(2), x.sum(): no walk
+                leaves, spec = list(args), _flat_spec(len(args))
+                key: list[Any] = [func, len(args), torch.is_grad_enabled()]
+            else:
+                leaves, spec = self._flatten((tuple(args), kwargs))
+                key = [func, str(spec), torch.is_grad_enabled()]
             kept: list[Any] = []
             for leaf in leaves:
                 if isinstance(leaf, torch.Tensor):
@@ -503,6 +532,9 @@ _NOT_NOTED = frozenset({
     "requires_grad_", "retain_grad", "untyped_storage", "storage", "_version", "is_floating_point", "is_complex",
     # moves between devices: no arithmetic, and a data-free tensor has nothing to move
     "to", "cuda", "cpu", "pin_memory", "share_memory_", "record_stream",
+    # the profiler's own ranges (record_function around zero_grad and step)
+    "_record_function_enter", "_record_function_enter_new", "_record_function_exit",
+    "_record_function_exit._RecordFunction",
 })  # fmt: skip
 
 
