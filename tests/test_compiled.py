@@ -256,6 +256,63 @@ def test_compiled_models_show_their_layers_and_flops_as_eager(inductor_cache, tm
     _profile_compiled(case, mode, tmp_path)
 
 
+@pytest.mark.parametrize("which", ["compiled function", "compiled model"])
+def test_compiled_code_run_inside_a_torch_function_mode_of_the_block_compiles_nothing_again(fresh_dynamo, which):
+    # ``with torch.device(...)`` is a torch function mode: entered above torchprof's, ours was
+    # once left under it, and Dynamo met a mode stack it had not compiled with (a second graph).
+    from torch._dynamo.utils import counters
+
+    model = nn.Linear(8, 4)
+    loss = torch.compile(lambda y: y.pow(2).mean(), backend="eager")
+    head = torch.compile(nn.Linear(4, 4), backend="eager")
+    x = torch.randn(5, 8)
+
+    def step():
+        y = model(x)
+        with torch.device("cpu"):
+            (loss(y) if which == "compiled function" else head(y).sum()).backward()
+
+    step()
+    step()
+    before = dict(counters["stats"])
+    with torchprof.Profiler() as prof:
+        step()
+        step()
+    assert dict(counters["stats"]) == before
+    assert torch._C._len_torch_function_stack() == 0
+    assert math.isnan(prof.df.loc["profile", "flops"])  # noting stopped, said why
+    why = "torch.compile'd function ran outside" if which == "compiled function" else "torch function mode of the block's own"
+    assert any(why in w for w in prof.summary["warnings"]), prof.summary["warnings"]
+
+
+@pytest.mark.slow
+def test_a_compiled_model_in_an_optimizer_closure_leaves_the_step_unknown_never_short(inductor_cache):
+    # The step's own work was not told apart from the compiled graphs inside its closure: its
+    # update read 0 FLOPs and the step 4,860 against 5,072.
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    x = torch.randn(5, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    compiled = torch.compile(model)
+
+    def closure():
+        opt.zero_grad()
+        loss = compiled(x).pow(2).mean()
+        loss.backward()
+        return loss
+
+    for _ in range(3):
+        opt.step(closure)
+    with torchprof.Profiler() as prof:
+        opt.step(closure)
+    assert math.isnan(prof.df.loc["Optimizer.step#SGD.step", "flops"]) and math.isnan(prof.df.loc["profile", "flops"])
+    assert any("closure ran a compiled model" in w for w in prof.summary["warnings"])
+    torch._dynamo.reset()
+
+
 @pytest.mark.slow
 def test_a_compiled_graph_without_a_map_reads_nan_with_the_reason_never_zero(inductor_cache, monkeypatch):
     import torch._dynamo

@@ -1194,6 +1194,30 @@ def test_an_optimizer_step_is_counted_as_it_ran_when_its_parameters_change_after
     assert run(change=True) == kept
 
 
+def test_a_parameter_resized_between_two_steps_of_a_block_makes_another_step():
+    # The step's key once held the parameter's identity alone: the second step was replayed
+    # with the first one's sizes (72 FLOPs where 104 ran).
+    def run(shapes):
+        torch.manual_seed(0)
+        model = nn.Linear(8, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(n):
+            model.zero_grad(set_to_none=True)
+            model(torch.randn(5, n)).pow(2).mean().backward()
+            opt.step()
+
+        step(8)
+        with torchprof.Profiler(shapes=shapes) as prof:
+            step(8)
+            model.weight.data = torch.randn(4, 16)
+            model.in_features = 16
+            step(16)
+        return prof.df.loc["Optimizer.step#SGD.step", "flops"]
+
+    assert run(False) == run(True) == 104
+
+
 def test_calls_of_one_root_whose_backward_ran_together_are_replayed_together():
     # A siamese or contrastive step calls the encoder twice and runs one backward: autograd sums
     # the two calls' gradients of each parameter, work a replay of one call lacks, and the

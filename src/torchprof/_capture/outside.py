@@ -169,6 +169,7 @@ class OutsideRecorder:
         self._spec_of = spec_of
         self.optimizers: dict[int, OptimizerCalls] = {}
         self._closure_steps: dict[int, Any] = {}  # id(optimizer) -> the optimizer, while its closure step runs
+        self._closure_compiled: set[int] = set()  # id(optimizer) whose closure ran a compiled model
         self.calls: dict[tuple, CallSignature] = {}
         self.calls_skip: str | None = None
         """Why calls outside modules are not replayed (None: they are, where noted)."""
@@ -240,14 +241,26 @@ class OutsideRecorder:
         torch = self._torch
         if not self._on:
             return
-        depth = torch._C._len_torch_function_stack()
-        if depth and torch._C._get_function_stack_at(depth - 1) is self._pushed:
-            torch._C._pop_torch_function_stack()
+        C = torch._C
+        depth = C._len_torch_function_stack()
+        if depth and C._get_function_stack_at(depth - 1) is self._pushed:
+            C._pop_torch_function_stack()
             self._on = False
-        elif depth:  # the user's own mode sits above ours: leave both, note nothing more
-            self._give_up("a torch function mode of the block's own was entered above torchprof's")
-        # (no mode at all: inside our own mode's handler, where torch has taken it off for the
-        # call and puts it back after; it comes off at the next root call, step or stop)
+            return
+        at = next((n for n in range(depth) if C._get_function_stack_at(n) is self._pushed), None)
+        if at is None:
+            # Inside our own mode's handler, where torch has taken it off for the call and puts
+            # it back after: it comes off at the next root call, step or stop.
+            return
+        # The block's own mode sits above ours (``with torch.device(...)``): ours is taken from
+        # under it, which stays where it is, so compiled code entered next finds the stack it was
+        # compiled with; nothing more is noted.
+        above = [C._pop_torch_function_stack() for _ in range(depth - 1 - at)]
+        C._pop_torch_function_stack()
+        for mode in reversed(above):
+            C._push_on_torch_function_stack(mode)
+        self._on = False
+        self._give_up("a torch function mode of the block's own was entered above torchprof's")
 
     def _give_up(self, why: str) -> None:
         if self.calls_skip is None:
@@ -299,9 +312,17 @@ class OutsideRecorder:
         if self._closure_steps.pop(id(optimizer), None) is not None:
             try:
                 self._note_step(optimizer, args[:1], {})
+                if id(optimizer) in self._closure_compiled:
+                    self.optimizers[id(optimizer)].skip = "its closure ran a compiled model (the step's own work is not told apart from its graphs)"
             except Exception as exc:  # noqa: BLE001 - our hook never raises into the user's step
                 self._step_failed(optimizer, exc)
         self.resume()
+
+    def compiled_root_ran(self) -> None:
+        """A compiled model's root call: inside an optimizer's closure, the step's own work is not
+        told apart from the compiled graphs around it, so the steps running are unknown."""
+        for key in self._closure_steps:
+            self._closure_compiled.add(key)
 
     def _step_failed(self, optimizer: Any, exc: Exception) -> None:
         calls = self.optimizers.get(id(optimizer))
@@ -355,7 +376,7 @@ class OutsideRecorder:
                 # (No lookup while the state is empty, as SGD's without momentum stays: each
                 # costs a call of Tensor.__hash__.)
                 st = state.get(p, empty) if state else empty
-                key.append((id(p), tuple(sorted(st))) if st else id(p))
+                key.append((id(p), p.shape, tuple(sorted(st))) if st else (id(p), p.shape))  # (a parameter resized between steps: another step)
                 params.append((p, grad, st))
             groups.append((hyper, params))
         signature_key = tuple(key)

@@ -364,6 +364,8 @@ class CallRecorder:
             calls.skip = "two modules were profiled under one path"
         if compiled:
             calls.compiled = True
+            if self.outside is not None:
+                self.outside.compiled_root_ran()
         if calls.skip is not None or calls.compiled:
             return None
         try:
