@@ -285,6 +285,35 @@ def test_compiled_code_run_inside_a_torch_function_mode_of_the_block_compiles_no
     assert any(why in w for w in prof.summary["warnings"]), prof.summary["warnings"]
 
 
+def test_a_compiled_optimizer_step_compiles_nothing_again(fresh_dynamo):
+    # torch.compile(opt.step) reads torch's global step-hook tables: with torchprof's hooks in
+    # them Dynamo traced them, breaking the graph in them (frames 9 -> 49, graphs 2 -> 18).
+    from torch._dynamo.utils import counters
+    from torch.optim import optimizer
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = torch.optim.Adam(model.parameters())
+    compiled_step = torch.compile(opt.step, backend="eager")
+    x = torch.randn(5, 8)
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        model(x).pow(2).mean().backward()
+        compiled_step()
+
+    step()
+    step()
+    before = dynamo_counts()
+    frames = dict(counters["frames"])
+    with torchprof.Profiler() as prof:
+        step()
+    assert dynamo_counts() == before and dict(counters["frames"]) == frames
+    assert not optimizer._global_optimizer_pre_hooks and not optimizer._global_optimizer_post_hooks
+    assert math.isnan(prof.df.loc["profile", "flops"])  # the compiled step's own ops: unknown, listed
+    assert "aten::addcdiv_" in prof.unsupported_ops and any("torch.compile'd function" in w for w in prof.summary["warnings"])
+
+
 @pytest.mark.slow
 def test_a_compiled_model_in_an_optimizer_closure_leaves_the_step_unknown_never_short(inductor_cache):
     # The step's own work was not told apart from the compiled graphs inside its closure: its

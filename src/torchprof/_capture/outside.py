@@ -170,6 +170,10 @@ class OutsideRecorder:
         self.optimizers: dict[int, OptimizerCalls] = {}
         self._closure_steps: dict[int, Any] = {}  # id(optimizer) -> the optimizer, while its closure step runs
         self._closure_compiled: set[int] = set()  # id(optimizer) whose closure ran a compiled model
+        self._step_hooks: list[tuple[dict[int, Any], int, Any]] = []  # (torch's table, id, hook) of our step hooks
+        self._in_compiled: set[int] = set()  # threads running compiled code (our step hooks are out of the tables meanwhile)
+        self._hooks_out = False
+        self._removed = False
         self.calls: dict[tuple, CallSignature] = {}
         self.calls_skip: str | None = None
         """Why calls outside modules are not replayed (None: they are, where noted)."""
@@ -198,8 +202,11 @@ class OutsideRecorder:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
         self._recording = recording or (lambda: True)
-        self._handles.append(register_optimizer_step_pre_hook(self._step_starts))
-        self._handles.append(register_optimizer_step_post_hook(self._step_ends))
+        for handle in (register_optimizer_step_pre_hook(self._step_starts), register_optimizer_step_post_hook(self._step_ends)):
+            self._handles.append(handle)
+            table = handle.hooks_dict_ref()
+            if table is not None:
+                self._step_hooks.append((table, handle.id, table[handle.id]))
         self._owner_thread = threading.get_ident()
         eval_frame = sys.modules.get("torch._dynamo.eval_frame")
         if eval_frame is not None:
@@ -222,6 +229,7 @@ class OutsideRecorder:
 
     def remove(self) -> None:
         """Stop noting; each part runs even if one fails, and can be repeated."""
+        self._removed = True
         handles, self._handles = self._handles, []
         for handle in handles:
             with contextlib.suppress(Exception):
@@ -261,6 +269,27 @@ class OutsideRecorder:
             C._push_on_torch_function_stack(mode)
         self._on = False
         self._give_up("a torch function mode of the block's own was entered above torchprof's")
+
+    # -- while compiled code runs: our step hooks out of torch's tables ------------------------------
+    # A compiled optimizer step (``torch.compile(opt.step)``) reads torch's global step-hook tables:
+    # with our hooks in them Dynamo traced them and compiled new graphs. They are out of the tables
+    # while any thread runs compiled code (see _CompiledEntry); a step run meanwhile is not noted
+    # (its FLOPs are then unknown: the replays fall short of the steps that ran).
+    def compiled_code_starts(self, thread: int) -> None:
+        self._in_compiled.add(thread)
+        if self._hooks_out or self._removed:
+            return
+        self._hooks_out = True
+        for table, key, _ in self._step_hooks:
+            table.pop(key, None)
+
+    def compiled_code_ends(self, thread: int) -> None:
+        self._in_compiled.discard(thread)
+        if not self._hooks_out or self._in_compiled or self._removed:
+            return
+        self._hooks_out = False
+        for table, key, hook in self._step_hooks:
+            table[key] = hook
 
     def _give_up(self, why: str) -> None:
         if self.calls_skip is None:
@@ -487,14 +516,18 @@ class _CompiledEntry:
         get_ident = threading.get_ident
 
         def _maybe_set_eval_frame(callback: Any) -> Any:
-            if callback is not None and recorder._on:
-                try:
-                    if get_ident() == recorder._owner_thread:
+            try:
+                thread = get_ident()
+                if callback is None:  # compiled code left (torch's wrappers switch it on again with the one they found)
+                    recorder.compiled_code_ends(thread)
+                else:
+                    if recorder._on and thread == recorder._owner_thread:
                         recorder._give_up("a torch.compile'd function ran outside every module (noting calls there "
                                           "would make it compile again)")  # fmt: skip
                         recorder._pop()
-                except Exception:  # noqa: BLE001 - never in the way of the user's compiled call
-                    pass
+                    recorder.compiled_code_starts(thread)
+            except Exception:  # noqa: BLE001 - never in the way of the user's compiled call
+                pass
             return original(callback)
 
         _maybe_set_eval_frame.torchprof_watch = True  # type: ignore[attr-defined]
