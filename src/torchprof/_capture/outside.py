@@ -54,8 +54,8 @@ MAX_CALLS = 256
 
 @dataclass(slots=True)
 class _ParamNote:
-    """A parameter noted at a step, specced when the profile is read (see
-    :meth:`OutsideRecorder._param_noted`): its sizes, dtype and device then must be these."""
+    """A parameter noted at a step, specced when the profile is read from the sizes, dtype and
+    device kept here (:func:`_param_specs`; see :meth:`OutsideRecorder._param_noted`)."""
 
     param: Any
     shape: Any
