@@ -500,7 +500,9 @@ class _CompiledEntry:
     """Dynamo's switch into compiled code (``eval_frame._maybe_set_eval_frame``, through which
     every ``torch.compile`` wrapper and ``optimize`` context turns it on), watched while a
     Profiler notes calls outside modules: turned on from the profiling thread with the mode on
-    the stack, it takes the mode off first, for good (see :meth:`OutsideRecorder.install`)."""
+    the stack, it takes the mode off first, for good (see :meth:`OutsideRecorder.install`); and
+    while any thread runs compiled code, the optimizer step hooks are out of torch's tables
+    (:meth:`OutsideRecorder.compiled_code_starts`). Turned off (None): that thread left it."""
 
     def __init__(self, eval_frame: Any, original: Any, ours: Any) -> None:
         self._eval_frame, self._original, self._ours = eval_frame, original, ours
