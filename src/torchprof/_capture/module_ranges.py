@@ -103,8 +103,10 @@ class ModuleTracker:
                 compiled_calls.detach,
                 lambda: global_hooks.GLOBAL_HOOKS.detach(self),
                 self._close_open_ranges,
-                self.names.collect,
+                # (before the count below: the torch function mode that notes calls outside modules
+                # comes off with them, and the count's tensor queries would go through it)
                 lambda: self.calls.remove_hooks() if self.calls is not None else None,
+                self.names.collect,
             ]
         )
 
