@@ -1194,6 +1194,25 @@ def test_an_optimizer_step_is_counted_as_it_ran_when_its_parameters_change_after
     assert run(change=True) == kept
 
 
+def test_zero_grad_runs_with_the_mode_that_notes_calls_outside_modules_off():
+    # zero_grad's gradient reads, writes and zeroings cost nothing, and each went through the
+    # mode (a 100-parameter zero_grad read 7x its time without FLOPs); torch's own methods are
+    # back after the block.
+    model = nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, foreach=True)
+    x = torch.randn(2, 4)
+    originals = (torch.optim.Optimizer.__dict__["zero_grad"], nn.Module.__dict__["zero_grad"])
+    with torchprof.Profiler() as prof:
+        model(x).sum().backward()  # the mode goes on once this root call returns
+        opt.zero_grad(set_to_none=False)
+        model.zero_grad(set_to_none=False)
+        (model(x) * 2).sum().backward()
+    noted = {getattr(key[0], "__name__", "") for key in prof._session._calls.outside.calls}
+    assert noted == {"sum", "mul"}  # not _foreach_zero_ nor zero_
+    assert (torch.optim.Optimizer.__dict__["zero_grad"], nn.Module.__dict__["zero_grad"]) == originals
+    assert prof.df.loc["profile", "flops"] > 0 and not prof.unsupported_ops
+
+
 def test_a_parameter_resized_between_two_steps_of_a_block_makes_another_step():
     # The step's key once held the parameter's identity alone: the second step was replayed
     # with the first one's sizes (72 FLOPs where 104 ran).
