@@ -511,8 +511,8 @@ class OutsideRecorder:
 class _Unnoted:
     """A torch method run with the mode off while a Profiler notes calls outside modules:
     ``zero_grad``, whose gradient reads and writes cost nothing and would each go through the
-    mode (about a microsecond each, two per parameter: a profile showed a 12-parameter
-    ``zero_grad`` at 100 µs, ten times its cost). torch's own method goes back at the stop, and
+    mode (about a microsecond each, two per parameter: a 100-parameter ``zero_grad`` read 925 µs
+    over three steps, against 131 µs without FLOPs). torch's own method goes back at the stop, and
     while any thread runs compiled code (:meth:`OutsideRecorder.compiled_code_starts`)."""
 
     def __init__(self, owner: type, name: str, original: Any, ours: Any) -> None:
