@@ -314,6 +314,87 @@ def test_a_compiled_optimizer_step_compiles_nothing_again(fresh_dynamo):
     assert "aten::addcdiv_" in prof.unsupported_ops and any("torch.compile'd function" in w for w in prof.summary["warnings"])
 
 
+class Stepped(nn.Module):
+    """A module with its own ``training_step``, as a LightningModule has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, x, y):
+        return nn.functional.cross_entropy(self(x), y)
+
+
+@pytest.mark.parametrize("flops", [True, False])
+def test_compiled_bound_methods_as_lightning_compiles_them_compile_nothing_again(fresh_dynamo, flops):
+    # Lightning compiles a module's forward and training_step as bound methods: Dynamo inlines the
+    # module's _call_impl into training_step's frame and guards on torch's global hook tables
+    # there. With torchprof's hooks in them each profiled step compiled again (3 steps: +3 graphs;
+    # past 8 Dynamo gave up and ran training_step eagerly for the rest of the process).
+    from torch._dynamo.utils import counters
+
+    torch.manual_seed(0)
+    model = Stepped()
+    model.forward = torch.compile(model.forward, backend="eager")
+    model.training_step = torch.compile(model.training_step, backend="eager")
+    opt = torch.optim.AdamW(model.parameters())
+    x, y = torch.randn(8, 16), torch.randint(0, 4, (8,))
+
+    def step():
+        model.training_step(x, y).backward()
+        opt.step()
+        opt.zero_grad()
+
+    step()
+    step()
+    before = dynamo_counts()
+    frames = dict(counters["frames"])
+    with torchprof.Profiler(flops=flops) as prof:
+        for _ in range(3):
+            step()
+    step()
+    assert dynamo_counts() == before and dict(counters["frames"]) == frames
+    assert not torch.nn.modules.module._global_forward_hooks and not torch.nn.modules.module._global_forward_pre_hooks
+    assert prof.df.loc["profile", "calls"] == 1
+    if flops:  # the compiled function ran outside every module: its calls there are unknown, said why
+        assert math.isnan(prof.df.loc["profile", "flops"])
+        assert any("torch.compile'd function ran outside" in w for w in prof.summary["warnings"])
+
+
+class Breaking(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.lin(x)
+        torch._dynamo.graph_break()
+        return y.relu()
+
+
+@pytest.mark.slow
+def test_a_graph_break_inside_a_compiled_models_layer_keeps_the_layers_path(inductor_cache):
+    # The layer runs eagerly in the graph break: its own range holds its graph, whose kernels are
+    # named below it (while compiled code runs the hooks stay in torch's tables for a compiled
+    # model's own call; out of them, the layer's range was lost and its Linear read "Net.lin").
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), Breaking(), nn.Linear(8, 2))
+    compiled = torch.compile(model)
+    x = torch.randn(3, 4)
+    compiled(x).sum().backward()
+    compiled(x).sum().backward()
+    before = dynamo_counts()
+    with torchprof.Profiler() as prof:
+        compiled(x).sum().backward()
+    assert dynamo_counts() == before
+    df = prof.df
+    assert {"Sequential.1", "Sequential.1.lin"} <= set(df.index), sorted(i for i in df.index if "::" not in i)
+    assert "Sequential.lin" not in df.index
+
+
 @pytest.mark.slow
 def test_a_compiled_model_in_an_optimizer_closure_leaves_the_step_unknown_never_short(inductor_cache):
     # The step's own work was not told apart from the compiled graphs inside its closure: its

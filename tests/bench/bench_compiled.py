@@ -1,12 +1,16 @@
 """What profiling a ``torch.compile``d model costs, measured side by side in one run.
 
-    .venv/bin/python tests/bench/bench_compiled.py [--rounds 201] [--cold-rounds 3] [--threads 1] [--torch-first]
+    .venv/bin/python tests/bench/bench_compiled.py [--rounds 201] [--stack-rounds 51] [--cold-rounds 3] [--threads 1] [--torch-first]
 
-For a small CNN and a transformer block (Inductor on the CPU), each training step in a ``with``
-block under ``torchprof.Profiler()``, a bare ``torch.profiler.profile()`` (its defaults, which are
-what torchprof's default records: no shapes) and no profiler; each round runs every variant once,
+For a small CNN, a transformer block and a stack of four wider blocks (Inductor on the CPU; the
+stack's step takes milliseconds, as a real model's does, where the small ones' take about one),
+each training step in a ``with``
+block under ``torchprof.Profiler()``, ``torchprof.Profiler(flops=False)`` (the layers' time
+without noting the step for its FLOPs), a bare ``torch.profiler.profile()`` (its defaults, which
+are what torchprof's default records: no shapes) and no profiler; each round runs every variant once,
 shuffled; medians of the wall time and of the process's CPU time of ``with <profiler>(): step()``
-(the profiler's construction included) are printed with the ratio torchprof / torch.profiler:
+(the profiler's construction included) are printed with the ratio torchprof / torch.profiler and
+what torchprof adds to torch.profiler's wall time, in ms:
 
 1. **warm:** the model compiled and warmed up before the block (steady-state profiling);
 2. **cold:** the first step after ``torch._dynamo.reset()``, which compiles inside the block
@@ -59,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=201,
                         help="warm rounds (a warm step takes milliseconds: many rounds keep the medians steady)")  # fmt: skip
     parser.add_argument("--cold-rounds", type=int, default=3)
+    parser.add_argument("--stack-rounds", type=int, default=51, help="warm rounds of the wider stack (its step is slower)")
     parser.add_argument("--torch-first", action="store_true",
                         help="start kineto with a torch.profiler session before torchprof's first (kineto then keeps "
                              "logging, and torchprof swaps fd 2 around each start and stop); by default torchprof's "
@@ -83,8 +88,16 @@ def main() -> None:
         "no profiler": lambda: None,
         "torch.profiler": lambda: profile(activities=[ProfilerActivity.CPU]),
         "torchprof": lambda: torchprof.Profiler(),
+        # What noting the step for its FLOPs costs (root calls, the loss, the optimizer step):
+        # the layers' time alone.
+        "flops=False": lambda: torchprof.Profiler(flops=False),
     }
-    cases = {"SmallCNN (2x3x32x32)": (SmallCNN, (2, 3, 32, 32)), "transformer block (4x32x32)": (Block, (4, 32, 32))}
+    cases = {
+        "SmallCNN (2x3x32x32)": (SmallCNN, (2, 3, 32, 32), args.rounds),
+        "transformer block (4x32x32)": (Block, (4, 32, 32), args.rounds),
+        "4 blocks, d=128 (4x64x128)": (lambda: torch.nn.Sequential(*(Block(128, 8) for _ in range(4))), (4, 64, 128),
+                                       args.stack_rounds),
+    }
     # Which session starts kineto decides how it logs for the whole process (docs/limits.md):
     # decided here, before any timed round, not by whichever variant a shuffle puts first.
     with profile(activities=[ProfilerActivity.CPU]) if args.torch_first else torchprof.Profiler():
@@ -95,8 +108,8 @@ def main() -> None:
 
     print("kineto:", "silent (set by torchprof's first start)" if quiet._kineto_silent == [True]
           else "logging (fd 2 swapped around torch's start and stop)")  # fmt: skip
-    print(f"{'model':28} {'step':6} {'variant':15} {'wall ms':>9} {'ratio':>6} {'CPU ms':>9} {'ratio':>6}")
-    for label, (make, shape) in cases.items():
+    print(f"{'model':28} {'step':6} {'variant':15} {'wall ms':>9} {'ratio':>6} {'added':>7} {'CPU ms':>9} {'ratio':>6}")
+    for label, (make, shape, rounds) in cases.items():
         torch.manual_seed(0)
         model = make()
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -114,13 +127,14 @@ def main() -> None:
 
         compile_model()
         step()  # compiles (Inductor's caches now hold this model's graphs)
-        results = {"warm": timed(variants, step, args.rounds, skip=10)}
+        results = {"warm": timed(variants, step, rounds, skip=10)}
         if args.cold_rounds > 0:
             results["cold"] = timed(variants, step, args.cold_rounds, skip=0, before=compile_model)
         for kind, medians in results.items():
             base_wall, base_cpu = medians["torch.profiler"]
             for name, (wall, cpu) in medians.items():
-                print(f"{label:28} {kind:6} {name:15} {wall * 1e3:9.2f} {wall / base_wall:6.2f} {cpu * 1e3:9.2f} {cpu / base_cpu:6.2f}")
+                added = (wall - base_wall) * 1e3
+                print(f"{label:28} {kind:6} {name:15} {wall * 1e3:9.2f} {wall / base_wall:6.2f} {added:7.2f} {cpu * 1e3:9.2f} {cpu / base_cpu:6.2f}")
         compile_model()
         step()
         step()

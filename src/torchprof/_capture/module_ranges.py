@@ -23,6 +23,7 @@ from .thread_stacks import CallStack, every_thread_recorded, recorded_where_star
 if TYPE_CHECKING:
     import torch
 
+    from .compiled_entry import CompiledEntry
     from .replay import CallRecorder
 
 
@@ -65,6 +66,7 @@ class ModuleTracker:
         self.first_fault: str | None = None
         self.paused = False
         """Out of torch's tables for a schedule's idle steps (show() keeps them out)."""
+        self._hiding: set[int] = set()  # threads in compiled code the hooks stay out of the tables for
         self._graph_module = _graph_module()
         if model is not None:
             self.names.add_root(model)
@@ -75,9 +77,11 @@ class ModuleTracker:
         return self.names.problems
 
     # -- install / remove ---------------------------------------------------------------------
-    def install(self, every_thread: bool = True) -> None:
+    def install(self, every_thread: bool = True, entry: CompiledEntry | None = None) -> None:
         """Install the hooks. ``every_thread``: torch's profiler records module ranges on every
-        thread; otherwise only where it runs, which each thread asks on its first module call."""
+        thread; otherwise only where it runs, which each thread asks on its first module call.
+        ``entry``: the session's watch of compiled code (the hooks stay out of torch's tables
+        while compiled code runs)."""
         import torch
         from torch._C._profiler import _RecordFunctionFast
 
@@ -90,6 +94,8 @@ class ModuleTracker:
         try:
             hooks.attach(self)
             compiled_calls.attach(hooks)
+            if entry is not None:
+                entry.listeners.append(self)
         except BaseException:
             run_all([self.remove, self.scrub])
             raise
@@ -136,8 +142,29 @@ class ModuleTracker:
             global_hooks.GLOBAL_HOOKS.hide()
 
     def show(self) -> None:
-        if global_hooks.GLOBAL_HOOKS.owner is self and not self.paused:
+        if global_hooks.GLOBAL_HOOKS.owner is self and not self.paused and not self._hiding:
             global_hooks.GLOBAL_HOOKS.show()
+
+    # Compiled code guards on the global hook tables wherever Dynamo inlined a module's _call_impl
+    # (a module called inside a compiled function, where it could not treat it as a layer: a
+    # Lightning module's compiled forward inside its compiled training_step): with our hooks in
+    # them, every call compiled again. They are out of the tables while a thread runs compiled
+    # code it entered other than through a torch.compile'd model's own call (whose layers are
+    # called inside its graphs, and whose graph breaks' eager module calls keep their ranges);
+    # module calls run eagerly meanwhile (a compiled function's graph breaks) get no range.
+    def compiled_code_starts(self, thread: int, first: bool) -> None:
+        if not first:
+            return
+        stack = getattr(self._local, "stack", None)
+        if stack and id(stack[-1][0]) in self.names.wrapper_of:
+            return  # a torch.compile'd model's call: its hooks ran, its range is open
+        self._hiding.add(thread)
+        self.hide()
+
+    def compiled_code_ends(self, thread: int, any_left: bool) -> None:
+        if thread in self._hiding:
+            self._hiding.discard(thread)
+            self.show()
 
     def pause(self) -> bool:
         """Take the hooks out while nothing is recorded (a schedule's idle steps), so module calls

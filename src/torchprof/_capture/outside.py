@@ -14,7 +14,7 @@ the step's own torch calls (a functional loss, its scaling, ``.sum()`` of an out
   so the mode goes on once the block's first root call or step has returned (a model compiled in
   the block compiles at its first call, without it), and is taken off for good when a
   compilation starts or compiled code is entered while it is on (a compiled function called
-  outside every module: :class:`_CompiledEntry`); calls outside modules then stay of unknown
+  outside every module: :mod:`.compiled_entry`); calls outside modules then stay of unknown
   cost. A compiled model's own code runs inside its root call, where the mode is off.
 
 Nothing here raises into the user's code: what cannot be noted makes those FLOPs unknown.
@@ -32,6 +32,7 @@ from typing import Any
 
 from .._records import ReplayRun
 from .._vocab import OPTIMIZER_CLOSURE
+from .compiled_entry import CompiledEntry
 from .replay import (
     TensorSpec,
     _backward_roots,
@@ -171,7 +172,6 @@ class OutsideRecorder:
         self._closure_steps: dict[int, Any] = {}  # id(optimizer) -> the optimizer, while its closure step runs
         self._closure_compiled: set[int] = set()  # id(optimizer) whose closure ran a compiled model
         self._step_hooks: list[tuple[dict[int, Any], int, Any]] = []  # (torch's table, id, hook) of our step hooks
-        self._in_compiled: set[int] = set()  # threads running compiled code (our step hooks are out of the tables meanwhile)
         self._hooks_out = False
         self._removed = False
         self._unnoted: list[_Unnoted] = []  # zero_grad run with the mode off
@@ -189,15 +189,16 @@ class OutsideRecorder:
         self._owner_thread = 0
 
     # -- install / remove -------------------------------------------------------------------------
-    def install(self, recording: Callable[[], bool] | None = None) -> None:
+    def install(self, recording: Callable[[], bool] | None = None, entry: CompiledEntry | None = None) -> None:
         """Start noting optimizer steps and calls outside modules. ``recording``: whether the
         profiler records now (a schedule's waits and warm-ups are not noted); None: always.
 
         Dynamo guards on the torch function mode stack: compiled code entered with the mode on
         would be compiled again. A compiled model's code runs inside its root call, where the
         mode is off; compiled code entered outside every module (a compiled function, an
-        ``optimize`` context) takes the mode off for good first (:class:`_CompiledEntry`), and
-        the calls outside modules are then unknown."""
+        ``optimize`` context) takes the mode off for good first (``entry``, the session's watch of
+        Dynamo's switch into compiled code: :mod:`.compiled_entry`), and the calls outside modules
+        are then unknown."""
         import threading
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -209,14 +210,11 @@ class OutsideRecorder:
             if table is not None:
                 self._step_hooks.append((table, handle.id, table[handle.id]))
         self._owner_thread = threading.get_ident()
-        eval_frame = sys.modules.get("torch._dynamo.eval_frame")
-        if eval_frame is not None:
-            entry = _CompiledEntry.watch(eval_frame, self)
-            if entry is None and _compiled_anything():
-                self.calls_skip = "torch.compile has compiled code in this process (noting these calls would make it compile again)"
-                return
-            if entry is not None:
-                self._handles.append(entry)
+        if entry is None and _compiled_anything():
+            self.calls_skip = "torch.compile has compiled code in this process (noting these calls would make it compile again)"
+            return
+        if entry is not None:
+            entry.listeners.append(self)
         self._mode = _make_mode(self)
         self._depth = self._torch._C._len_torch_function_stack()
         torch = self._torch
@@ -280,12 +278,18 @@ class OutsideRecorder:
     # -- while compiled code runs: our step hooks out of torch's tables ------------------------------
     # A compiled optimizer step (``torch.compile(opt.step)``) reads torch's global step-hook tables:
     # with our hooks in them Dynamo traced them and compiled new graphs. They are out of the tables
-    # while any thread runs compiled code (see _CompiledEntry); a step run meanwhile is not noted
+    # while any thread runs compiled code (see .compiled_entry); a step run meanwhile is not noted
     # (its FLOPs are then unknown: the replays fall short of the steps that ran). torch's own
     # zero_grad goes back in its place meanwhile too (compiled code may have looked it up).
-    def compiled_code_starts(self, thread: int) -> None:
-        self._in_compiled.add(thread)
-        if self._hooks_out or self._removed:
+    def compiled_code_starts(self, thread: int, first: bool) -> None:
+        if self._removed:
+            return
+        if self._on and thread == self._owner_thread:
+            # Compiled code entered outside every module with the mode on: Dynamo would find it on
+            # the stack (and compile again); it comes off for good.
+            self._give_up("a torch.compile'd function ran outside every module (noting calls there would make it compile again)")
+            self._pop()
+        if self._hooks_out:
             return
         self._hooks_out = True
         for table, key, _ in self._step_hooks:
@@ -293,9 +297,8 @@ class OutsideRecorder:
         for unnoted in self._unnoted:
             unnoted.put_back()
 
-    def compiled_code_ends(self, thread: int) -> None:
-        self._in_compiled.discard(thread)
-        if not self._hooks_out or self._in_compiled or self._removed:
+    def compiled_code_ends(self, thread: int, any_left: bool) -> None:
+        if not self._hooks_out or any_left or self._removed:
             return
         self._hooks_out = False
         for table, key, hook in self._step_hooks:
@@ -556,51 +559,6 @@ class _Unnoted:
     def remove(self) -> None:
         self.put_back()
         self._ours = None  # (take_over after the stop finds nothing to put in)
-
-
-class _CompiledEntry:
-    """Dynamo's switch into compiled code (``eval_frame._maybe_set_eval_frame``, through which
-    every ``torch.compile`` wrapper and ``optimize`` context turns it on), watched while a
-    Profiler notes calls outside modules: turned on from the profiling thread with the mode on
-    the stack, it takes the mode off first, for good (see :meth:`OutsideRecorder.install`); and
-    while any thread runs compiled code, the optimizer step hooks are out of torch's tables
-    (:meth:`OutsideRecorder.compiled_code_starts`). Turned off (None): that thread left it."""
-
-    def __init__(self, eval_frame: Any, original: Any, ours: Any) -> None:
-        self._eval_frame, self._original, self._ours = eval_frame, original, ours
-
-    @staticmethod
-    def watch(eval_frame: Any, recorder: OutsideRecorder) -> _CompiledEntry | None:
-        """Watch the switch; None where this torch has none to watch."""
-        import threading
-
-        original = eval_frame.__dict__.get("_maybe_set_eval_frame")
-        if original is None or getattr(original, "torchprof_watch", False):
-            return None
-        get_ident = threading.get_ident
-
-        def _maybe_set_eval_frame(callback: Any) -> Any:
-            try:
-                thread = get_ident()
-                if callback is None:  # compiled code left (torch's wrappers switch it on again with the one they found)
-                    recorder.compiled_code_ends(thread)
-                else:
-                    if recorder._on and thread == recorder._owner_thread:
-                        recorder._give_up("a torch.compile'd function ran outside every module (noting calls there "
-                                          "would make it compile again)")  # fmt: skip
-                        recorder._pop()
-                    recorder.compiled_code_starts(thread)
-            except Exception:  # noqa: BLE001 - never in the way of the user's compiled call
-                pass
-            return original(callback)
-
-        _maybe_set_eval_frame.torchprof_watch = True  # type: ignore[attr-defined]
-        eval_frame._maybe_set_eval_frame = _maybe_set_eval_frame
-        return _CompiledEntry(eval_frame, original, _maybe_set_eval_frame)
-
-    def remove(self) -> None:
-        if self._eval_frame.__dict__.get("_maybe_set_eval_frame") is self._ours:
-            self._eval_frame._maybe_set_eval_frame = self._original
 
 
 class _Callback:

@@ -23,6 +23,7 @@ from .._errors import TraceError
 from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
 from .._traces.rewrite import restore_names, retime_device_work
 from . import compiled, compiled_warm, kernels
+from .compiled_entry import CompiledEntry
 from .distributed import ddp_buckets
 from .interrupts import hold, lifecycle, release, run_all
 from .kineto import device_times, event_names, names_kineto_mangles, result_columns, save_trace
@@ -246,12 +247,15 @@ class CaptureSession:
             self._torch_on = True
             with quiet_torch_switch(decide=opts.schedule is None and not opts.first_step):
                 _start_torch(self._torch_profile)
-            self._tracker.install(every_thread=self._every_thread)
+            entry = CompiledEntry.watch()  # (None while Dynamo is not imported: nothing was compiled)
+            if entry is not None:
+                undo.append(entry.remove)
+            self._tracker.install(every_thread=self._every_thread, entry=entry)
             self._follow_schedule()
             if self._calls is not None:
                 # Optimizer steps and calls outside every module, for the whole step's FLOPs.
                 self._calls.outside = OutsideRecorder(self._calls.spec)
-                self._calls.outside.install(self._recording if opts.schedule is not None else None)
+                self._calls.outside.install(self._recording if opts.schedule is not None else None, entry)
                 if opts.schedule is not None:  # which step each call was in: a step's work is matched to its own
                     self._calls.step_of = self._calls.outside.step_of = lambda: self.step_num
             if opts.memory:

@@ -1,0 +1,87 @@
+"""Dynamo's switch into compiled code, watched while a Profiler runs.
+
+Every ``torch.compile`` wrapper and ``optimize`` context turns compiled code on through
+``torch._dynamo.eval_frame._maybe_set_eval_frame(callback)`` and off again with ``None`` (a
+``disable``'d function inside compiled code turns it off through torch's C function and back on
+through this one, so it stays "in compiled code" here).
+
+Compiled code checks guards on what its frames read when they were compiled, and some of it reads
+torch's global tables that torchprof's hooks sit in: a module called inside a compiled function
+whose ``_call_impl`` Dynamo inlined reads the global module hook tables (a Lightning module with
+its ``forward`` and ``training_step`` compiled each), a compiled optimizer step reads the step
+hook tables. With torchprof's hooks in them every call would fail its guard and compile again.
+So while any thread runs compiled code, each listener takes its entries out of those tables
+(:meth:`compiled_code_starts`), and puts them back when no thread does any more.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Protocol
+
+
+class Listener(Protocol):
+    def compiled_code_starts(self, thread: int, first: bool) -> None:
+        """``first``: that thread was not in compiled code (a ``disable``'d function's return, or a
+        compiled call nested in a graph break's eager code, switches it on again)."""
+
+
+    def compiled_code_ends(self, thread: int, any_left: bool) -> None:
+        """``any_left``: another thread is still in compiled code."""
+
+
+class CompiledEntry:
+    """The watch: ``listeners`` are told each switch, ``threads`` are those in compiled code."""
+
+    def __init__(self, eval_frame: Any, original: Any) -> None:
+        self._eval_frame, self._original = eval_frame, original
+        self._ours: Any = None
+        self.listeners: list[Listener] = []
+        self.threads: set[int] = set()
+
+    @staticmethod
+    def watch() -> CompiledEntry | None:
+        """Watch the switch; None where Dynamo is not imported (nothing compiled yet: a compile
+        imports it) or this torch has no such switch."""
+        eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+        original = getattr(eval_frame, "__dict__", {}).get("_maybe_set_eval_frame")
+        if original is None or getattr(original, "torchprof_watch", False):
+            return None
+        entry = CompiledEntry(eval_frame, original)
+        get_ident = threading.get_ident
+
+        def _maybe_set_eval_frame(callback: Any) -> Any:
+            try:
+                thread = get_ident()
+                if callback is None:  # that thread left compiled code
+                    entry.threads.discard(thread)
+                    for listener in list(entry.listeners):
+                        _tell(listener.compiled_code_ends, thread, bool(entry.threads))
+                else:
+                    first = thread not in entry.threads
+                    entry.threads.add(thread)
+                    for listener in list(entry.listeners):
+                        _tell(listener.compiled_code_starts, thread, first)
+            except Exception:  # noqa: BLE001 - never in the way of the user's compiled call
+                pass
+            return original(callback)
+
+        _maybe_set_eval_frame.torchprof_watch = True  # type: ignore[attr-defined]
+        eval_frame._maybe_set_eval_frame = _maybe_set_eval_frame  # type: ignore[union-attr]
+        entry._ours = _maybe_set_eval_frame
+        return entry
+
+    def remove(self) -> None:
+        """Put torch's switch back (a no-op once done); the listeners are told nothing more."""
+        self.listeners.clear()
+        if self._ours is not None and self._eval_frame.__dict__.get("_maybe_set_eval_frame") is self._ours:
+            self._eval_frame._maybe_set_eval_frame = self._original
+        self._ours = None
+
+
+def _tell(fn: Any, *args: Any) -> None:
+    try:  # noqa: SIM105 - not contextlib.suppress: this runs at every entry into compiled code
+        fn(*args)
+    except Exception:  # noqa: BLE001 - one listener's failure stops neither the others nor the call
+        pass
