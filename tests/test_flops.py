@@ -52,7 +52,9 @@ def profiled(fn, replay_exact: bool = True) -> torchprof.Profiler:
     checking that the default capture, which records no shapes and replays the root modules'
     calls on data-free copies, counts the same FLOPs and MACs on every row inside a layer, and
     lists as unknown every op with FLOPs outside one. ``replay_exact=False``: a layer the replay
-    cannot reproduce, whose ops must then all be listed as of unknown cost."""
+    cannot reproduce, whose ops must then all be listed as of unknown cost. ``fn`` runs once
+    first, so both profiles see the same state (gradients there to add into, or not)."""
+    fn()
     with torchprof.Profiler(shapes=True) as recorded:
         fn()
     with torchprof.Profiler() as replayed:

@@ -701,6 +701,61 @@ def test_a_module_passed_as_an_argument_is_replayed_as_a_copy_never_run_itself()
     assert int(teacher[0].num_batches_tracked) == counted  # reading the profile ran nothing of the user's
 
 
+class MadeInForward(nn.Module):
+    """Modules made inside the forward, a fresh one per call, as Hugging Face's sequence
+    classifiers make their loss (and DistilBERT its ReLU)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.out = nn.Linear(16, 8), nn.Linear(8, 4)
+
+    def forward(self, x, y):
+        h = nn.ReLU()(self.fc(x))
+        return nn.CrossEntropyLoss()(self.out(h), y)
+
+
+def test_modules_made_inside_a_forward_are_one_row_under_their_caller_and_counted():
+    # Each was a root per instance (CrossEntropyLoss, CrossEntropyLoss#2 for the second
+    # micro-batch), never replayed with its caller: the whole model read NaN, with no warning.
+    # Unheld, a later one could also take a freed one's id and its name (CE's ops under ReLU).
+    torch.manual_seed(0)
+    model, x, y = MadeInForward(), torch.randn(8, 16), torch.randint(0, 4, (8,))
+
+    def run():
+        for _ in range(2):  # micro-batches: a fresh loss module each
+            model(x, y).backward()
+
+    run()
+    replayed, recorded = both(run)
+    for prof in (replayed, recorded):
+        df = prof.df
+        assert df.loc["MadeInForward.(CrossEntropyLoss)", "calls"] == 2 and df.loc["MadeInForward.(ReLU)", "calls"] == 2
+        assert not any(path.startswith(("CrossEntropyLoss", "ReLU")) for path in df.index)
+        assert not any(path.startswith("MadeInForward.(ReLU)/aten::cross_entropy") for path in df.index)
+    assert layer_rows(replayed) == layer_rows(recorded) and not replayed.unsupported_ops
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"] > 0
+
+
+def test_calls_before_the_first_module_call_and_in_a_block_without_modules_are_counted():
+    # The noting mode went on only once a root call or a step had returned: an input normalised
+    # before the model, or a block with no module at all, read NaN with nothing said.
+    torch.manual_seed(0)
+    lin, x, a = nn.Linear(16, 16), torch.randn(8, 16), torch.randn(32, 32)
+
+    def normalised():
+        lin((x - x.mean(0)) / x.std(0)).sum().backward()
+
+    def bare():
+        (a @ a).relu().sum()
+
+    for run in (normalised, bare):
+        run()  # gradients there in both profiles
+        replayed, recorded = both(run)
+        got, want = replayed.df, recorded.df
+        assert got.loc["profile", "flops"] == want.loc["profile", "flops"] > 0, run.__name__
+        assert not replayed.unsupported_ops and not replayed.summary.get("warnings")
+
+
 def test_an_argument_object_that_changes_at_every_call_is_unknown_past_the_signatures_kept():
     class Counter:
         def __init__(self) -> None:
@@ -992,6 +1047,7 @@ def test_the_users_global_hooks_and_anomaly_mode_stay_out_of_the_replay():
     def run():
         model(x).sum().backward()
 
+    run()  # gradients there in both profiles
     handle = nn.modules.module.register_module_forward_hook(reads_values)
     try:
         with torch.autograd.detect_anomaly():
@@ -1002,6 +1058,8 @@ def test_the_users_global_hooks_and_anomaly_mode_stay_out_of_the_replay():
     finally:
         handle.remove()
     assert rows == layer_rows(recorded) and not replayed.summary.get("warnings")
+    # The loss's sum outside the model, whose backward anomaly mode checks too (was NaN, unsaid).
+    assert replayed.df.loc["profile", "flops"] == recorded.df.loc["profile", "flops"] > 0
     assert not torch.is_anomaly_enabled()
 
 

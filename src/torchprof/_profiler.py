@@ -363,6 +363,7 @@ class Profiler:
             notes += [replay_note(path, why) for path, why in problems.items()]
             notes += _unmapped_notes(builder, session.unmapped_compiled())
             notes += [note for note in (comm_note(builder.comm), unreached) if note]
+            notes += _unexplained_unknown_flops(tree, notes, opts.shapes) if builder.want_flops else []
             if notes:
                 meta["warnings"] = notes
             return tree
@@ -439,6 +440,22 @@ def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
     ids = sorted({key.rsplit(" ", 1)[0] for key in builder.compiled.unmapped})
     return [f"torch.compile'd graph {cid} has no layer map ({reasons.get(cid, 'compiled with no layer map kept')}): "
             "its time stays on the module that ran it and its FLOPs are unknown (NaN)" for cid in ids]  # fmt: skip
+
+
+def _unexplained_unknown_flops(tree: Any, notes: list[str], shapes: bool) -> list[str]:
+    """FLOPs read NaN only with a note saying why: where no note above speaks of FLOPs (those name
+    the cause torchprof knows), one naming the ops of unknown cost, or saying that some are."""
+    if any("FLOPs" in note for note in notes):
+        return []
+    flops = tree.columns.get("flops") or []
+    if not any(value != value for value in flops):  # no NaN (NaN != NaN)
+        return []
+    ops = sorted(tree.unsupported_ops.items(), key=lambda item: (-item[1], item[0]))
+    named = ", ".join(f"{name} ({calls} call{'s' if calls != 1 else ''})" for name, calls in ops[:5])
+    more = f" and {len(ops) - 5} more (prof.unsupported_ops lists them)" if len(ops) > 5 else ""
+    what = f"ops of unknown cost ran: {named}{more}" if ops else "ops ran that torchprof could not count"
+    hint = "" if shapes else " Profiler(shapes=True) counts ops from the shapes recorded during the run instead."
+    return [f"FLOPs are unknown (NaN) where {what}: the rows that hold them, and the rows above those, read NaN.{hint}"]
 
 
 def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:

@@ -55,6 +55,7 @@ class ModuleNames:
         self._taken: set[str] = set()  # root labels in use
         self._op_args: dict[str, dict[str, Any] | None] = {}
         self._input_shapes: dict[str, list] = {}
+        self._made: list[Any] = []  # modules named where they were made (see _made_in_call)
         self.wrapper_of: dict[int, Any] = {}
         """id(model) -> the torch.compile wrapper around it (whose label the model takes)."""
         self.transformed: set[str] = set()
@@ -78,7 +79,7 @@ class ModuleNames:
         if path is None:
             path = self._path_under_root(module)
             if path is None:
-                path = self.add_root(module)
+                path = self._made_in_call(module, stack) or self.add_root(module)
             path = safe_text(path)
         named = (path, module_range_name(path, safe_text(type(module).__name__)))
         self.cache[(id(stack[-1][0]) if stack else id(None), id(module))] = named
@@ -118,6 +119,18 @@ class ModuleNames:
             return None
         root, label, _ = roots[min(found, key=lambda rid: roots[rid][2])]
         return label if root is module else f"{label}.{self.graph.relative_name(root, module)}"
+
+    def _made_in_call(self, module: Any, stack: list) -> str | None:
+        """The path of a module no model holds, called inside a running module's call, where it
+        was made (a loss's ``CrossEntropyLoss()(logits, labels)`` or ``nn.ReLU()(x)`` inside a
+        forward: a fresh one per call): its caller's path and its class, ``Net.(CrossEntropyLoss)``.
+        Each new one is that row again (it was a root per instance, ``CrossEntropyLoss#2`` for the
+        second micro-batch), and a replay of its caller, which makes its own, names it alike. A
+        module the user labelled stays a root."""
+        if not stack or self.label(module) is not None or _is_replica(module):
+            return None
+        self._made.append(module)  # held, as a root is: names are kept by id, which must stay its
+        return f"{stack[-1][1]}.({safe_text(type(module).__name__)})"
 
     def label(self, module: Any) -> str | None:
         """The ``labels=`` name of a root module; None (its class name is used) when there is none,

@@ -127,6 +127,8 @@ class CallSignature:
     count: int = 0
     steps: dict[int, int] = field(default_factory=dict)
     grad_outputs: set[int] = field(default_factory=set)
+    anomaly: bool = False
+    """Called in anomaly mode: its backward checks each gradient for NaN (ops the tree sees)."""
 
 
 _KEYED = frozenset((bool, int, float, str, type(None)))  # values a step's key holds as they are
@@ -187,6 +189,7 @@ class OutsideRecorder:
         self._on = False
         self._suspended = 0
         self._owner_thread = 0
+        self._watched = False
 
     # -- install / remove -------------------------------------------------------------------------
     def install(self, recording: Callable[[], bool] | None = None, entry: CompiledEntry | None = None) -> None:
@@ -227,10 +230,18 @@ class OutsideRecorder:
         if callbacks is not None:
             with contextlib.suppress(Exception):
                 self._handles.append(_Callback(callbacks.callback_handler, self._compile_starts))
-        # The mode goes on only once the first root module call or optimizer step has returned:
-        # a module compiled inside the block compiles at its first call, before anything is noted
-        # (Dynamo keeps the mode stack it saw at a frame's entry as a guard, before any hook of
-        # ours runs), and then nothing is noted at all (see _compile_starts).
+        self._watched = entry is not None
+
+    def begin(self) -> None:
+        """The block starts (the session's last step: no call of torchprof's own is noted). With
+        entries into compiled code watched, the mode goes on now: compiled code entered with it
+        on takes it off first (a compiled model's own call takes it off in its hooks before), so
+        calls before the block's first module call are noted too (an input normalised, a block
+        with no module at all). Unwatched (no Dynamo imported: torch's profiler start imports
+        it), it goes on only once the first root module call or optimizer step has returned: a
+        frame compiled meanwhile would keep the mode stack it saw as a guard."""
+        if self._watched:
+            self.resume()
 
     def remove(self) -> None:
         """Stop noting; each part runs even if one fails, and can be repeated."""
@@ -491,13 +502,14 @@ class OutsideRecorder:
                     key.append((type(leaf), leaf) if isinstance(leaf, (bool, int, float, str, type(None))) else (type(leaf), id(leaf)))
                     kept.append(leaf)
             autocast = tuple((dt, torch.get_autocast_dtype(dt)) for dt in ("cpu", "cuda") if torch.is_autocast_enabled(dt))
-            key.append(autocast)
+            anomaly = torch.is_anomaly_enabled() and torch.is_anomaly_check_nan_enabled()
+            key += (autocast, anomaly)
             sig = self.calls.get(tuple(key))
             if sig is None:
                 if len(self.calls) >= MAX_CALLS:
                     self.calls_skip = f"more than {MAX_CALLS} distinct calls outside modules"
                     return
-                sig = self.calls[tuple(key)] = CallSignature(func, spec, kept, bool(key[2]), autocast)
+                sig = self.calls[tuple(key)] = CallSignature(func, spec, kept, bool(key[2]), autocast, anomaly=anomaly)
             sig.count += 1
             step = self.step_of()
             sig.steps[step] = sig.steps.get(step, 0) + 1
@@ -679,7 +691,8 @@ def _replay_calls(calls: list[CallSignature], fake: bool, session_type: Any, opt
     """The calls outside modules, each as often as it ran, in one shape-recording profile (a
     profile of its own costs more than most calls); where that fails, one profile per call,
     so one call that cannot be replayed leaves the others known."""
-    if sum(call.count for call in calls) <= _ONE_PROFILE and all(_per_step(call.steps) is None for call in calls):
+    anomaly = {call.anomaly for call in calls}
+    if sum(call.count for call in calls) <= _ONE_PROFILE and all(_per_step(call.steps) is None for call in calls) and len(anomaly) == 1:
         tensors = _Tensors(fake)
         plan = [(call, made) for call in calls for made in _inputs(call, tensors, call.count)]
 
@@ -687,14 +700,15 @@ def _replay_calls(calls: list[CallSignature], fake: bool, session_type: Any, opt
             for call, (args, kwargs) in plan:
                 _call(call, args, kwargs, tensors)
 
-        together = _run(OUTSIDE, 1, "outside", all_calls, tensors, session_type, options_type)
+        together = _run(OUTSIDE, 1, "outside", all_calls, tensors, session_type, options_type, anomaly.pop())
         if together.error is None:
             return [together]
     runs = []
     for n, call in enumerate(calls):
         tensors = _Tensors(fake)
         ((args, kwargs),) = _inputs(call, tensors, 1)
-        run = _run(OUTSIDE, call.count, "outside", functools.partial(_call, call, args, kwargs, tensors), tensors, session_type, options_type)
+        run = _run(OUTSIDE, call.count, "outside", functools.partial(_call, call, args, kwargs, tensors), tensors, session_type, options_type,
+                   call.anomaly)  # fmt: skip
         run.signature, run.steps = n, _per_step(call.steps)
         runs.append(run)
     return runs
@@ -842,8 +856,13 @@ def _call(call: CallSignature, args: Any, kwargs: Any, tensors: _Tensors) -> Non
             torch.autograd.backward(outs, [torch.ones_like(t) for t in outs], inputs=tensors.made_by(args, kwargs) or None)
 
 
-def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _Tensors, session_type: Any, options_type: Any) -> ReplayRun:
-    """``body`` under a shape-recording session of its own, the user's state kept."""
+def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _Tensors, session_type: Any, options_type: Any,
+         anomaly: bool = False) -> ReplayRun:  # fmt: skip
+    """``body`` under a shape-recording session of its own, the user's state kept; with
+    ``anomaly``, in anomaly mode as the calls ran (its NaN checks answered "none": a tensor
+    without data has none)."""
+    import torch
+
     session = session_type(options_type(shapes=True, flops=True, replay=True), lambda *_: None)
     session.keeps_trace = False
     error: str | None = None
@@ -852,7 +871,7 @@ def _run(path: str, count: int, kind: str, body: Callable[[], None], tensors: _T
         try:
             session.start()
             started = True
-            with tensors.active():
+            with tensors.active(None, anomaly), torch.autograd.set_detect_anomaly(anomaly, check_nan=anomaly):
                 body()
         except Exception as exc:  # noqa: BLE001 - needs real values, or cannot run now: FLOPs unknown, said why
             error = (f"it cannot run without real data ({type(exc).__name__}: {_first_line(exc)}{_where(exc)})" if started

@@ -261,6 +261,8 @@ class CaptureSession:
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
+            if self._calls is not None and self._calls.outside is not None:
+                self._calls.outside.begin()
             self._t0 = self._step_mark = time.perf_counter()
         except BaseException:
             self.undo_start()
