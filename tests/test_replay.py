@@ -756,6 +756,24 @@ def test_calls_before_the_first_module_call_and_in_a_block_without_modules_are_c
         assert not replayed.unsupported_ops and not replayed.summary.get("warnings")
 
 
+def test_a_model_profiled_inside_an_except_block_is_counted():
+    # A fallback or retry runs the model while an exception is being handled: its calls were
+    # judged to have raised (root NaN, "a call of it raised an exception").
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)), torch.randn(4, 8)
+
+    def run():
+        model(x).sum().backward()
+
+    run()
+    try:
+        raise ValueError("the first try failed")
+    except ValueError:
+        replayed, recorded = both(run)
+    assert replayed.df.loc["Sequential", "flops"] == recorded.df.loc["Sequential", "flops"] > 0
+    assert not replayed.summary.get("warnings")
+
+
 def test_an_argument_object_that_changes_at_every_call_is_unknown_past_the_signatures_kept():
     class Counter:
         def __init__(self) -> None:

@@ -445,12 +445,12 @@ def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
 def _unexplained_unknown_flops(tree: Any, notes: list[str], shapes: bool) -> list[str]:
     """FLOPs read NaN only with a note saying why: where no note above speaks of FLOPs (those name
     the cause torchprof knows), one naming the ops of unknown cost, or saying that some are."""
-    if any("FLOPs" in note for note in notes):
+    ops = sorted(tree.unsupported_ops.items(), key=lambda item: (-item[1], item[0]))
+    if any("FLOPs" in note for note in notes) or (notes and not ops):  # (a note says why the profile is short)
         return []
     flops = tree.columns.get("flops") or []
-    if not any(value != value for value in flops):  # no NaN (NaN != NaN)
+    if len(flops) <= 1 or not any(value != value for value in flops):  # nothing ran, or no NaN (NaN != NaN)
         return []
-    ops = sorted(tree.unsupported_ops.items(), key=lambda item: (-item[1], item[0]))
     named = ", ".join(f"{name} ({calls} call{'s' if calls != 1 else ''})" for name, calls in ops[:5])
     more = f" and {len(ops) - 5} more (prof.unsupported_ops lists them)" if len(ops) > 5 else ""
     what = f"ops of unknown cost ran: {named}{more}" if ops else "ops ran that torchprof could not count"

@@ -32,48 +32,56 @@ class Listener(Protocol):
 
 
 class CompiledEntry:
-    """The watch: ``listeners`` are told each switch, ``threads`` are those in compiled code."""
+    """The watch: ``listeners`` are told each switch, ``threads`` are those in compiled code.
 
-    def __init__(self, eval_frame: Any, original: Any) -> None:
-        self._eval_frame, self._original = eval_frame, original
+    Made first and installed after (:meth:`install`), so that its undo (:meth:`remove`) can be
+    noted in between: an interrupt anywhere leaves torch's switch as it was, or removable."""
+
+    def __init__(self) -> None:
+        self._eval_frame: Any = None
+        self._original: Any = None
         self._ours: Any = None
         self.listeners: list[Listener] = []
         self.threads: set[int] = set()
 
-    @staticmethod
-    def watch() -> CompiledEntry | None:
-        """Watch the switch; None where Dynamo is not imported (nothing compiled yet: a compile
-        imports it) or this torch has no such switch."""
+    def install(self) -> bool:
+        """Watch the switch; False where Dynamo is not imported (nothing compiled yet: a compile
+        imports it) or this torch has no such switch. A watch an interrupted stop left in place
+        is replaced (its original is the one put back)."""
         eval_frame = sys.modules.get("torch._dynamo.eval_frame")
         original = getattr(eval_frame, "__dict__", {}).get("_maybe_set_eval_frame")
-        if original is None or getattr(original, "torchprof_watch", False):
-            return None
-        entry = CompiledEntry(eval_frame, original)
+        while original is not None and getattr(original, "torchprof_watch", False):
+            original = getattr(original, "torchprof_original", None)
+        if original is None:
+            return False
         get_ident = threading.get_ident
+        listeners, threads = self.listeners, self.threads
 
         def _maybe_set_eval_frame(callback: Any) -> Any:
             try:
                 thread = get_ident()
                 if callback is None:  # that thread left compiled code
-                    entry.threads.discard(thread)
-                    for listener in list(entry.listeners):
-                        _tell(listener.compiled_code_ends, thread, bool(entry.threads))
+                    threads.discard(thread)
+                    for listener in list(listeners):
+                        _tell(listener.compiled_code_ends, thread, bool(threads))
                 else:
-                    first = thread not in entry.threads
-                    entry.threads.add(thread)
-                    for listener in list(entry.listeners):
+                    first = thread not in threads
+                    threads.add(thread)
+                    for listener in list(listeners):
                         _tell(listener.compiled_code_starts, thread, first)
             except Exception:  # noqa: BLE001 - never in the way of the user's compiled call
                 pass
             return original(callback)
 
         _maybe_set_eval_frame.torchprof_watch = True  # type: ignore[attr-defined]
+        _maybe_set_eval_frame.torchprof_original = original  # type: ignore[attr-defined]
+        self._eval_frame, self._original, self._ours = eval_frame, original, _maybe_set_eval_frame
         eval_frame._maybe_set_eval_frame = _maybe_set_eval_frame  # type: ignore[union-attr]
-        entry._ours = _maybe_set_eval_frame
-        return entry
+        return True
 
     def remove(self) -> None:
-        """Put torch's switch back (a no-op once done); the listeners are told nothing more."""
+        """Put torch's switch back (a no-op once done, or where it was never installed); the
+        listeners are told nothing more."""
         self.listeners.clear()
         if self._ours is not None and self._eval_frame.__dict__.get("_maybe_set_eval_frame") is self._ours:
             self._eval_frame._maybe_set_eval_frame = self._original

@@ -8,6 +8,7 @@ themselves are :mod:`~torchprof._capture.global_hooks`' pair; the names come fro
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -218,7 +219,9 @@ class ModuleTracker:
             sig = self.calls.root_call(module, named[0], args, compiled)
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
-        stack.append([module, named[0], rf, 0, sig])
+        # (The exception being handled as the call starts: one that differs at its end is the
+        # forward's own, which torch's always-called hooks are run in the handler of.)
+        stack.append([module, named[0], rf, 0, sig, sys.exc_info()[1] if sig is not None else None])
         stack.calls += 1  # counted once its range is open: what the profile can hold
 
     def _new_stack(self) -> CallStack:
@@ -248,7 +251,7 @@ class ModuleTracker:
             entry[2].__exit__(None, None, None)
             if entry[0] is module:
                 if entry[4] is not None and entry[4] is not PASS_THROUGH and self.calls is not None:
-                    self.calls.root_output(entry[4], output)
+                    self.calls.root_output(entry[4], output, raised=sys.exc_info()[1] is not entry[5])
                 break
         if not stack and self.calls is not None:
             self.calls.root_ends()

@@ -496,11 +496,12 @@ class CallRecorder:
         leaf = t.is_leaf
         return TensorSpec(shape, stride, t.dtype, bool(t.requires_grad), t.device, leaf, leaf and bool(t.requires_grad) and t.grad is not None)
 
-    def root_output(self, sig: Signature, output: Any) -> None:
+    def root_output(self, sig: Signature, output: Any, raised: bool = False) -> None:
         """Watch which output tensors of a root call a gradient reaches (a tensor hook that
-        changes nothing, each output watched until its first gradient). Never raises."""
-        if sys.exc_info()[1] is not None:
-            return  # torch runs this hook in its handler of an exception the forward raised
+        changes nothing, each output watched until its first gradient). ``raised``: the forward
+        raised (torch runs this hook in its handler of the exception). Never raises."""
+        if raised:
+            return
         sig.returned += 1
         root = sig.root
         if root is not None and root.layout is None:

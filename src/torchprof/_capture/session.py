@@ -241,21 +241,21 @@ class CaptureSession:
             compiled.start_hiding(tracker)
             undo.append(kernels.stop)
             kernels.start()
-            entry = _warnings_filter(_COMPILE_HOOK_WARNING, _CYCLE_WARNING)
-            undo.append(lambda: _remove_filter(entry))
-            _add_filter(entry)
+            filter_entry = _warnings_filter(_COMPILE_HOOK_WARNING, _CYCLE_WARNING)
+            undo.append(lambda: _remove_filter(filter_entry))
+            _add_filter(filter_entry)
             self._torch_on = True
             with quiet_torch_switch(decide=opts.schedule is None and not opts.first_step):
                 _start_torch(self._torch_profile)
-            entry = CompiledEntry.watch()  # (None while Dynamo is not imported: nothing was compiled)
-            if entry is not None:
-                undo.append(entry.remove)
-            self._tracker.install(every_thread=self._every_thread, entry=entry)
+            watch = CompiledEntry()
+            undo.append(watch.remove)
+            compiled_entry = watch if watch.install() else None  # (None while Dynamo is not imported: nothing was compiled)
+            self._tracker.install(every_thread=self._every_thread, entry=compiled_entry)
             self._follow_schedule()
             if self._calls is not None:
                 # Optimizer steps and calls outside every module, for the whole step's FLOPs.
                 self._calls.outside = OutsideRecorder(self._calls.spec)
-                self._calls.outside.install(self._recording if opts.schedule is not None else None, entry)
+                self._calls.outside.install(self._recording if opts.schedule is not None else None, compiled_entry)
                 if opts.schedule is not None:  # which step each call was in: a step's work is matched to its own
                     self._calls.step_of = self._calls.outside.step_of = lambda: self.step_num
             if opts.memory:
