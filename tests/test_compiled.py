@@ -364,6 +364,54 @@ def test_compiled_bound_methods_as_lightning_compiles_them_compile_nothing_again
         assert any("torch.compile'd function ran outside" in w for w in prof.summary["warnings"])
 
 
+def test_a_model_with_a_compiled_part_says_why_its_flops_are_unknown(fresh_dynamo):
+    # Its eager layers are not replayed apart from its compiled ones: NaN came with no word.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    model[1] = torch.compile(model[1], backend="eager")
+    x = torch.randn(8, 16)
+    model(x).sum().backward()
+    with torchprof.Profiler() as prof:
+        model(x).sum().backward()
+    assert math.isnan(prof.df.loc["Sequential", "flops"])
+    assert any("FLOPs of Sequential are unknown: a part of it is torch.compile'd" in w for w in prof.summary["warnings"])
+
+
+@pytest.mark.slow
+def test_a_compiled_model_called_under_autocast_has_its_layer_map_and_nothing_on_stderr(inductor_cache, capfd):
+    # Its graph was traced under bf16 autocast and compiled again without it for the map: the
+    # relowering failed (a fake tensor's traceback on the user's stderr at the first read), and
+    # every FLOP count read NaN, shapes=True's too.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.LayerNorm(64), nn.ReLU(), nn.Linear(64, 4))
+    compiled = torch.compile(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 32)
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = compiled(x)
+        out.float().sum().backward()
+        opt.step()
+        opt.zero_grad()
+
+    step()
+    step()
+    profiles = []
+    for shapes in (False, True):
+        with torchprof.Profiler(shapes=shapes) as prof:
+            step()
+        capfd.readouterr()
+        prof.df  # the first read learns the map
+        assert capfd.readouterr().err == ""
+        profiles.append(prof)
+    default, recorded = (p.df for p in profiles)
+    # forward, the weight gradient, the bias gradient
+    assert default.loc["Sequential.0", "flops"] == recorded.loc["Sequential.0", "flops"] == 2 * (2 * 8 * 32 * 64) + 8 * 64
+    assert default.loc["profile", "flops"] == recorded.loc["profile", "flops"]
+    assert not profiles[0].summary.get("warnings")
+
+
 class Breaking(nn.Module):
     def __init__(self) -> None:
         super().__init__()

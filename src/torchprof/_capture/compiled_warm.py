@@ -194,7 +194,9 @@ def _relower(cid: str, gm: Any, stored: dict[bool, Any]) -> list[CompiledGraph]:
         # A graph compiled for inference (no_grad) is compiled again for inference.
         inference = False in stored and bool(stored[False].fx_kwargs.get("is_inference"))
         grad = torch.no_grad() if inference else contextlib.nullcontext()
-        with torch.random.fork_rng(devices=[]), grad, _relowering_config(stored), \
+        autocast = _autocast_of(gm, inputs)
+        amp = torch.autocast(autocast[0], dtype=autocast[1]) if autocast is not None else contextlib.nullcontext()
+        with torch.random.fork_rng(devices=[]), grad, amp, _relowering_config(stored), _torch_logs_quiet(), \
                 tracing(TracingContext(FakeTensorMode(shape_env=fake.fake_mode.shape_env))), \
                 compile_context(CompileContext(gm.meta["dynamo_compile_id"])):  # fmt: skip
             from torch._inductor.compile_fx import compile_fx
@@ -214,6 +216,45 @@ def _relower(cid: str, gm: Any, stored: dict[bool, Any]) -> list[CompiledGraph]:
             raise RuntimeError("compiling it again gave other kernels (Inductor's config changed since?)")
         graphs.append(compiled.graph_from(cid, backward, nodes, kernels))
     return graphs
+
+
+def _autocast_of(gm: Any, inputs: list[Any]) -> tuple[str, Any] | None:
+    """The autocast a graph was traced under, where the call ran inside ``torch.autocast`` (its
+    nodes compute in a half type its inputs are not in): (device type, dtype). None otherwise.
+    A wrong reading only fails the relowering's check of its kernels (the graph stays unmapped)."""
+    import torch
+
+    half = {torch.bfloat16, torch.float16}
+    given = {t.dtype for t in inputs if isinstance(t, torch.Tensor)}
+    made = set()
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value")
+        if isinstance(value, torch.Tensor) and value.dtype in half and value.dtype not in given:
+            made.add(value.dtype)
+    device = next((t.device.type for t in inputs if isinstance(t, torch.Tensor)), None)
+    return (device, made.pop()) if len(made) == 1 and device is not None else None
+
+
+@contextlib.contextmanager
+def _torch_logs_quiet() -> Iterator[None]:
+    """torch's own log records from this thread held back while it compiles again for the map
+    (a failure there, a fake tensor's, logs a traceback: the profile's warning says it instead)."""
+    import logging
+    import threading
+
+    me = threading.get_ident()
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not (record.thread == me and record.name.startswith("torch"))
+
+    handlers = [*logging.getLogger("torch").handlers, *logging.getLogger().handlers]
+    for handler in handlers:
+        handler.addFilter(keep)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(keep)
 
 
 def _copy_graph(gm: Any, placeholders: list[Any]) -> Any:

@@ -703,9 +703,14 @@ def replay(roots: list[RootCalls], session_type: Any, options_type: Any, fake: b
     with _replay_environment(recursion_limit):
         for root in roots:
             modules = modules_below(root.module)
-            if root.compiled or any(type(m).__name__ == "OptimizedModule" or m.__dict__.get("_compiled_call_impl") is not None
-                                    for m in modules):  # fmt: skip
-                continue  # its FLOPs (or its compiled parts') come from the compiled graphs' maps
+            if root.compiled:
+                continue  # its FLOPs come from the compiled graphs' maps
+            if any(type(m).__name__ == "OptimizedModule" or m.__dict__.get("_compiled_call_impl") is not None for m in modules):
+                # Its compiled parts' FLOPs come from their graphs' maps; a replay would run them
+                # eagerly, with other ops than their kernels.
+                runs.append(ReplayRun(path=root.path, count=0, error="a part of it is torch.compile'd, and its eager layers "
+                                      "are not replayed apart from its compiled ones"))  # fmt: skip
+                continue
             if root.skip is None and root.layout is not None and module_layout(root.module) != root.layout:
                 root.skip = ("it changed after it ran (a layer was replaced or a parameter resized before the profile "
                              "was first read), so a replay would count the new model, not the one that ran")  # fmt: skip
