@@ -127,3 +127,14 @@ def test_a_decomposed_op_without_autograd_counts_once_per_eager_call():
     for node in nodes.values():
         node.seq = 213
     assert total(CompiledGraph("0/0", False, nodes, kernels))[1] == 2 * 5 * 4 * 16
+
+
+def test_a_module_dynamo_saw_as_a_positional_argument_is_named_as_eager():
+    # A decorated forward (Hugging Face's) is compiled as a wrapper given ``self`` positionally:
+    # Dynamo names the model ``L['args'][0]``, and its rows read "Qwen2ForCausalLM.[0].model".
+    from torchprof._tree.compiled import _relative, _root_token
+
+    assert _relative("L['args'][0].model.layers._modules['0'].mlp") == "model.layers.0.mlp"
+    assert _relative("L['args'][0]") == ""
+    assert _root_token("L['args'][0].lm_head") == "L['args'][0]" != _root_token("L['args'][1].lm_head")
+    assert _relative("L['self']._modules['0']") == "0"

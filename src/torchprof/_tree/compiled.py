@@ -40,7 +40,9 @@ from . import flops as _flops
 NOT_COMPILED, REGION_ROLE, FORWARD_ROLE, BACKWARD_ROLE, GRAPH_ROLE, COMPILATION_ROLE = range(6)
 GRAPH_LEVEL = -1  # the plan's key for a graph's work that no kernel of its map runs
 _GENERATED_EVENT = re.compile(r"^graph_\d+_(cpp_.*)$")
-_DYNAMO_ROOT = re.compile(r"^[A-Z]\['[^']*'\]")
+# (A module passed positionally to a wrapper Dynamo compiled, as a decorated forward's ``self``
+# is, is ``L['args'][0]``: the index is part of the source, never a layer's name.)
+_DYNAMO_ROOT = re.compile(r"^[A-Z]\['[^']*'\](?:\[\d+\])*")
 _DYNAMO_ITEM = re.compile(r"\._modules\['([^']*)'\]|\['([^']*)'\]")
 _PASS_THROUGH = frozenset({"__self__", "_orig_mod", "__func__"})
 
@@ -363,7 +365,8 @@ def _root_token(fqn: str) -> str:
 
 def _relative(fqn: str) -> str:
     """Dynamo's module name as a ``named_modules()`` path: ``L['self'].block1.conv`` ->
-    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``. The way
+    ``block1.conv``; ``L['self']._modules['0']`` -> ``0``; ``L['model']`` -> ``""``;
+    ``L['args'][0].model`` -> ``model``. The way
     through a bound method (``model.compile()`` compiles ``self._call_impl``: ``__self__``) or
     ``torch.compile``'s wrapper (``_orig_mod``) is no module of its own."""
     rel = _DYNAMO_ROOT.sub("", fqn)
