@@ -364,6 +364,24 @@ def test_compiled_bound_methods_as_lightning_compiles_them_compile_nothing_again
         assert any("torch.compile'd function ran outside" in w for w in prof.summary["warnings"])
 
 
+def test_a_submodule_compiled_in_place_keeps_the_paths_of_eager(fresh_dynamo):
+    # model[0] = torch.compile(model[0]): torch.compile's wrapper holds it as _orig_mod, and its
+    # rows read "Sequential.0._orig_mod...".
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Sequential(nn.Linear(16, 32), nn.ReLU()), nn.Linear(32, 4))
+    x = torch.randn(8, 16)
+    with torchprof.Profiler() as eager:
+        model(x).sum().backward()
+    model[0] = torch.compile(model[0], backend="eager")
+    model(x).sum().backward()
+    with torchprof.Profiler() as prof:
+        model(x).sum().backward()
+    modules = prof.df[prof.df.kind == "module"]
+    assert not any("_orig_mod" in path for path in prof.df.index)
+    assert {"Sequential", "Sequential.0", "Sequential.1"} <= set(modules.index) <= set(eager.df[eager.df.kind == "module"].index)
+    assert modules.loc["Sequential.0", "params"] == 16 * 32 + 32
+
+
 def test_a_model_with_a_compiled_part_says_why_its_flops_are_unknown(fresh_dynamo):
     # Its eager layers are not replayed apart from its compiled ones: NaN came with no word.
     torch.manual_seed(0)

@@ -81,6 +81,7 @@ class ModuleNames:
             if path is None:
                 path = self._made_in_call(module, stack) or self.add_root(module)
             path = safe_text(path)
+        path = _as_eager(path)
         named = (path, module_range_name(path, safe_text(type(module).__name__)))
         self.cache[(id(stack[-1][0]) if stack else id(None), id(module))] = named
         self._objects.setdefault(path, module)
@@ -203,9 +204,18 @@ class ModuleNames:
             for root, label, _ in list(self.roots_by_id.values()):
                 for name, module in named_modules(root):
                     if name:
-                        self._objects.setdefault(safe_text(f"{label}.{name}"), module)
+                        self._objects.setdefault(_as_eager(safe_text(f"{label}.{name}")), module)
         self._collect_infos()
         return self.modules
+
+
+def _as_eager(path: str) -> str:
+    """``path`` as eager names it: a submodule compiled in place (``model.enc =
+    torch.compile(model.enc)``) is held by torch.compile's wrapper as ``_orig_mod``, no layer
+    of its own (its compiled graphs' kernels are named without it too)."""
+    if "_orig_mod" not in path:
+        return path
+    return ".".join(part for part in path.split(".") if part != "_orig_mod")
 
 
 def _is_replica(module: Any) -> bool:
