@@ -68,6 +68,7 @@ class ModuleTracker:
         self.paused = False
         """Out of torch's tables for a schedule's idle steps (show() keeps them out)."""
         self._hiding: set[int] = set()  # threads in compiled code the hooks stay out of the tables for
+        self._owner = threading.get_ident()  # the thread that profiles (set again at install)
         self._graph_module = _graph_module()
         if model is not None:
             self.names.add_root(model)
@@ -87,6 +88,7 @@ class ModuleTracker:
         from torch._C._profiler import _RecordFunctionFast
 
         self._range = _RecordFunctionFast
+        self._owner = threading.get_ident()
         self._tensor = torch.Tensor
         self._functorch_level = torch._C._functorch.maybe_current_level
         if not every_thread:
@@ -152,13 +154,17 @@ class ModuleTracker:
     # them, every call compiled again. They are out of the tables while a thread runs compiled
     # code it entered other than through a torch.compile'd model's own call (whose layers are
     # called inside its graphs, and whose graph breaks' eager module calls keep their ranges);
-    # module calls run eagerly meanwhile (a compiled function's graph breaks) get no range.
+    # module calls run eagerly meanwhile (a compiled function's graph breaks) get no range. Only
+    # on the thread that profiles, and while no other thread has called a module in the block:
+    # the tables are every thread's.
     def compiled_code_starts(self, thread: int, first: bool) -> None:
-        if not first:
-            return
+        if not first or thread != self._owner:
+            return  # (compiled code on another thread: the tables stay as they are)
         stack = getattr(self._local, "stack", None)
         if stack and id(stack[-1][0]) in self.names.wrapper_of:
             return  # a torch.compile'd model's call: its hooks ran, its range is open
+        if any(other.calls for other in list(self._stacks) if other is not stack):
+            return  # another thread calls modules: out of the tables, their calls would go unseen
         self._hiding.add(thread)
         self.hide()
 

@@ -11,11 +11,12 @@ the step's own torch calls (a functional loss, its scaling, ``.sum()`` of an out
   every module and every optimizer step (the module hooks take it off while a root module runs,
   the optimizer hooks while a step runs): the function, its arguments' sizes, and which outputs a
   gradient reached. Each distinct call is replayed the same way. Dynamo guards on the mode stack,
-  so the mode goes on once the block's first root call or step has returned (a model compiled in
-  the block compiles at its first call, without it), and is taken off for good when a
-  compilation starts or compiled code is entered while it is on (a compiled function called
-  outside every module: :mod:`.compiled_entry`); calls outside modules then stay of unknown
-  cost. A compiled model's own code runs inside its root call, where the mode is off.
+  so the mode goes on at the block's start where entries into compiled code are watched
+  (:mod:`.compiled_entry`; otherwise once the first root call or step has returned), comes off
+  when compiled code is entered while it is on (a compiled function called outside every module)
+  until the next root call or step returns, and is taken off for good when a compilation starts;
+  calls outside modules it misses stay of unknown cost. A compiled model's own code runs inside
+  its root call, where the mode is off.
 
 Nothing here raises into the user's code: what cannot be noted makes those FLOPs unknown.
 """
@@ -199,9 +200,9 @@ class OutsideRecorder:
         Dynamo guards on the torch function mode stack: compiled code entered with the mode on
         would be compiled again. A compiled model's code runs inside its root call, where the
         mode is off; compiled code entered outside every module (a compiled function, an
-        ``optimize`` context) takes the mode off for good first (``entry``, the session's watch of
-        Dynamo's switch into compiled code: :mod:`.compiled_entry`), and the calls outside modules
-        are then unknown."""
+        ``optimize`` context) takes the mode off first (``entry``, the session's watch of
+        Dynamo's switch into compiled code: :mod:`.compiled_entry`), until the next root call or
+        step returns."""
         import threading
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
@@ -296,9 +297,9 @@ class OutsideRecorder:
         if self._removed:
             return
         if self._on and thread == self._owner_thread:
-            # Compiled code entered outside every module with the mode on: Dynamo would find it on
-            # the stack (and compile again); it comes off for good.
-            self._give_up("a torch.compile'd function ran outside every module (noting calls there would make it compile again)")
+            # Compiled code entered outside every module with the mode on (a compiled function):
+            # Dynamo would find it on the stack and compile again. It comes off (its graphs are
+            # counted from their maps), back on once the next root call or step has returned.
             self._pop()
         if self._hooks_out:
             return
