@@ -10,8 +10,9 @@ torch's global tables that torchprof's hooks sit in: a module called inside a co
 whose ``_call_impl`` Dynamo inlined reads the global module hook tables (a Lightning module with
 its ``forward`` and ``training_step`` compiled each), a compiled optimizer step reads the step
 hook tables. With torchprof's hooks in them every call would fail its guard and compile again.
-So while any thread runs compiled code, each listener takes its entries out of those tables
-(:meth:`compiled_code_starts`), and puts them back when no thread does any more.
+So each listener is told when a thread enters compiled code and when it leaves it, and takes its
+entries out of those tables meanwhile where it must (the optimizer step hooks while any thread
+runs compiled code; the module hooks on the terms of :meth:`ModuleTracker.compiled_code_starts`).
 """
 
 from __future__ import annotations
