@@ -5,14 +5,14 @@ and a bias add, and neither part keeps the eager call's sequence number."""
 from __future__ import annotations
 
 from torchprof._records import CompiledGraph, CompiledKernel, CompiledNode
-from torchprof._tree.compiled import CompiledRegions
+from torchprof._tree.flops.compiled import CompiledFlops
 
 LINEAR1 = [("L['self'].linear1", "Linear")]
 LINEAR2 = [("L['self'].linear2", "Linear")]
 
 
 def total(graph: CompiledGraph) -> tuple[int, int, list[str]]:
-    plan = CompiledRegions({graph.key: graph}, {})._plan(graph.compile_id)
+    plan = CompiledFlops({graph.key: graph})._plan(graph.compile_id)
     macs = sum(v[0] for v in plan.values())
     flops = sum(v[1] for v in plan.values())
     return macs, flops, [op for v in plan.values() for op in v[2]]

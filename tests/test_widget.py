@@ -52,8 +52,8 @@ def profile_from(events: list[dict], modules: dict[str, ModuleInfo] | None = Non
 
 
 def mixed_events() -> list[dict]:
-    """Every shape of tree the front end must handle: nested modules, a module called from
-    another module's forward (its path does not extend its parent's), a region whose path
+    """Every shape of tree the front end must handle: nested modules, a module of another root
+    called from a module's forward (its path does not extend its parent's), a region whose path
     collides with a module's (``Net #2``), ops, kernels, backward, memory, ties, unicode."""
     return [
         ev("module", "Net", 0, 100, type_="Net"),
@@ -65,7 +65,7 @@ def mixed_events() -> list[dict]:
         ev("kernel", "gemm_kernel", 30, 42, tid="stream 7", corr=1, link=2),
         ev("module", "Net.enc.act", 21, 25, type_="ReLU"),
         ev("op", "aten::relu", 22, 24, seq=2, shapes=[[4, 8]]),
-        ev("module", "Net.act", 26, 30, type_="ReLU"),
+        ev("module", "Aux.act", 26, 30, type_="ReLU"),
         ev("op", "aten::relu", 27, 29, seq=3, shapes=[[4, 8]]),
         ev("memory", "[memory]", 31, 31, nbytes=4096),
         ev("module", "Net.dec", 50, 90, type_="Decoder"),
@@ -90,7 +90,7 @@ def mixed_events() -> list[dict]:
 MIXED_MODULES = {
     "Net": ModuleInfo("Net", 162, 648), "Net.enc": ModuleInfo("Encoder", 136, 544),
     "Net.enc.fc": ModuleInfo("Linear", 136, 544), "Net.enc.act": ModuleInfo("ReLU", 0, 0),
-    "Net.act": ModuleInfo("ReLU", 0, 0), "Net.dec": ModuleInfo("Decoder", 18, 72),
+    "Aux.act": ModuleInfo("ReLU", 0, 0), "Net.dec": ModuleInfo("Decoder", 18, 72),
     "Net.dec.fc": ModuleInfo("Linear", 18, 72),
 }  # fmt: skip
 
@@ -347,7 +347,7 @@ def test_by_default_rows_down_to_depth_2_and_the_hot_path_show_and_ops_stay_hidd
     full = prof.df
     cols, enc = prof.tree.columns, list(full.index).index("Net.enc")
     enc_layers = {cols["path"][i] for i, p in enumerate(prof.tree.parent_index) if p == enc and cols["kind"][i] == "module"}
-    assert df["depth"].max() == 3 and set(df.index[df["depth"] == 3]) == enc_layers == {"Net.enc.fc", "Net.enc.act", "Net.act"}
+    assert df["depth"].max() == 3 and set(df.index[df["depth"] == 3]) == enc_layers == {"Net.enc.fc", "Net.enc.act", "Aux.act"}
     assert set(hot) <= set(df.index)
     assert set(df["kind"]) == {"module", "region"}
     depth2_layers = full[(full["depth"] <= 2) & full["kind"].isin(["module", "region"])].index

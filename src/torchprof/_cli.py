@@ -418,7 +418,7 @@ def run_script(args: argparse.Namespace) -> int:
         if isinstance(failure, ProfilerError) and "already running" in str(failure):
             print("torchprof: the script starts a profiler of its own, and `python -m torchprof` already profiles "
                   "the whole script: run it with python, or drop the script's Profiler", file=sys.stderr)  # fmt: skip
-    # The profile holds the script's modules and optimizers (its roots, for their replays): let
+    # The profile holds the script's root modules (for their parameter counts): let
     # them go now, as they would have gone when the script returned. A DistributedDataParallel
     # module freed only as the interpreter ends takes its gloo group with it then, and gloo's
     # threads can abort the process there ("terminate called without an active exception").

@@ -17,8 +17,8 @@ from ._result import Result
 from ._traces.reader import read_trace
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note
-from ._tree.counts import apply_counts
 from ._tree.devices import choose_peak
+from ._tree.flops.trace_counts import apply_counts
 from ._tree.mfu import set_mfu
 from ._tree.ranks import merge_ranks
 from ._tree.storage import SAVED_PROFILE_START, from_json
@@ -90,7 +90,7 @@ def _load_one(path: str, name: str | None, flops: bool, peak_flops: float | str 
         tree = builder.finish()
         counts = recording.meta.pop("flops_counts", None)
         if flops and isinstance(counts, dict) and apply_counts(tree, counts):
-            set_mfu(tree, peak)  # the counts a trace carries of a run without shapes (its replay's)
+            set_mfu(tree, peak)  # the counts a trace without op shapes carries (an export of an older torchprof's profile)
         return Result(tree, recording, trace_files=_kept(path))
 
 

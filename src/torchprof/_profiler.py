@@ -22,15 +22,6 @@ from ._result import Result
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note
 from ._tree.devices import choose_peak
-from ._tree.replay_match import (
-    commit_replays,
-    mark_transformed,
-    module_paths,
-    outside_wanted,
-    plan_outside,
-    plan_replays,
-    replay_note,
-)
 from ._vocab import RECOMPUTE, STEP_TIME_COLUMNS, NodeKind
 
 if TYPE_CHECKING:
@@ -57,13 +48,13 @@ class Profiler:
         model: attribute only this module's layers (paths rooted at it); default: every module.
         cuda: record GPU kernels; default: when CUDA is available.
         memory: record allocated bytes per layer.
-        shapes: record every op's input shapes (torch's ``record_shapes``, which costs about 1.5x
-            a bare profile on small-op models): input shapes per node, and FLOPs counted from
-            them for every op, code outside any module included.
+        shapes: show each node's input shapes (the ops' are recorded whenever FLOPs are counted;
+            this adds the module calls').
         stack: record Python source locations (slower).
-        flops: count FLOPs and MACs. Without ``shapes``, from replaying each root module call
-            on a data-free copy after the block (ops outside every module are listed in
-            ``unsupported_ops``, and ``summary["warnings"]`` says why a module could not be).
+        flops: count FLOPs and MACs of every op that ran, from the shapes and arguments torch's
+            profiler records for it (``record_shapes``), the loss and the optimizer included; an
+            op whose cost is unknown is listed in ``unsupported_ops`` and the rows holding it
+            read NaN. ``flops=False`` records no shapes: the cheapest capture.
         name: label of the tree's root (the profiled block).
         schedule, on_trace_ready: as in ``torch.profiler.profile`` for long runs; call
             :meth:`step` once per iteration. Each completed cycle is folded into the tree.
@@ -309,7 +300,8 @@ class Profiler:
 
     def _make_result(self, session: CaptureSession) -> Result:
         opts = self.options
-        meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "flops": opts.flops}
+        meta: dict[str, Any] = {"source": "torchprof.Profiler", "shapes": opts.shapes, "record_shapes": opts.record_shapes,
+                                "flops": opts.flops}
         rank = distributed_info()
         if rank is not None:
             meta["distributedInfo"] = rank
@@ -356,14 +348,13 @@ class Profiler:
                 meta["block_wall_us"] = block_wall_us
                 # No step recorded: the wall time is unknown, not a run of 0 µs.
                 recording.wall_us = sum(s["wall_us"] for s in builder.steps) if builder.steps else None
-            problems = _replayed_flops(builder, session)
             tree = builder.finish()
             notes = session.coverage_notes(None if opts.schedule is not None else _module_calls(tree),
                                            interrupted=self.interrupted is not None)
-            notes += [replay_note(path, why) for path, why in problems.items()]
+            notes += [f"FLOPs of {path} are unknown: {why}." for path, why in builder.flop_count.problems.items()]
             notes += _unmapped_notes(builder, session.unmapped_compiled())
             notes += [note for note in (comm_note(builder.comm), unreached) if note]
-            notes += _unexplained_unknown_flops(tree, notes, opts.shapes) if builder.want_flops else []
+            notes += _unexplained_unknown_flops(tree, notes) if builder.want_flops else []
             if notes:
                 meta["warnings"] = notes
             return tree
@@ -409,32 +400,6 @@ class Profiler:
         return repr(self._result)
 
 
-def _replayed_flops(builder: TreeBuilder, session: CaptureSession) -> dict[str, str]:
-    """FLOPs of a run without recorded shapes, from replays of its root module calls: on the meta
-    device first (fast); a root whose ops run otherwise on the real device (a fused CPU kernel, an
-    inference fast path) is replayed again with fake tensors on that device, and the closer of
-    the two is kept. Returns why each root without FLOPs has none."""
-    if builder.replayed or not builder.want_flops:
-        return dict(builder.replay_problems)
-    if builder.want_shapes:  # every op counted from its own shapes, but for what torch.func ran
-        builder.replayed = True
-        mark_transformed(builder)
-        return dict(builder.replay_problems)
-    steps, calls = outside_wanted(builder)
-    runs = session.replays(module_paths(builder)) + session.outside_replays(steps=steps, calls=calls)
-    plans = plan_replays(builder, runs)
-    redo = [path for path, plan in plans.items() if not plan.exact]
-    if redo:
-        again_runs = session.replays(redo, fake=True) + session.outside_replays(fake=True, steps=steps & set(redo), calls=False)
-        again = plan_replays(builder, again_runs)
-        for path, plan in again.items():
-            if plan.missing() < plans[path].missing():
-                plans[path] = plan
-    commit_replays(builder, plans, plan_outside(builder, plans, [run for run in runs if run.kind == "outside"]))
-    mark_transformed(builder)
-    return dict(builder.replay_problems)
-
-
 def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
     """What the user reads when compiled graphs ran whose layers torchprof could not learn."""
     ids = sorted({key.rsplit(" ", 1)[0] for key in builder.compiled.unmapped})
@@ -442,7 +407,7 @@ def _unmapped_notes(builder: TreeBuilder, reasons: dict[str, str]) -> list[str]:
             "its time stays on the module that ran it and its FLOPs are unknown (NaN)" for cid in ids]  # fmt: skip
 
 
-def _unexplained_unknown_flops(tree: Any, notes: list[str], shapes: bool) -> list[str]:
+def _unexplained_unknown_flops(tree: Any, notes: list[str]) -> list[str]:
     """FLOPs read NaN only with a note saying why: where no note above speaks of FLOPs (those name
     the cause torchprof knows), one naming the ops of unknown cost, or saying that some are."""
     ops = sorted(tree.unsupported_ops.items(), key=lambda item: (-item[1], item[0]))
@@ -454,8 +419,8 @@ def _unexplained_unknown_flops(tree: Any, notes: list[str], shapes: bool) -> lis
     named = ", ".join(f"{name} ({calls} call{'s' if calls != 1 else ''})" for name, calls in ops[:5])
     more = f" and {len(ops) - 5} more (prof.unsupported_ops lists them)" if len(ops) > 5 else ""
     what = f"ops of unknown cost ran: {named}{more}" if ops else "ops ran that torchprof could not count"
-    hint = "" if shapes else " Profiler(shapes=True) counts ops from the shapes recorded during the run instead."
-    return [f"FLOPs are unknown (NaN) where {what}: the rows that hold them, and the rows above those, read NaN.{hint}"]
+    return [f"FLOPs are unknown (NaN) where {what}: the rows that hold them, and the rows above those, read NaN; "
+            "every other row keeps its count."]
 
 
 def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:

@@ -66,9 +66,6 @@ class ModuleInfo:
     params: int
     """Parameters of the module and its children, each tensor counted once."""
     param_bytes: int
-    op_args: dict[str, Any] | None = None
-    """Hyper-parameters of a convolution or pooling layer (stride, padding, ...), which the live
-    profiler's op records omit, and which gradients its backward computes."""
     root: bool | None = None
     """The module was called with no running module that contains it (a root of the profile);
     None when the source did not say (traces from older torchprof)."""
@@ -247,33 +244,6 @@ class KnownTensor:
     profiler stopped."""
     module: str | None = None
     """The module path owning the parameter it belongs to, where known."""
-
-
-@dataclass
-class ReplayRun:
-    """One root module call signature run again on a meta copy of the module, with shapes
-    recorded (``_capture/replay.py``): its events count the FLOPs the real calls did."""
-
-    path: str
-    """The root module's path in the real run (the replay's root carries the same label)."""
-    count: int
-    """How many real calls had this signature."""
-    events: EventColumns | None = None
-    modules: dict[str, ModuleInfo] = field(default_factory=dict)
-    error: str | None = None
-    """Why there is no replay (then ``events`` is None): the root's FLOPs stay unknown."""
-    signature: int = 0
-    """Which of the root's call signatures this replays (runs of one signature are alternatives)."""
-    variant: str = ""
-    """The answers given to the forward's yes/no reads of values (a data-free copy has none):
-    each combination tried is one alternative replay; the tree keeps the one that matches."""
-    kind: str = "module"
-    """What ``path`` names: a root ``module``, or a ``region`` (an optimizer step's range)."""
-    steps: dict[int, int] | None = None
-    """With a schedule: the real calls of this signature in each profiler step."""
-    classes: list[tuple[str, int]] | None = None
-    """An optimizer step replayed one parameter of each kind at a time: each kind's range name
-    and how many of the real step's parameters are of that kind (the tree weighs them)."""
 
 
 @dataclass

@@ -1,6 +1,5 @@
-"""What a module call's arguments say, read by the hooks at a layer's first call: the arguments
-the profiler may record, their shapes, and a convolution's or pooling's int arguments that the
-live profiler drops.
+"""What a module call's arguments say, read by the hooks at a layer's first call (``shapes=True``):
+the arguments the profiler may record, and their shapes.
 """
 
 from __future__ import annotations
@@ -46,46 +45,3 @@ def input_shapes(args: Any) -> list:
         return []
 
     return [sizes(a) for a in args]
-
-
-def layer_op_args(module: Any, args: Any) -> dict[str, Any] | None:
-    """The arguments a convolution or pooling layer passes to its aten op, in aten's order.
-
-    The live profiler's op records keep tensors and scalars but drop int lists (stride,
-    padding), which FLOP counting needs; the module knows them. The padding is the one the aten
-    op receives: none when the layer pads the input itself (``padding_mode`` other than zeros),
-    and for ``padding="same"`` the left part torch passes on (it pads an odd remainder itself).
-    For a convolution also which gradients backward computes (``output_mask``): the input's only
-    if it requires grad, which only a call in grad mode can tell (otherwise it is left unknown,
-    and taken from the profiler's complete record).
-    """
-    import torch
-    from torch import nn
-
-    if isinstance(module, nn.modules.conv._ConvNd):
-        first = args[0] if args else None
-        weight, bias = module.weight, module.bias
-        spatial = len(module.kernel_size)
-        padding: Any = module.padding
-        if module.padding_mode != "zeros":
-            padding = [0] * spatial
-        elif padding == "same":
-            padding = [d * (k - 1) // 2 for d, k in zip(module.dilation, module.kernel_size)]
-        elif padding == "valid":
-            padding = [0] * spatial
-        mask = None
-        if torch.is_grad_enabled() and isinstance(first, torch.Tensor):
-            mask = [first.requires_grad, bool(weight is not None and weight.requires_grad),
-                    bool(bias is not None and bias.requires_grad)]  # fmt: skip
-        return {
-            "convolution": [None, None, None, list(module.stride), list(padding), list(module.dilation),
-                            bool(module.transposed), list(module.output_padding), module.groups],
-            "output_mask": mask,
-        }  # fmt: skip
-    if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d)):
-        stride = module.stride if module.stride is not None else module.kernel_size
-        return {"max_pool": [None, module.kernel_size, stride, module.padding, module.dilation, module.ceil_mode]}
-    if isinstance(module, (nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d)):
-        stride = module.stride if module.stride is not None else module.kernel_size
-        return {"avg_pool": [None, module.kernel_size, stride, module.padding, module.ceil_mode, module.count_include_pad]}
-    return None

@@ -8,11 +8,10 @@ through this one, so it stays "in compiled code" here).
 Compiled code checks guards on what its frames read when they were compiled, and some of it reads
 torch's global tables that torchprof's hooks sit in: a module called inside a compiled function
 whose ``_call_impl`` Dynamo inlined reads the global module hook tables (a Lightning module with
-its ``forward`` and ``training_step`` compiled each), a compiled optimizer step reads the step
-hook tables. With torchprof's hooks in them every call would fail its guard and compile again.
-So each listener is told when a thread enters compiled code and when it leaves it, and takes its
-entries out of those tables meanwhile where it must (the optimizer step hooks while any thread
-runs compiled code; the module hooks on the terms of :meth:`ModuleTracker.compiled_code_starts`).
+its ``forward`` and ``training_step`` compiled each). With torchprof's hooks in them every call
+would fail its guard and compile again. So each listener is told when a thread enters compiled
+code and when it leaves it, and takes its entries out of those tables meanwhile where it must
+(the module hooks, on the terms of :meth:`ModuleTracker.compiled_code_starts`).
 """
 
 from __future__ import annotations

@@ -231,15 +231,24 @@ def _read_arguments_lazily(cols: EventColumns, flat: list[Any], result: Any, sha
 
     if shapes:
         cols.inputs = inputs
-    by_id: dict[int, Any] | None = None
+    by_name: dict[str, list[Any]] | None = None
+    by_id: dict[str, dict[int, Any]] = {}
+    names = cols.name
 
     def full_concrete(i: int) -> list | None:
-        # kineto's event list is the only place that keeps int-list arguments; building it
-        # costs several µs per event, so only a functional convolution or pooling pays for it.
-        nonlocal by_id
-        if by_id is None:
-            by_id = {ev.correlation_id(): ev for ev in result.events() if event_category(ev) == "cpu_op"}
-        match = by_id.get(flat[i].correlation_id)
+        # kineto's event list is the only place that keeps int-list arguments (a convolution's
+        # stride and padding, which gradients its backward computed): built once, when the first
+        # op that needs them is counted (a few µs per event), and searched by name.
+        nonlocal by_name
+        if by_name is None:
+            by_name = {}
+            for ev in result.events():
+                by_name.setdefault(ev.name(), []).append(ev)
+        name = names[i]
+        table = by_id.get(name)
+        if table is None:
+            table = by_id[name] = {ev.correlation_id(): ev for ev in by_name.get(name, ())}
+        match = table.get(flat[i].correlation_id)
         return match.concrete_inputs() if match is not None else None
 
     cols.full_concrete = full_concrete

@@ -9,18 +9,19 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._records import ModuleInfo, module_range_name, safe_text
-from .call_args import input_shapes, layer_op_args
+from .call_args import input_shapes
 from .module_graph import ModuleGraph, named_modules, parameter_sizes, parameter_stats
 
 
 class ModuleNames:
     """Names module calls by path and gathers what each named module is (its :class:`ModuleInfo`).
 
-    Paths follow ``named_modules()``: a module is named relative to the innermost module being
-    run that contains it (so a module shared by two parents appears under the one that called
-    it); a module with no running ancestor is named relative to a known root, and otherwise
-    becomes a root itself, labelled by ``labels`` (e.g. its variable name) or its class name
-    (``Linear``, then ``Linear#2`` for another root of that class).
+    Paths follow ``named_modules()``: a module is named as the outermost running module that
+    contains it names it (a module shared by two parents has its one ``named_modules()`` name,
+    whichever parent calls it: the tree places its row under the nearest running module its path
+    is under); a module with no running ancestor is named relative to a known root, and
+    otherwise becomes a root itself, labelled by ``labels`` (e.g. its variable name) or its class
+    name (``Linear``, then ``Linear#2`` for another root of that class).
 
     Cost: each distinct (caller, module) pair is named once (:attr:`cache`), then looked up in
     O(1). Naming reads the :class:`ModuleGraph`'s parent links, so a module that its caller holds
@@ -31,11 +32,8 @@ class ModuleNames:
         self,
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
         record_inputs: bool = False,
-        counts: bool = True,
     ) -> None:
         self.graph = ModuleGraph()
-        self.counts = counts
-        """Count each module's parameters (a replay's modules, never shown, are not counted)."""
         # A callable is asked when a root is first seen, so modules created inside the profiled
         # block itself (a notebook cell) can still be named after their variable.
         if callable(labels):
@@ -53,7 +51,6 @@ class ModuleNames:
         # id(root) -> (root, label, order added); holding the root keeps its id unique
         self.roots_by_id: dict[int, tuple[Any, str, int]] = {}
         self._taken: set[str] = set()  # root labels in use
-        self._op_args: dict[str, dict[str, Any] | None] = {}
         self._input_shapes: dict[str, list] = {}
         self._made: list[Any] = []  # modules named where they were made (see _made_in_call)
         self.wrapper_of: dict[int, Any] = {}
@@ -85,27 +82,29 @@ class ModuleNames:
         named = (path, module_range_name(path, safe_text(type(module).__name__)))
         self.cache[(id(stack[-1][0]) if stack else id(None), id(module))] = named
         self._objects.setdefault(path, module)
-        if path not in self._op_args:
-            self._op_args[path] = layer_op_args(module, args)
-            if self.record_inputs:
-                self._input_shapes[path] = input_shapes(args)
+        if self.record_inputs and path not in self._input_shapes:
+            self._input_shapes[path] = input_shapes(args)
         return named
 
     def _path_in_stack(self, module: Any, stack: list) -> str | None:
-        """The path under the innermost running module that contains ``module``, else None. Made
-        safe (:func:`safe_text`) part by part: the caller's path is already, and checking it again
-        would cost its length per call (the square of the depth over a deep chain)."""
+        """The path under the outermost running module that contains ``module`` (the root, as
+        ``named_modules()`` names it from there), else None. A module held by one parent has one
+        path whichever running module is asked; a shared one (held by two blocks, called by
+        each) has its ``named_modules()`` name, the same whichever block calls it, so it is one
+        row. Made safe (:func:`safe_text`) part by part: the caller's path is already, and
+        checking it again would cost its length per call (the square of the depth over a deep
+        chain)."""
         if not stack:
             return None
         graph = self.graph
         caller, caller_path = stack[-1][0], stack[-1][1]
-        rel = graph.path_between(caller, module)  # the common case: a child or grandchild of its caller
+        rel = graph.path_between(caller, module)  # the common case: the only way to it is through its caller
         if rel is not None:
             return f"{caller_path}.{safe_text(rel)}"
         ancestors = graph.ancestors(module)
         if not ancestors:
             return None
-        for entry in reversed(stack):
+        for entry in stack:
             if id(entry[0]) in ancestors:
                 return f"{entry[1]}.{safe_text(graph.relative_name(entry[0], module))}"
         return None
@@ -126,8 +125,7 @@ class ModuleNames:
         was made (a loss's ``CrossEntropyLoss()(logits, labels)`` or ``nn.ReLU()(x)`` inside a
         forward: a fresh one per call): its caller's path and its class, ``Net.(CrossEntropyLoss)``.
         Each new one is that row again (it was a root per instance, ``CrossEntropyLoss#2`` for the
-        second micro-batch), and a replay of its caller, which makes its own, names it alike. A
-        module the user labelled stays a root."""
+        second micro-batch). A module the user labelled stays a root."""
         if not stack or self.label(module) is not None or _is_replica(module):
             return None
         self._made.append(module)  # held, as a root is: names are kept by id, which must stay its
@@ -175,9 +173,7 @@ class ModuleNames:
         new = [(path, module) for path, module in list(self._objects.items()) if path not in self.modules]
         if not new:
             return
-        if not self.counts:
-            sizes: dict[int, tuple[int, int]] = {}
-        elif len(new) == 1:  # a compiled model's root, the only module called: one walk, dtypes too
+        if len(new) == 1:  # a compiled model's root, the only module called: one walk, dtypes too
             module = new[0][1]
             n, nbytes, self.dtype_bytes[id(module)] = parameter_stats(module)
             sizes = {id(module): (n, nbytes)}
@@ -187,7 +183,7 @@ class ModuleNames:
             params, nbytes = sizes.get(id(module), (0, 0))
             root = self.roots_by_id.get(id(module))
             self.modules[path] = ModuleInfo(type=safe_text(type(module).__name__), params=params, param_bytes=nbytes,
-                                            op_args=self._op_args.get(path), input_shapes=self._input_shapes.get(path),
+                                            input_shapes=self._input_shapes.get(path),
                                             root=root is not None and root[1] == path,
                                             replica=_is_replica(module),
                                             transformed=path in self.transformed)  # fmt: skip

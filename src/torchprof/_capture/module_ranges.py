@@ -8,7 +8,6 @@ themselves are :mod:`~torchprof._capture.global_hooks`' pair; the names come fro
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -18,14 +17,12 @@ from . import compiled_calls, global_hooks
 from .call_args import recordable
 from .interrupts import run_all
 from .module_names import ModuleNames
-from .replay import PASS_THROUGH
 from .thread_stacks import CallStack, every_thread_recorded, recorded_where_started
 
 if TYPE_CHECKING:
     import torch
 
     from .compiled_entry import CompiledEntry
-    from .replay import CallRecorder
 
 
 class ModuleTracker:
@@ -42,13 +39,9 @@ class ModuleTracker:
         model: torch.nn.Module | None = None,
         labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None,
         record_inputs: bool = False,
-        calls: CallRecorder | None = None,
-        counts: bool = True,
     ) -> None:
         self.model = model
-        self.calls = calls
-        """Notes the arguments of root module calls, for FLOPs counted by a replay."""
-        self.names = ModuleNames(labels, record_inputs, counts)
+        self.names = ModuleNames(labels, record_inputs)
         self._named = self.names.cache  # read on every call: one attribute lookup less
         self.only: set[int] | None = None
         if model is not None:
@@ -70,6 +63,9 @@ class ModuleTracker:
         self._hiding: set[int] = set()  # threads in compiled code the hooks stay out of the tables for
         self._owner = threading.get_ident()  # the thread that profiles (set again at install)
         self._graph_module = _graph_module()
+        self.autocast: set[Any] = set()
+        """The dtypes of the autocast contexts root calls ran in (what the model computed in)."""
+        self._autocast_on: Any = None
         if model is not None:
             self.names.add_root(model)
 
@@ -91,6 +87,7 @@ class ModuleTracker:
         self._owner = threading.get_ident()
         self._tensor = torch.Tensor
         self._functorch_level = torch._C._functorch.maybe_current_level
+        self._autocast_on, self._autocast_dtype = torch.is_autocast_enabled, torch.get_autocast_dtype
         if not every_thread:
             self._thread_recorded = recorded_where_started()
         hooks = global_hooks.GLOBAL_HOOKS
@@ -112,9 +109,6 @@ class ModuleTracker:
                 compiled_calls.detach,
                 lambda: global_hooks.GLOBAL_HOOKS.detach(self),
                 self._close_open_ranges,
-                # (before the count below: the torch function mode that notes calls outside modules
-                # comes off with them, and the count's tensor queries would go through it)
-                lambda: self.calls.remove_hooks() if self.calls is not None else None,
                 self.names.collect,
             ]
         )
@@ -215,20 +209,23 @@ class ModuleTracker:
                 except Exception as exc:  # noqa: BLE001 - our hooks never raise into the user's forward
                     self.names.unnamed(module, exc)
                     return
-        sig = None
-        if not stack and self._functorch_level() is not None:
-            self.names.transformed.add(named[0])
-        if self.calls is not None and (not stack or stack[-1][4] is PASS_THROUGH):
-            if not stack:
-                self.calls.root_starts()
-            compiled = id(module) in self.names.wrapper_of or module.__dict__.get("_compiled_call_impl") is not None
-            sig = self.calls.root_call(module, named[0], args, compiled)
+        if not stack:
+            if self._functorch_level() is not None:
+                self.names.transformed.add(named[0])
+            self._note_autocast()
         rf = self._range(named[1], recordable(args, self._tensor)) if self.record_inputs else self._range(named[1])
         rf.__enter__()
-        # (The exception being handled as the call starts: one that differs at its end is the
-        # forward's own, which torch's always-called hooks are run in the handler of.)
-        stack.append([module, named[0], rf, 0, sig, sys.exc_info()[1] if sig is not None else None])
+        stack.append([module, named[0], rf, 0])
         stack.calls += 1  # counted once its range is open: what the profile can hold
+
+    def _note_autocast(self) -> None:
+        """The autocast contexts a root call runs in: the dtype the model computes in (MFU)."""
+        try:
+            for device in ("cuda", "cpu"):
+                if self._autocast_on(device):
+                    self.autocast.add(self._autocast_dtype(device))
+        except (TypeError, RuntimeError):  # a torch whose autocast queries take no device: the parameters' dtype is used
+            pass
 
     def _new_stack(self) -> CallStack:
         stack = self._local.stack = CallStack(threading.current_thread().name, self._thread_recorded())
@@ -256,11 +253,7 @@ class ModuleTracker:
             entry = stack.pop()
             entry[2].__exit__(None, None, None)
             if entry[0] is module:
-                if entry[4] is not None and entry[4] is not PASS_THROUGH and self.calls is not None:
-                    self.calls.root_output(entry[4], output, raised=sys.exc_info()[1] is not entry[5])
                 break
-        if not stack and self.calls is not None:
-            self.calls.root_ends()
 
     def _transparent(self, module: Any) -> bool:
         """Modules that are machinery, not layers, get no range: the FX graph modules a compiler
@@ -292,8 +285,6 @@ class ModuleTracker:
         self.faults += 1
         if self.first_fault is None:
             self.first_fault = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''} (in a call of {type(module).__name__})"
-        if self.calls is not None:
-            self.calls.failed(self.first_fault)
 
     def thread_calls(self) -> list[tuple[str, int, bool | None]]:
         """``(thread name, module calls, recorded by torch)`` for each thread that called a

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ProfilerError as ProfilerError  # re-exported: their home before _errors.py
 from .._errors import ProfilerWarning as ProfilerWarning
 from .._errors import TraceError
-from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo, ReplayRun
+from .._records import CompiledGraph, EventColumns, KnownTensor, ModuleInfo
 from .._traces.rewrite import restore_names, retime_device_work
 from . import compiled, compiled_warm, kernels
 from .compiled_entry import CompiledEntry
@@ -28,9 +28,7 @@ from .distributed import ddp_buckets
 from .interrupts import hold, lifecycle, release, run_all
 from .kineto import device_times, event_names, names_kineto_mangles, result_columns, save_trace
 from .module_ranges import ModuleTracker
-from .outside import OutsideRecorder, replay_outside
 from .quiet import quiet_native_stderr, quiet_torch_switch
-from .replay import CallRecorder, replay
 from .tensors import TensorWatch
 
 if TYPE_CHECKING:
@@ -59,9 +57,12 @@ class CaptureOptions:
     labels: Mapping[Any, str] | Callable[[Any], str | None] | None = None
     first_step: int = 0
     """The number of the step that runs when the session starts (torch counts from 0)."""
-    replay: bool = False
-    """A FLOP replay's session: its tree is matched, never shown, so module ranges record no
-    argument sizes and modules no parameter counts (the ops' shapes are what it is for)."""
+
+    @property
+    def record_shapes(self) -> bool:
+        """torch records every op's input shapes and scalar arguments: what FLOPs are counted
+        from (and what ``shapes`` shows per node)."""
+        return self.flops or self.shapes
 
 
 #: The session that is running in this process, if any (torch allows one profiler at a time).
@@ -134,14 +135,8 @@ class CaptureSession:
         self._trace_files: list[str] = []  # one chrome trace per recorded cycle, in order
         self._trace_problems: list[str] = []  # why a cycle's trace could not be kept
         self._mangled: dict[tuple[int, int], str] | None = None  # real names of the unscheduled cycle's events
-        self.keeps_trace = True
-        """Whether its trace may be exported (a replay's never is: the names kineto mangles are not read)."""
         self._compile_capture: list[Callable[[], None]] | None = None
         self._tensors: TensorWatch | None = None  # with memory=True: parameters, gradients, optimizer state
-        self._calls: CallRecorder | None = None
-        self._replays: dict[str, list[ReplayRun]] = {}  # by root path
-        self._fake_replays: dict[str, list[ReplayRun]] = {}
-        self._outside_replays: dict[tuple, list[ReplayRun]] = {}  # by what was asked
         self._step_times: list[tuple[int, float, bool]] = []  # (step, wall µs, recorded) per step() mark
         self._step_mark = 0.0
         self._none: Any = None  # torch's ProfilerAction.NONE, and the actions that record (set at start)
@@ -206,14 +201,10 @@ class CaptureSession:
             activities.append(ProfilerActivity.CUDA)
         self._every_thread, experimental = _thread_config(opts.memory)
         self._thread, self._thread_name = threading.get_ident(), threading.current_thread().name
-        # Without shapes=True, FLOPs come from replaying the root modules' calls afterwards
-        # (``replay.py``): torch's record_shapes costs more than the rest of the capture together.
-        self._calls = CallRecorder() if opts.flops and not opts.shapes else None
-        self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes and not opts.replay, calls=self._calls,
-                                      counts=not opts.replay)
+        self._tracker = ModuleTracker(opts.model, opts.labels, record_inputs=opts.shapes)
         self._torch_profile = profile(
             activities=activities,
-            record_shapes=opts.shapes,
+            record_shapes=opts.record_shapes,
             profile_memory=opts.memory,
             with_stack=opts.stack,
             schedule=opts.schedule,
@@ -252,17 +243,9 @@ class CaptureSession:
             compiled_entry = watch if watch.install() else None  # (None while Dynamo is not imported: nothing was compiled)
             self._tracker.install(every_thread=self._every_thread, entry=compiled_entry)
             self._follow_schedule()
-            if self._calls is not None:
-                # Optimizer steps and calls outside every module, for the whole step's FLOPs.
-                self._calls.outside = OutsideRecorder(self._calls.spec)
-                self._calls.outside.install(self._recording if opts.schedule is not None else None, compiled_entry)
-                if opts.schedule is not None:  # which step each call was in: a step's work is matched to its own
-                    self._calls.step_of = self._calls.outside.step_of = lambda: self.step_num
             if opts.memory:
                 self._tensors = TensorWatch()
                 self._tensors.install()
-            if self._calls is not None and self._calls.outside is not None:
-                self._calls.outside.begin()
             self._t0 = self._step_mark = time.perf_counter()
         except BaseException:
             self.undo_start()
@@ -377,10 +360,8 @@ class CaptureSession:
         return self._tracker.names.dtype_bytes if self._tracker is not None else {}
 
     def autocast_dtypes(self) -> list[Any]:
-        """The dtypes of the autocast contexts root module calls ran in (known without shapes=True)."""
-        if self._calls is None:
-            return []
-        return [dtype for calls in self._calls.roots.values() for sig in calls.signatures.values() for _, dtype in sig.autocast]
+        """The dtypes of the autocast contexts root module calls ran in."""
+        return list(self._tracker.autocast) if self._tracker is not None else []
 
     def known_tensors(self) -> list[KnownTensor]:
         """Parameters, gradients and optimizer state seen during the run (``memory=True`` only)."""
@@ -531,8 +512,6 @@ class CaptureSession:
             return
         if self._torch_profile.current_action is self._none:
             self._tracker.pause()
-            if self._calls is not None and self._calls.outside is not None:
-                self._calls.outside.suspend()  # (back on when the next recorded root call returns)
         else:
             self._tracker.resume()
 
@@ -576,7 +555,7 @@ class CaptureSession:
             return
         cols = None
         if opts.schedule is not None:
-            cols = result_columns(result, device=opts.cuda, python_frames=opts.stack, shapes=opts.shapes)
+            cols = result_columns(result, device=opts.cuda, python_frames=opts.stack, shapes=opts.record_shapes)
             self._on_cycle(cols, self.modules)
         mangled = names_kineto_mangles(cols) if cols is not None else None
         kept = False
@@ -602,54 +581,6 @@ class CaptureSession:
         if opts.schedule is not None and not kept:
             self._keep_trace(result, mangled)
 
-    def replays(self, paths: list[str], fake: bool = False) -> list[ReplayRun]:
-        """The calls of the root modules at ``paths`` run again on meta copies, for their FLOPs
-        (once each, after the run; empty when shapes were recorded or FLOPs not asked for). With
-        ``fake``, on fake tensors of their real devices instead (slower, but every op takes the
-        path it took on the real device)."""
-        if self._calls is None or self.running:
-            return []
-        roots, done = self._calls.roots, self._fake_replays if fake else self._replays
-        wanted = sorted(set(paths))
-        todo = [roots[p] for p in wanted if p in roots and p not in done]
-        if todo:
-            made: list[CaptureSession] = []
-
-            def new_session(options: CaptureOptions, on_cycle: CycleSink) -> CaptureSession:
-                made.append(CaptureSession(options, on_cycle))
-                return made[-1]
-
-            try:
-                for run in replay(todo, new_session, CaptureOptions, fake=fake, recursion_limit=self._calls.recursion_limit):
-                    done.setdefault(run.path, []).append(run)
-            finally:
-                # A replay's session whose stop was cut short by an interrupt is stopped here.
-                for session in made:
-                    session.abandon()
-        return [run for p in wanted for run in done.get(p, [])]
-
-    def outside_replays(self, fake: bool = False, steps: set[str] | None = None, calls: bool = True) -> list[ReplayRun]:
-        """Optimizer steps (those whose ranges are named in ``steps``; None: all) and, with
-        ``calls``, the torch calls outside every module, run again on data-free tensors (once
-        each, after the run; empty when shapes were recorded or FLOPs not asked for)."""
-        if self._calls is None or self._calls.outside is None or self.running:
-            return []
-        key = (fake, frozenset(steps) if steps is not None else None, calls)
-        if key not in self._outside_replays:
-            made: list[CaptureSession] = []
-
-            def new_session(options: CaptureOptions, on_cycle: CycleSink) -> CaptureSession:
-                made.append(CaptureSession(options, on_cycle))
-                return made[-1]
-
-            try:
-                self._outside_replays[key] = replay_outside(self._calls.outside, new_session, CaptureOptions, fake=fake,
-                                                            recursion_limit=self._calls.recursion_limit, steps=steps, calls=calls)  # fmt: skip
-            finally:
-                for session in made:  # one whose stop was cut short by an interrupt is stopped here
-                    session.abandon()
-        return list(self._outside_replays[key])
-
     def cycle_columns(self) -> EventColumns | None:
         """The unscheduled run's one cycle (None with a schedule, or if nothing was recorded).
 
@@ -660,11 +591,10 @@ class CaptureSession:
         if result is None:
             return None
         cols = result_columns(result, device=self.options.cuda, python_frames=self.options.stack,
-                              shapes=self.options.shapes)
+                              shapes=self.options.record_shapes)
         # The trace itself is written only when asked for (kineto writes a result once, and the
         # user may want torch's own export_chrome_trace first); the real names are known now.
-        if self.keeps_trace:
-            self._mangled = names_kineto_mangles(cols)
+        self._mangled = names_kineto_mangles(cols)
         return cols
 
     # -- what the profile misses --------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Process state torchprof changes for a while and puts back: ``sys.stdout``/``sys.stderr``, the
-warnings filters and random states around a replay, keys of torch's Inductor and Dynamo configs.
+"""Process state torchprof changes for a while and puts back: keys of torch's Inductor and Dynamo
+configs (what the capture of compiled graphs turns on).
 
 Each change is made and undone by a :func:`~.interrupts.lifecycle` step (a Ctrl-C waits while one
 runs), and undone in a ``finally`` that is repeated by a second one when it was interrupted by
@@ -9,107 +9,11 @@ code: every undo here resumes where an interrupted one stopped, and does nothing
 from __future__ import annotations
 
 import contextlib
-import io
-import random
-import sys
 import threading
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .interrupts import hold, lifecycle, release
-
-
-@contextlib.contextmanager
-@lifecycle
-def user_state_kept() -> Iterator[None]:
-    """Run the body with its output swallowed (``sys.stdout``/``sys.stderr`` to buffers) and its
-    warnings ignored; afterwards the streams, the warnings filters and Python's, NumPy's and
-    torch's random states are what they were, whatever happened (a Ctrl-C included)."""
-    kept = _UserState()
-    try:
-        try:
-            kept.save()
-            with warnings.catch_warnings():  # a with: its exit runs however the body ends
-                warnings.simplefilter("ignore")
-                kept.silence()
-                yield
-        finally:
-            kept.restore()
-    finally:
-        kept.restore()  # completes a restore that was interrupted; nothing left to do otherwise
-
-
-class _UserState:
-    def __init__(self) -> None:
-        self.streams: tuple[Any, Any] | None = None
-        self.random: Any = None
-        self.torch_rng: Any = None
-        self.numpy: tuple[Any, Any] | None = None
-
-    @lifecycle
-    def save(self) -> None:
-        import torch
-
-        hold(self)
-        self.random = random.getstate()
-        self.torch_rng = torch.random.get_rng_state()
-        numpy = sys.modules.get("numpy")
-        self.numpy = (numpy, numpy.random.get_state()) if numpy is not None else None
-
-    @lifecycle
-    def silence(self) -> None:
-        self.streams = (sys.stdout, sys.stderr)
-        sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
-
-    @lifecycle
-    def restore(self) -> None:
-        if self.streams is not None:
-            sys.stdout, sys.stderr = self.streams  # one statement: no check for signals inside it
-            self.streams = None
-        if self.random is not None:
-            random.setstate(self.random)
-            self.random = None
-        if self.torch_rng is not None:
-            import torch
-
-            torch.random.set_rng_state(self.torch_rng)
-            self.torch_rng = None
-        if self.numpy is not None:
-            numpy, state = self.numpy
-            numpy.random.set_state(state)
-            self.numpy = None
-        release(self)
-
-
-class _Stack(contextlib.ExitStack):
-    """``contextlib.ExitStack`` whose entering and closing are lifecycle steps: a Ctrl-C waits
-    while it enters or leaves a context (a dispatch mode half pushed, grad mode not restored)."""
-
-    @lifecycle
-    def enter_context(self, cm: Any) -> Any:
-        return super().enter_context(cm)
-
-    @lifecycle
-    def close(self) -> None:
-        super().close()
-
-
-@contextlib.contextmanager
-@lifecycle
-def entered() -> Iterator[contextlib.ExitStack]:
-    """An ExitStack to enter contexts on (modes, grad mode, autocast) that are all left, however
-    the body ends: each is entered and left with Ctrl-C held, and a close cut short by an
-    interrupt is finished by a second one (it resumes with the contexts not left yet)."""
-    stack = _Stack()
-    try:
-        try:
-            yield stack
-        finally:
-            stack.close()
-    finally:
-        stack.close()
-
+from .interrupts import lifecycle
 
 #: Patches reverted on another thread than their own, to finish on theirs (config values live in
 #: each thread's context in recent torch): thread id -> patches.
@@ -191,8 +95,3 @@ def finish_reverted_elsewhere() -> None:
         patches = _elsewhere.pop(thread, [])
     for patch in patches:
         patch.revert()
-
-
-def config_patched(config: Any, **changes: Any) -> Any:
-    """``config``'s keys set to ``changes`` in the body (see :class:`ConfigPatch`)."""
-    return ConfigPatch(config, changes).applied()

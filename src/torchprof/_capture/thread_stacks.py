@@ -12,8 +12,7 @@ from collections.abc import Callable
 class CallStack(list):
     """One thread's open module calls, and how many module calls that thread made.
 
-    Each entry is ``[module, path, open range, times re-entered, replay signature, the exception
-    being handled as the call started]``."""
+    Each entry is ``[module, path, open range, times re-entered]``."""
 
     __slots__ = ("calls", "name", "recorded")
 

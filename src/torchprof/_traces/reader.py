@@ -928,7 +928,7 @@ def _checked_columns(cols: EventColumns, facts: dict[str, Any], top: dict[str, A
         meta["distributedInfo"] = block["distributedInfo"]
     if "ddp_buckets" in block:
         meta["ddp_buckets"] = block["ddp_buckets"]
-    for key in ("compute_dtype", "flops_counts"):  # torchprof's own exports: the dtype (MFU), replayed FLOPs
+    for key in ("compute_dtype", "flops_counts"):  # torchprof's own exports: the dtype (MFU), FLOPs of a trace without shapes
         if key in block:
             meta[key] = block[key]
     label = block.get("label") or _stem(where)

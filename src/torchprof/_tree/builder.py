@@ -24,7 +24,6 @@ from .._vocab import (
     UNATTRIBUTED_BACKWARD,
     EventKind,
 )
-from . import flops as _flops
 from .activity import cycle_activity
 from .backward import ForwardIndex
 from .built import BuildState
@@ -32,6 +31,7 @@ from .comm import attribute_comm
 from .compiled import COMPILATION_ROLE, FORWARD_ROLE, GRAPH_ROLE, GraphRun, role_of
 from .device_time import IDLE, OVERLAP, ROW, device_of, device_time
 from .finish import finish_tree
+from .flops import formulas as _formulas
 from .nesting import nest
 from .nodes import (
     KEY_COMPILATION,
@@ -71,7 +71,7 @@ class TreeBuilder(BuildState):
         if info is None:
             mod = parse_module_range(name) if kind == MODULE else None
             role = role_of(name)
-            has_formula = self.want_flops and name in _flops.FORMULAS  # (read for ops only)
+            has_formula = self.want_flops and name in _formulas.FORMULAS  # (read for ops only)
             if mod is not None:
                 info = (TAG_MODULE + mod[0], mod[0], mod[1], False, role, has_formula)
             elif kind == REGION:
@@ -167,7 +167,7 @@ class TreeBuilder(BuildState):
                 if pre_order and i + 1 < n and parent_ev[i + 1] == i and kinds[i + 1] == OP:
                     j = i + 1
                 elif pre_order and (i + 1 >= n or parent_ev[i + 1] != i):
-                    j = -1  # no child at all (a replay's gradient taken at a leaf: the range alone)
+                    j = -1  # no child at all (a gradient taken at a leaf: the range alone)
                 else:
                     if first_op_child is None:
                         first_op_child = _first_op_children(order, parent_ev, kinds)
@@ -277,6 +277,9 @@ class TreeBuilder(BuildState):
                 pnode = self._backward_target(pnode, owner, unattributed)
             if node < 0:
                 node = n_children[pnode].get(key, -1)
+                if node < 0 and mpath is not None:
+                    pnode = self._module_parent(pnode, mpath, key)
+                    node = n_children[pnode].get(key, -1)
                 if node < 0:
                     node = self._new_node(ev, i, pnode, k, mpath, mtype, bwd_root, key)
             if mpath is not None and not n_bwd[node]:
@@ -310,6 +313,27 @@ class TreeBuilder(BuildState):
                 self.steps.append({"step": _step_number(name[len(STEP_PREFIX):]), "start_ns": s, "wall_us": (e - s) / 1000.0, "node": node})
         self.cpu_union_ns += _union(spans)
         return node_of, runtime_by_corr, flop_ops, mem_events
+
+    def _module_parent(self, pnode: int, mpath: str, key: str) -> int:
+        """Where a module's row goes: under the node it ran in, unless the nearest module there
+        does not hold it by path (a layer two blocks share, named once by ``named_modules()``,
+        called by the block that does not own the name). Then under the nearest module up the
+        tree whose path it is under (its owner), so the layer is one row whichever block called
+        it; where there is none, where it ran. Found once per place (:attr:`_module_parents`)."""
+        known = self._module_parents.get((pnode, key))
+        if known is not None:
+            return known
+        nodes = self.nodes
+        target = pnode
+        m = nodes.nearest_module(pnode)
+        if m >= 0 and not mpath.startswith(nodes.label[m] + "."):
+            up = nodes.nearest_module(nodes.parent[m])
+            while up >= 0 and not mpath.startswith(nodes.label[up] + "."):
+                up = nodes.nearest_module(nodes.parent[up])
+            if up >= 0 and nodes.bwd[up] == nodes.bwd[pnode]:
+                target = up
+        self._module_parents[(pnode, key)] = target
+        return target
 
     def _backward_target(self, pnode: int, owner: int, unattributed: dict[int, int]) -> int:
         """Where a backward root goes: its forward layer, else an "(backward, no module)" node."""
@@ -346,8 +370,7 @@ class TreeBuilder(BuildState):
             runs[i] = run
             if run.graph is None:
                 # Its kernels' FLOPs are unknown: the graph's row (and every row above) says so.
-                self.unmapped_graph_nodes.add(node)
-                self.unknown_flop_nodes.add(node)
+                self.flop_count.unmapped_graph(node)
             else:
                 # The map counts all of the graph's work: what runs inside it besides the map's
                 # kernels (allocations, a fallback op) is covered by it, not counted again.
@@ -422,20 +445,9 @@ class TreeBuilder(BuildState):
         """A compiled kernel's FLOPs come from its graph nodes' shapes (its events have no useful
         arguments); its node is then covered, so nothing inside it is counted again. Without a
         kernel: the graph run's own node, with the graph's work no kernel of its map runs."""
-        key = id(kernel) if kernel is not None else id(run.graph)
-        cached = self._kernel_flops.get(key)
-        if cached is None:
-            cached = self._kernel_flops[key] = self.compiled.flops_of(run, kernel)
-        macs, flops, unknown = cached
-        nodes = self.nodes
-        nodes.macs[node] += macs
-        nodes.flops[node] += flops
-        nodes.covered[node] = True
-        self.saw_shapes = True
-        for op in unknown:
-            self.compiled_unknown[op] = self.compiled_unknown.get(op, 0) + 1
-        if unknown:
-            self.unknown_flop_nodes.add(node)
+        assert run.graph is not None
+        count = self.flop_count
+        count.add_kernel(self.nodes, node, count.kernel_cost(run.graph, kernel))
 
     def _recompute_node(self, module_node: int, recompute_of: dict[int, int]) -> int:
         """The "(recompute)" child of a module's forward node: where a module that activation
@@ -469,54 +481,9 @@ class TreeBuilder(BuildState):
 
     def _count_flops(self, ev: EventColumns, ops: list[int], node_of: list[int]) -> None:
         """Stage 3: FLOPs and MACs of the outermost ops that have a formula (the ops they call
-        are covered by them), from their recorded shapes; a formula that cannot read its
-        arguments makes the op's FLOPs unknown (listed), never zero."""
-        if not self.want_flops:
-            return
-        nodes = self.nodes
-        formulas = _flops.FORMULAS
-        for i in ops:
-            args = ev.inputs(i)
-            if args is None or args[0] is None:
-                continue
-            self.saw_shapes = True
-            name = ev.name[i]
-            node = node_of[i]
-            concrete = args[1]
-            if name in _flops.LIST_ARGS and _flops.lacks_list_args(name, concrete):
-                concrete = self._complete_args(ev, i, name, node, concrete)
-            try:
-                macs, fl = formulas[name](args[0], concrete)
-            except Exception:  # noqa: BLE001 - a formula that cannot read these args: unknown, not zero
-                self.formula_errors[name] = self.formula_errors.get(name, 0) + 1
-                self.unknown_flop_nodes.add(node)
-                macs = fl = 0
-            nodes.macs[node] += macs
-            nodes.flops[node] += fl
-        if not self.saw_shapes:
-            # Shapes were recorded even if no op here has a formula: FLOPs are then known zero.
-            kinds = ev.kind
-            self.saw_shapes = any(kinds[i] == OP and ev.inputs(i) is not None for i in range(min(len(ev), 64)))
-
-    def _complete_args(self, ev: EventColumns, i: int, name: str, node: int, concrete: Any) -> Any:
-        """Arguments the live profiler did not keep: from the layer that ran the op if it is a
-        convolution or pooling module and knows them all (a convolution run without grad mode
-        cannot tell which gradients its backward computes), else from the slow complete record."""
-        nodes = self.nodes
-        m = nodes.nearest_module(nodes.parent[node])
-        if m >= 0:
-            info = self.modules.get(nodes.label[m])
-            if info is not None and info.op_args:
-                filled = _flops.args_from_layer(name, concrete, info.op_args)
-                if filled is not None:
-                    if not _flops.lacks_list_args(name, filled) or ev.full_concrete is None:
-                        return filled
-                    concrete = filled
-        if ev.full_concrete is not None:
-            full = ev.full_concrete(i)
-            if full is not None:
-                return full
-        return concrete
+        are covered by them), from their recorded shapes (:mod:`~torchprof._tree.flops`)."""
+        if self.want_flops:
+            self.flop_count.add_ops(ev, ops, node_of, self.nodes)
 
     def _add_memory(self, ev: EventColumns, mem_events: list[int], node_of: list[int]) -> None:
         """Stage 4a: each allocation or free counts in the node of the range it happened in."""

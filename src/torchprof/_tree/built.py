@@ -14,6 +14,7 @@ from .._records import CompiledGraph, KnownTensor, ModuleInfo
 from .._vocab import EventKind
 from .compiled import CompiledRegions
 from .device_time import WORKS
+from .flops import FlopCount
 from .memory import MemoryLedger
 from .nodes import Nodes
 
@@ -74,14 +75,6 @@ class BuildState:
         self.want_shapes = shapes
         self.memory = memory
         self.cuda = cuda
-        self.saw_shapes = False
-        self.formula_errors: dict[str, int] = {}  # ops whose formula failed on their arguments
-        # FLOPs from replays (no shapes recorded): applied once; ops no replay covers; and why a
-        # root module has no replay (see torchprof._tree.replay_match).
-        self.replayed = False
-        self.shapeless: dict[str, int] = {}
-        self.replay_problems: dict[str, str] = {}
-        self.unknown_flop_nodes: set[int] = set()  # ops of unknown cost: their rows and all above are NaN
         self.steps: list[StepSpan] = []
         """The ``ProfilerStep#N`` ranges placed so far, in the order met."""
         self.peak = [0, 0]  # running peak of bytes allocated during the run, per (cpu, cuda)
@@ -114,14 +107,15 @@ class BuildState:
         # node belongs to: a module that runs again inside backward is a recomputation.
         self._forward_node: dict[str, int] = {}
         self._recompute_of: dict[int, int] = {}
+        # (node a module ran in, its key) -> the node its row goes under (see TreeBuilder._module_parent).
+        self._module_parents: dict[tuple[int, str], int] = {}
         # Compiled regions: which graph ran, and the FLOPs and ops of unknown cost inside them.
         self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
-        self.compiled_unknown: dict[str, int] = {}
+        # The FLOP count (the ops placed, compiled kernels), which the finished tree's columns read.
+        self.flop_count = FlopCount(graphs=self.compiled.graphs, modules=self.modules)
         self.compilation_nodes: set[int] = set()  # "(compilation)" rows: compile time, no ops
         # Per thread (the source's thread id): [CPU ns of its outermost ranges, of them compiling];
         # and the time any thread ran a range (their union, summed over cycles).
         self.threads: dict[Any, list[int]] = {}
         self.cpu_union_ns = 0
-        self.unmapped_graph_nodes: set[int] = set()
-        self._kernel_flops: dict[int, tuple[int, int, list[str]]] = {}
         self.peak_flops: Peak | None = None  # what the mfu column is measured against (set by whoever builds)

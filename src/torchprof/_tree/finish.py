@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from .._vocab import BACKWARD_PREFIX, COLUMNS, COMPILED_GRAPH_PREFIX, NODE_KIND_OF_EVENT, RANK_COLUMNS, STEP_PREFIX, EventKind
+from .._vocab import COLUMNS, NODE_KIND_OF_EVENT, RANK_COLUMNS, STEP_PREFIX, EventKind
 from . import device_time as _device
-from . import flops as _flops
 from .comm import comm_sums
 from .memory import act_values, memory_report, peak_values
 from .mfu import tree_mfu
@@ -23,8 +22,6 @@ if TYPE_CHECKING:
 
 OP, REGION, MODULE, RUNTIME, DEVICE = map(int, (EventKind.OP, EventKind.REGION, EventKind.MODULE, EventKind.RUNTIME, EventKind.DEVICE))
 NAN = float("nan")
-#: How ``unsupported_ops`` names the runs of compiled graphs whose kernels have no layer map.
-UNMAPPED_GRAPH = "compiled graph without a layer map (see summary['warnings'])"
 US = 1000.0  # ns per µs
 #: ``df.kind`` of each event kind, one string object each (not one per row).
 _KIND_LABEL = {k: v.label for k, v in NODE_KIND_OF_EVENT.items()}
@@ -118,26 +115,12 @@ class Finishing:
 
     @cached_property
     def flops_unknown(self) -> list[bool]:
-        """Rows whose FLOPs are unknown: an op of unknown cost (``TreeBuilder.unknown_flop_nodes``)
-        at or below them. A row that leaves out part of its work shows NaN, never a low number."""
-        return self._unknown_above(self.builder.unknown_flop_nodes)
+        """Nodes whose FLOPs are unknown (see :meth:`~torchprof._tree.flops.count.FlopCount.unknown_rows`)."""
+        return self.builder.flop_count.unknown_rows(self.nodes)
 
     @cached_property
     def macs_unknown(self) -> list[bool]:
-        """The same for MACs: only an unknown op that does multiply-adds (a matmul, not an add)."""
-        label = self.nodes.label
-        return self._unknown_above({nid for nid in self.builder.unknown_flop_nodes if label[nid] in _flops.WITH_MACS})
-
-    def _unknown_above(self, marked: set[int]) -> list[bool]:
-        unknown = [False] * len(self.nodes)
-        if marked:
-            parent = self.nodes.parent
-            for nid in marked:
-                unknown[nid] = True
-            for nid in range(len(unknown) - 1, 0, -1):  # children after parents: one reverse sweep
-                if unknown[nid]:
-                    unknown[parent[nid]] = True
-        return unknown
+        return self.builder.flop_count.unknown_rows(self.nodes, macs=True)
 
     def counted(self, column: str) -> list[float]:
         """A FLOP column's subtree totals per row, NaN where part of them is unknown."""
@@ -285,15 +268,10 @@ def finish_tree(builder: BuildState) -> Tree:
         builder.peak = builder.ledger.peak_pair()
     parent_index = [row_of[nodes.parent[nid]] if nodes.parent[nid] >= 0 else -1 for nid in order]
     paths = PathColumn([row_of[scopes[nid]] if scopes[nid] >= 0 else -1 for nid in order], [labels[nid] for nid in order])
-    # A root whose replay failed has its ops listed as of unknown cost: the FLOP columns say so
-    # (NaN) whether or not anything else was counted (an inference alone, or beside a step).
-    has_flops = builder.want_flops and (builder.saw_shapes or bool(builder.replay_problems and builder.shapeless))
-    unknown_ops: dict[str, int] = {}
-    if has_flops:
-        # Every row that holds an op of unknown cost is NaN (Finishing.flops_unknown), as a
-        # replay's mismatches are: shapes recorded or not, a row never shows part of its work.
-        unknown_ops, unknown_nodes = ops_of_unknown_cost(builder)
-        builder.unknown_flop_nodes |= unknown_nodes
+    has_flops = builder.want_flops and builder.flop_count.has_flops()
+    # Every row that holds an op of unknown cost is NaN (Finishing.flops_unknown): a row never
+    # shows part of its work.
+    unknown_ops = builder.flop_count.finish(nodes) if has_flops else {}
     f = Finishing(builder, nodes, sums, order, depth, paths, names, parent_index, has_flops)
     # path and parent are made when first read (see tree.Columns).
     columns = Columns({c.name: COMPUTE[c.name](f) for c in COLUMNS if c.name not in Columns.LAZY}, paths, parent_index,
@@ -389,7 +367,12 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
     checkpoint function), and its name is the part after that module's path; below a region
     outside every module (``ProfilerStep#3``) the region's path is a prefix
     (``ProfilerStep#3/ResNet``). Anything else is ``<parent path>/<name>``; children of the root
-    drop the root's label. A path met again gets `` #2``, `` #3``, ... on its label.
+    drop the root's label. A path met again gets `` #2``, `` #3``, ... on its label. A layer
+    shared by two blocks can have a row under a module that is not its named parent (the block
+    that does not hold it by name called it): such rows are named after all the others, so the
+    row under its named parent keeps the bare path whichever ran first, and one that would repeat
+    a path is named within its enclosing module instead (``Pair/Pair.left.0``): the same paths
+    every run.
 
     Paths are compared without being built: each is a node of a trie of its "/"-separated
     segments (a label may hold a "/" itself), so two rows have equal paths exactly when they
@@ -414,7 +397,7 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
             base = found
         return base
 
-    for nid in order:
+    for nid in _named_parents_first(nodes, order):
         p = node_parent[nid]
         label = node_label[nid]
         name = label
@@ -427,6 +410,8 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
             if outer >= 0 and label.startswith(outer_label) and label[cut : cut + 1] == ".":
                 scope = scopes[outer]
                 name = label[cut + 1 :]
+                if walk(at[scope], label) in taken and label.rpartition(".")[0] != outer_label:
+                    scope = outer  # a shared layer's second place: within the module it ran in
             else:
                 scope = scopes[p] if node_kind[p] == MODULE else (-1 if p == root else p)
         else:
@@ -451,59 +436,23 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
     return scopes, labels, names
 
 
-def ops_of_unknown_cost(builder: BuildState) -> tuple[dict[str, int], set[int]]:
-    """Ops that have no formula, are not known to cost no FLOPs, are not inside an op that was
-    counted and have no such op below them either (a leaf, or an op that only calls free ops,
-    like a custom op computing in numpy), ops whose arithmetic depends on the data
-    (``DATA_DEPENDENT``, whatever they call), and ops whose formula could not read their
-    arguments: their FLOPs are unknown, not zero. Autograd nodes (``AddBackward0``) count as
-    free, their arithmetic being in the aten ops below them, unless they launched GPU
-    kernels themselves. By name with their calls (``prof.unsupported_ops``), and the nodes of
-    those found in the tree."""
-    nodes = builder.nodes
-    count = len(nodes)
-    labels, kinds, covered, parent = nodes.label, nodes.kind, nodes.covered, nodes.parent
-    launches = [False] * count  # the op launched GPU work itself (a runtime call or kernel child)
-    for nid in range(1, count):
-        if kinds[nid] in (RUNTIME, DEVICE):
-            launches[parent[nid]] = True
-
-    free: dict[str, bool] = {}  # per distinct name (thousands of nodes share a few names)
-
-    def cost_unknown(nid: int) -> bool:
-        name = labels[nid]
-        known = free.get(name)
-        if known is None:
-            known = free[name] = _flops.is_free(name)
-        return not known or (launches[nid] and _flops.is_autograd_node(name))
-
-    # work_below[n]: an op under n is counted or has unknown cost itself. Children have larger
-    # ids than their parent, so one reverse sweep sees a whole subtree before its root.
-    work_below = [False] * count
-    for nid in range(count - 1, 0, -1):
-        if kinds[nid] == OP and (work_below[nid] or covered[nid] or cost_unknown(nid)):
-            work_below[parent[nid]] = True
-    found: dict[str, int] = {}
-    where: set[int] = set()
-    for nid, k in enumerate(kinds):
-        name = labels[nid]
-        if name.startswith(COMPILED_GRAPH_PREFIX):
-            # A compiled graph's run: its kernels' FLOPs come from the graph's map, where there is
-            # one; without it (compiled before any capture) the fused kernels' FLOPs are unknown.
-            if nid in builder.unmapped_graph_nodes:
-                found[UNMAPPED_GRAPH] = found.get(UNMAPPED_GRAPH, 0) + nodes.calls[nid]
-            continue
-        if k != OP or covered[nid] or (work_below[nid] and name not in _flops.DATA_DEPENDENT):
-            continue
-        if nodes.bwd[nid] and name.startswith(BACKWARD_PREFIX):
-            continue
-        if cost_unknown(nid):
-            found[name] = found.get(name, 0) + nodes.calls[nid]
-            where.add(nid)
-    for table in (builder.formula_errors, builder.compiled_unknown, builder.shapeless):
-        for name, calls in table.items():
-            found[name] = found.get(name, 0) + calls
-    return dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))), where
+def _named_parents_first(nodes: Nodes, order: list[int]) -> list[int]:
+    """``order`` with the subtrees of module rows whose nearest module is not their named parent
+    (``M.a.b`` under ``M``, not under ``M.a``) moved after everything else, each still after its
+    parent and in pre-order: those are the rows that may repeat a path, and they give way."""
+    label, kind, parent = nodes.label, nodes.kind, nodes.parent
+    module_above: dict[int, int] = {}
+    later: set[int] = set()
+    first: list[int] = []
+    rest: list[int] = []
+    for nid in order:
+        p = parent[nid]
+        outer = module_above.get(p, -1) if p >= 0 else -1
+        if p in later or (kind[nid] == MODULE and outer >= 0 and label[nid].rpartition(".")[0] != label[outer]):
+            later.add(nid)
+        module_above[nid] = nid if kind[nid] == MODULE else outer
+        (rest if nid in later else first).append(nid)
+    return first + rest if rest else order
 
 
 def _calls_per_step(f: Finishing) -> list[float]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._vocab import STEP_PREFIX, EventKind
-from .flops import FORMULAS
+from .flops.formulas import FORMULAS
 
 MODULE, REGION, OP = int(EventKind.MODULE), int(EventKind.REGION), int(EventKind.OP)
 

@@ -11,7 +11,7 @@ from typing import Any
 from .._files import dumps, parse_json, read_bytes, write_atomic, write_atomic_chunks
 from .._records import Recording
 from .._traces.rewrite import BASE_TIME_KEY, write_with_block
-from .._tree.counts import counts_block
+from .._tree.flops.trace_counts import counts_block
 from .._tree.tree import Tree
 from .._vocab import TRACE_META_KEY, is_missing
 from .format import printable
@@ -23,8 +23,10 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
     # A profile read from a trace keeps what that trace said it recorded; a live one says itself.
     recorded = meta.get("recorded")
     earlier: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-    shapes = meta["shapes"] if "shapes" in meta else earlier.get("shapes", any(tree.columns["input_shapes"]))
-    # Without recorded shapes the trace cannot count FLOPs again: the replay's counts go with it.
+    shapes = meta.get("record_shapes", meta.get("shapes")) if "shapes" in meta else earlier.get(
+        "record_shapes", earlier.get("shapes", any(tree.columns["input_shapes"])))
+    # A trace whose ops carry no shapes cannot count FLOPs again (one torchprof recorded before it
+    # counted from them, read back): its counts go with it.
     counts = counts_block(tree) if not shapes else None
     extra: dict[str, Any] = {"flops_counts": counts} if counts is not None else {}
     if isinstance(meta.get("compute_dtype"), str):
@@ -44,7 +46,8 @@ def meta_block(tree: Tree, recording: Recording) -> dict[str, Any]:
         # Every step's wall time, recorded or not (a long run's outliers), for a merged job too.
         **({"step_times": recording.step_times} if recording.step_times else {}),
         "recorded": {
-            "shapes": bool(shapes),
+            "shapes": bool(meta.get("shapes", earlier.get("shapes", shapes))),
+            "record_shapes": bool(shapes),
             "memory": tree.has_memory,
             "cuda": tree.has_cuda,
             "flops": tree.has_flops or bool(meta.get("flops", False)),

@@ -192,17 +192,12 @@ def summary_items(s: Summary) -> list[tuple[str, str, str]]:
     return items
 
 
-def unknown_flops_note(unknown: dict[str, int], replay_failed: bool = False, shapes_recorded: bool = False) -> str:
-    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed);
-    ``replay_failed``: a layer's replay failed, and a warning under this note says why;
-    ``shapes_recorded``: every op's shapes were (``shapes=True``), so only a formula can lack."""
+def unknown_flops_note(unknown: dict[str, int]) -> str:
+    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed)."""
     calls = sum(unknown.values())
     shown = _op_list(unknown)
-    where = ("outside every layer, in a layer that could not be replayed (said below), or in one whose replay ran other ops"
-             if replay_failed else "outside every layer, or in a layer whose replay ran other ops")  # fmt: skip
-    why = "no formula, or a cost that depends on the values" if shapes_recorded else f"no formula, or no shapes ({where}; shapes=True records them)"
     return (f"FLOPs are unknown ({UNKNOWN_MARK}) in the rows that hold {calls} call{'s' if calls != 1 else ''} of ops of unknown "
-            f"cost ({shown}): {why}; prof.unsupported_ops lists them")
+            f"cost ({shown}): no formula, or a cost that depends on the values; prof.unsupported_ops lists them")
 
 
 def _op_list(unknown: dict[str, int], shown: int = 4) -> str:

@@ -194,8 +194,7 @@ def _warning_lines(summary: Summary, chars: int | None) -> list[str]:
     texts = [fmt.printable(str(text)) for text in summary.get("warnings") or ()]
     unknown = summary.get("unknown_flop_ops")
     if unknown:
-        replay_failed = any(text.startswith("FLOPs of ") for text in texts)
-        texts.insert(0, fmt.unknown_flops_note(unknown, replay_failed, shapes_recorded=bool(summary.get("shapes_recorded"))))
+        texts.insert(0, fmt.unknown_flops_note(unknown))
     if not texts:
         return ["**Not counted:** nothing the profiler knows of.", ""]
     clipped = [t if chars is None or len(t) <= chars else t[: chars - 1] + "…" for t in texts]

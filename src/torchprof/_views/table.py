@@ -124,9 +124,7 @@ def render_table(
     if layout.dropped:
         notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.unknown for c in layout.columns):
-        shapes = tree.columns.get("input_shapes") or []
-        notes.append(unknown_flops_note(tree.unsupported_ops, any(str(text).startswith("FLOPs of ") for text in warnings),
-                                         shapes_recorded=any(shapes)))  # fmt: skip
+        notes.append(unknown_flops_note(tree.unsupported_ops))
     if threads_at_once(tree):
         notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
     notes += [str(text) for text in warnings]

@@ -177,6 +177,12 @@ class TorchprofProfiler(Profiler):  # type: ignore[misc]
             self._window.close("the trainer tore down inside the recorded steps")
         super().teardown(stage=stage)
 
+    def __del__(self) -> None:
+        # Lightning's __del__ tears down; a copy made without __init__ (a deepcopy or unpickling
+        # of the module that holds the trainer) has nothing to tear down, and must not say so on stderr.
+        if "_stage" in self.__dict__ and "_window" in self.__dict__:
+            super().__del__()
+
     # -- helpers ----------------------------------------------------------------------------------
     def _finish(self) -> None:
         self.rank_result = self._window.end()

@@ -1,7 +1,7 @@
 """FLOP counts carried by an exported chrome trace.
 
-A run without recorded shapes gets its FLOPs from replays (:mod:`~torchprof._tree.replay_match`),
-which a trace's events cannot repeat: ``export_chrome_trace`` writes each row's MACs and FLOPs
+A profile whose ops carry no shapes (one an older torchprof counted by replaying its modules)
+cannot be counted from its trace's events again: ``export_chrome_trace`` writes each row's MACs and FLOPs
 into torchprof's block (:func:`counts_block`), and ``load_trace`` puts them back on the rows of
 the same paths (:func:`apply_counts`). The events are the same, so the trees are the same row for
 row; a row the block does not name keeps what the trace's own shapes gave it (NaN without them).
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._vocab import is_missing
-from .tree import Tree
+from ..._vocab import is_missing
+from ..tree import Tree
 
 
 def counts_block(tree: Tree) -> dict[str, Any] | None:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from math import prod
 from typing import Any
 
-from .._vocab import COMPILED_BOOKKEEPING, COMPILED_REGION_PREFIX, DISPATCH_RANGES
+from .kinds import FREE, NO_ARITHMETIC, SELECTION
 
 Shapes = Sequence[Any]
 Formula = Callable[[Shapes, Sequence[Any]], tuple[int, int]]
@@ -154,6 +154,12 @@ def _mv(a: int) -> Formula:
         return macs, 2 * macs
 
     return formula
+
+
+def _addr(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    # addr(self, vec1 [m], vec2 [n]): the outer product, a multiply-add per element
+    macs = _numel(_shape(shapes, 1)) * _numel(_shape(shapes, 2)) if len(shapes) > 2 else 0
+    return macs, 2 * macs
 
 
 def _dot(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
@@ -445,6 +451,8 @@ FORMULAS: dict[str, Formula] = {
     "aten::addmv": _mv(1),
     "aten::addmv_": _mv(1),
     "aten::dot": _dot,
+    "aten::addr": _addr,
+    "aten::addr_": _addr,
     "aten::vdot": _dot,
     "aten::convolution": _convolution,
     "aten::_convolution": _convolution,
@@ -520,10 +528,10 @@ bitwise_and bitwise_or bitwise_xor bitwise_not fmod fmod_ remainder remainder_ f
 bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_ logical_and_ logical_or_ logical_not_ logical_xor_
 tan_ asin_ acos_ atan_ atan2_ sinh_ cosh_ asinh_ acosh_ atanh_ erfc_ erfinv_ hypot_ copysign_ heaviside_
 floor_divide_ true_divide_ square_ float_power_ logit_ sgn_
-isnan isinf isfinite nan_to_num nan_to_num_ where masked_fill masked_fill_ sgn sign_
+isnan isinf isfinite nan_to_num nan_to_num_ masked_fill masked_fill_ sgn sign_
 sum mean amax amin aminmax argmax argmin cumsum cumsum_ cumprod prod logsumexp all any nansum _is_any_true _is_all_true
 logcumsumexp cummax cummin
-dropout_ native_dropout native_dropout_backward feature_dropout feature_dropout_ alpha_dropout
+native_dropout_backward
 mse_loss mse_loss_backward l1_loss smooth_l1_loss smooth_l1_loss_backward huber_loss huber_loss_backward
 binary_cross_entropy binary_cross_entropy_backward binary_cross_entropy_with_logits soft_margin_loss
 soft_margin_loss_backward kl_div
@@ -531,7 +539,21 @@ adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d _adaptive_avg_pool2d
 _adaptive_avg_pool2d_backward _adaptive_avg_pool3d_backward adaptive_avg_pool3d_backward
 adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d adaptive_max_pool2d_backward
 adaptive_max_pool3d_backward
-scatter_add scatter_add_ index_add index_add_ scatter_reduce scatter_reduce_ index_reduce
+scatter_add scatter_add_ index_add index_add_ scatter_reduce scatter_reduce_ index_reduce index_reduce_
+count_nonzero _masked_scale multi_margin_loss multilabel_margin_loss_forward polygamma_
+angle clip clip_ conj_physical conj_physical_ deg2rad deg2rad_ rad2deg rad2deg_ digamma digamma_ frac_ frexp
+gcd gcd_ lcm lcm_ i0 i0_ igamma igamma_ igammac igammac_ isneginf isposinf signbit ldexp ldexp_ lgamma lgamma_
+logaddexp logaddexp2 mvlgamma mvlgamma_ nextafter nextafter_ polygamma sinc sinc_ special_entr special_erfcx
+special_i0e special_i1 special_i1e special_log_ndtr special_ndtri special_ndtr special_zeta special_airy_ai
+special_bessel_j0 special_bessel_j1 special_bessel_y0 special_bessel_y1 special_modified_bessel_i0
+special_modified_bessel_i1 special_modified_bessel_k0 special_modified_bessel_k1 special_scaled_modified_bessel_k0
+special_scaled_modified_bessel_k1 special_spherical_bessel_j0 special_chebyshev_polynomial_t
+special_chebyshev_polynomial_u special_chebyshev_polynomial_v special_chebyshev_polynomial_w
+special_shifted_chebyshev_polynomial_t special_shifted_chebyshev_polynomial_u special_shifted_chebyshev_polynomial_v
+special_shifted_chebyshev_polynomial_w special_hermite_polynomial_h special_hermite_polynomial_he
+special_laguerre_polynomial_l special_legendre_polynomial_p
+__and__ __iand__ __or__ __ior__ __xor__ __ixor__ __lshift__ __ilshift__ __rshift__ __irshift__
+bitwise_left_shift bitwise_left_shift_ bitwise_right_shift bitwise_right_shift_
 """
 # Gradients of gathers (pooling maxima, nearest upsampling, embeddings, padding): one addition
 # per incoming output gradient (argument 0), scattered back. col2im (``nn.Fold``, and im2col's
@@ -550,10 +572,10 @@ _ONE_PER_INPUT_GRADIENT = "avg_pool1d_backward avg_pool2d_backward avg_pool3d_ba
 # A loss over class scores [N, C] reads one score per target (argument 1; 2 in backward).
 _PER_TARGET = {"nll_loss": 1, "nll_loss_forward": 1, "nll_loss2d_forward": 1, "nll_loss_nd": 1,
                "nll_loss_backward": 2, "nll_loss2d_backward": 2}  # fmt: skip
-_TWO_PER_ELEMENT = "addcmul addcmul_ lerp lerp_ var std var_mean std_mean norm linalg_vector_norm frobenius_norm"
+_TWO_PER_ELEMENT = "addcmul addcmul_ lerp lerp_ var std var_mean std_mean norm linalg_vector_norm frobenius_norm _add_relu _add_relu_"
 # weight_norm's weight from (v, g): the norm of v (a square and an add per element), then v
 # scaled by g / norm (one per element); ``_TEN_PER_INPUT``'s backward holds its gradient.
-_THREE_PER_ELEMENT = "addcdiv addcdiv_ _weight_norm_interface"
+_THREE_PER_ELEMENT = "addcdiv addcdiv_ _weight_norm_interface renorm renorm_"
 # Normalisation and softmax cost per element of their input (argument 0), not of their weights.
 _FIVE_PER_INPUT = """
 batch_norm native_batch_norm _batch_norm_impl_index cudnn_batch_norm miopen_batch_norm
@@ -586,6 +608,8 @@ for _cost, _names, _which in ((1, _ONE_PER_ELEMENT, None), (1, _ONE_PER_OUTPUT_G
         FORMULAS.setdefault("aten::" + _name, _per_element(_cost, _which))
 for _name, _which in _PER_TARGET.items():
     FORMULAS["aten::" + _name] = _per_element(1, _which)
+#: Losses counted per target (one class score read per target), not per score.
+PER_TARGET = frozenset("aten::" + _name for _name in _PER_TARGET)
 for _cost, _names in _FOREACH.items():
     for _name in _names.split():
         FORMULAS["aten::_foreach_" + _name] = _per_list_element(_cost)
@@ -594,27 +618,148 @@ for _name in ("_fused_adam_", "_fused_adam", "_fused_adamw_", "_fused_adamw"):
 FORMULAS["aten::_fused_sgd_"] = FORMULAS["aten::_fused_sgd"] = _fused_sgd
 
 
-#: Ops whose formulas count MACs (matmuls, convolutions, attention, RNNs): an op of unknown
-#: cost makes a row's MACs unknown only if it is one of these (its other FLOPs have no MACs).
-WITH_MACS = frozenset(name for name in FORMULAS if re.search(r"mm|mv|dot|convolution|attention|rnn", name))
+def _grouped_mm(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    """``_grouped_mm(a, b, offs, bias, out_dtype)``: one matmul per group (a mixture of experts'
+    experts), the groups of a 2D operand cut along one dimension by ``offs``. Every row of that
+    dimension belongs to a group (as transformers' experts lay tokens out), so the sum over the
+    groups is the product of the sizes: [M, K] @ [G, K, N] -> M*K*N; [G, M, K] @ [K, N] ->
+    M*K*N; [M, K] @ [K, N] cut along K (a weight gradient) -> M*K*N; [G, M, K] @ [G, K, N] as bmm."""
+    a, b = _shape(shapes, 0), _shape(shapes, 1)
+    if len(a) == 2 and len(b) == 3:
+        macs = a[0] * a[1] * b[2]
+    elif len(a) == 3 and len(b) == 2:
+        macs = a[1] * a[2] * b[1]
+    elif len(a) == 2 and len(b) == 2:
+        macs = a[0] * a[1] * b[1]
+    elif len(a) == 3 and len(b) == 3:
+        macs = a[0] * a[1] * a[2] * b[2]
+    else:
+        return 0, 0
+    return macs, 2 * macs
+
+
+# EmbeddingBag's modes: 0 sum, 1 mean, 2 max.
+_BAG_MEAN, _BAG_MAX = 1, 2
+
+
+def _embedding_bag(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    """``_embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+    per_sample_weights, include_last_offset, padding_idx)``: every index reads a row of D and adds
+    it into its bag (1 FLOP per element; a multiply-add with per-sample weights, which only the
+    sum mode takes); mean divides each bag's D sums by its size; max compares instead of adding."""
+    weight, indices = _shape(shapes, 0), _shape(shapes, 1)
+    if len(weight) != 2 or not indices:
+        return 0, 0
+    looked_up = prod(indices) * weight[1]
+    if _shape(shapes, 6):  # per-sample weights
+        return looked_up, 2 * looked_up
+    flops = looked_up
+    if _arg(concrete, 4, 0) == _BAG_MEAN:
+        offsets = _shape(shapes, 2)
+        bags = (offsets[0] - int(bool(_arg(concrete, 7, False)))) if len(offsets) == 1 else indices[0]
+        flops += max(bags, 0) * weight[1]
+    return 0, flops
+
+
+def _embedding_bag_backward(grad: int, indices: int, mode_at: int, weights: int) -> Formula:
+    """The weight gradient of an EmbeddingBag: each index adds its bag's gradient row (D) into
+    the weight's (times its per-sample weight, a multiply-add; divided by the bag's size in mean
+    mode, one more); in max mode only each bag's maximum gets it. Arguments at ``grad`` [B, D],
+    ``indices``, ``mode_at`` and ``weights`` (per-sample)."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        g, idx = _shape(shapes, grad), _shape(shapes, indices)
+        if len(g) != 2 or not idx:
+            return 0, 0
+        mode = _arg(concrete, mode_at, 0)
+        if mode == _BAG_MAX:
+            return 0, g[0] * g[1]
+        looked_up = prod(idx) * g[1]
+        if _shape(shapes, weights):
+            return looked_up, 2 * looked_up
+        return 0, looked_up * (2 if mode == _BAG_MEAN else 1)
+
+    return formula
+
+
+def _embedding_bag_weights_backward(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    """``_embedding_bag_per_sample_weights_backward(grad, weight, indices, ...)``: each
+    per-sample weight's gradient is the dot product of its bag's gradient row with its row."""
+    g, idx = _shape(shapes, 0), _shape(shapes, 2)
+    if len(g) != 2 or not idx:
+        return 0, 0
+    macs = prod(idx) * g[1]
+    return macs, 2 * macs
+
+
+def _dropout(train: int) -> Formula:
+    """Dropout in training scales what it keeps: 1 FLOP per element, whichever kernel applies the
+    mask (CPU's composite, the fused one); drawing the mask is not arithmetic. Out of training,
+    or with p = 0, it is the identity: 0."""
+
+    def formula(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+        if _arg(concrete, train, True) is False or _arg(concrete, 1, None) == 0:
+            return 0, 0
+        return 0, _numel(shapes[0]) if shapes else 0
+
+    return formula
+
+
+def _where(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    """``where(condition, x, y)`` picks one element per position: 1 FLOP each, as every
+    elementwise op; ``where(condition)`` alone is ``nonzero`` (indices): 0."""
+    if len(shapes) < 3:
+        return 0, 0
+    return 0, _broadcast_numel(shapes)
+
+
+FORMULAS["aten::where"] = _where
+
+
+def _index_put(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
+    """``index_put(self, indices, values, accumulate)``: with ``accumulate`` (indexing's
+    gradient) each value is added in, 1 FLOP per element, as every gather's gradient; without,
+    values are only written: 0."""
+    return (0, _numel(shapes[2])) if len(shapes) > 2 and _arg(concrete, 3, False) is True else (0, 0)
+
+
+for _name in ("index_put", "index_put_", "_index_put_impl_", "_unsafe_index_put"):
+    FORMULAS["aten::" + _name] = _index_put
+# (self, mask, indices, values): a masked index's gradient, always accumulating
+FORMULAS["aten::_unsafe_masked_index_put_accumulate"] = _per_element(1, 3)
+FORMULAS["aten::_grouped_mm"] = FORMULAS["aten::grouped_mm"] = _grouped_mm
+for _name in ("_embedding_bag", "_embedding_bag_forward_only", "embedding_bag"):
+    FORMULAS["aten::" + _name] = _embedding_bag
+# _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size, maximum_indices,
+# num_weights, scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx); the dense one
+# has no offsets nor sparse, the sparse one no maximum_indices nor sparse (mode 7, weights 8).
+FORMULAS["aten::_embedding_bag_backward"] = _embedding_bag_backward(0, 1, 8, 10)
+FORMULAS["aten::_embedding_bag_dense_backward"] = _embedding_bag_backward(0, 1, 7, 8)
+FORMULAS["aten::_embedding_bag_sparse_backward"] = _embedding_bag_backward(0, 1, 7, 8)
+FORMULAS["aten::_embedding_bag_per_sample_weights_backward"] = _embedding_bag_weights_backward
+for _name in ("dropout", "dropout_", "feature_dropout", "feature_dropout_", "native_dropout", "_fused_dropout"):
+    FORMULAS["aten::" + _name] = _dropout(2)
 
 
 def _no_arithmetic(shapes: Shapes, concrete: Sequence[Any]) -> tuple[int, int]:
     return 0, 0
 
 
-#: Data movement whose CPU kernel computes on small index tensors with aten ops of its own
-#: (``repeat`` adds offsets): counted as zero, and what runs inside is not the model's
-#: arithmetic (a meta or fake copy runs none of it, so a replay could never know it either).
-#: DDP's reducer averages each gradient bucket over the ranks (``mul_out``, a mul inside) and
-#: copies it back: part of the all-reduce, whose sums are not the model's FLOPs (as collectives).
-NO_ARITHMETIC = frozenset({"aten::repeat", "torch::distributed::reducer::mul_out", "torch.distributed.ddp.reducer::copy_bucket_to_grad"})
-for _name in NO_ARITHMETIC:
-    FORMULAS[_name] = _no_arithmetic
+# (setdefault: an op that moves data but computes when asked to - ``repeat`` is both free and
+# bookkeeping - keeps a formula of its own if it has one.)
+for _name in NO_ARITHMETIC | SELECTION | FREE:
+    FORMULAS.setdefault(_name, _no_arithmetic)
+#: Ops counted as zero, with whatever they call: no work of theirs makes an op above them counted.
+ZERO_COST = frozenset(name for name, formula in FORMULAS.items() if formula is _no_arithmetic)
+
+#: Ops whose formulas count MACs (matmuls, convolutions, attention, RNNs): an op of unknown
+#: cost makes a row's MACs unknown only if it is one of these (its other FLOPs have no MACs).
+WITH_MACS = frozenset(name for name in FORMULAS if re.search(r"mm|mv|dot|convolution|attention|rnn", name))
+
 
 #: Positions of the int-list arguments (stride, padding, ..., masks) each op's formula reads:
-#: the live profiler does not record int lists, so these are filled in from the layer that ran
-#: the op or from the profiler's slow complete record.
+#: the live profiler's event tree does not keep int lists, so these ops' arguments are read from
+#: its complete record of them (kineto's event list; a trace file has them inline).
 LIST_ARGS: dict[str, tuple[int, ...]] = {
     "aten::convolution": (3, 4, 5),
     "aten::_convolution": (3, 4, 5),
@@ -633,86 +778,3 @@ def lacks_list_args(name: str, concrete: Sequence[Any] | None) -> bool:
     if not concrete:
         return True
     return any(j >= len(concrete) or concrete[j] is None for j in wanted)
-
-
-def _merge(concrete: Sequence[Any] | None, layout: Sequence[Any]) -> list[Any]:
-    base = list(concrete or [])
-    base += [None] * (len(layout) - len(base))
-    return [b if b is not None or j >= len(layout) else layout[j] for j, b in enumerate(base)]
-
-
-def args_from_layer(name: str, concrete: Sequence[Any] | None, op_args: dict[str, Any]) -> list[Any] | None:
-    """Fill an op's missing arguments from the hyper-parameters of the layer that ran it (see
-    ``torchprof._capture.call_args.layer_op_args``); None when the layer does not know them."""
-    if name in ("aten::convolution", "aten::_convolution") and "convolution" in op_args:
-        return _merge(concrete, op_args["convolution"])
-    if name == "aten::convolution_backward" and "convolution" in op_args:
-        conv = op_args["convolution"]
-        return _merge(concrete, [None, None, None, None, *conv[3:9], op_args.get("output_mask")])
-    if name.startswith("aten::max_pool") and "max_pool" in op_args:
-        return _merge(concrete, op_args["max_pool"])
-    if name.startswith("aten::avg_pool") and "avg_pool" in op_args:
-        return _merge(concrete, op_args["avg_pool"])
-    return None
-
-
-#: Ops that move, view, allocate, fill or index memory: no arithmetic, so zero FLOPs is the truth.
-FREE = frozenset(
-    "aten::" + name
-    for name in """
-empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like ones ones_like
-full full_like new_zeros new_ones new_full scalar_tensor fill_ fill zero_ zero copy_ copy _copy_from
-_copy_from_and_resize clone contiguous to _to_copy type_as detach detach_ view view_as reshape
-_reshape_alias _unsafe_view flatten unflatten squeeze squeeze_ unsqueeze unsqueeze_ t t_ transpose
-transpose_ permute movedim moveaxis swapaxes swapdims mT mH adjoint expand expand_as broadcast_to
-broadcast_tensors as_strided as_strided_ slice select narrow split split_with_sizes unsafe_split
-unsafe_split_with_sizes tensor_split chunk unbind cat concat concatenate _cat stack hstack vstack dstack
-index index_select gather scatter scatter_ index_put index_put_ _index_put_impl_ index_fill index_fill_
-index_copy index_copy_ masked_select masked_scatter masked_scatter_ take put_ nonzero
-embedding item _local_scalar_dense resolve_conj resolve_neg conj _conj _neg_view lift_fresh lift
-lift_fresh_copy alias set_ resize_ resize_as_ _resize_output_ _has_compatible_shallow_copy_type
-result_type is_nonzero is_same_size size stride numel dim is_pinned _assert_async
-_assert_tensor_metadata arange linspace logspace randn rand randint randperm normal normal_ uniform_
-bernoulli_ bernoulli random_ exponential_ cauchy_ geometric_ log_normal_ multinomial one_hot
-repeat repeat_interleave tile roll flip fliplr flipud rot90 pad constant_pad_nd reflection_pad1d
-reflection_pad2d reflection_pad3d replication_pad1d replication_pad2d replication_pad3d
-pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle _pad_circular _pad_enum
-_nested_tensor_from_mask to_padded_tensor unfold im2col diagonal triu triu_ tril tril_ _pin_memory pin_memory
-_foreach_zero_ _foreach_copy_ record_stream _reshape_copy _unsafe_index isin
-upsample_nearest1d upsample_nearest2d upsample_nearest3d _upsample_nearest_exact1d
-_upsample_nearest_exact2d _upsample_nearest_exact3d
-select_backward slice_backward index_select_backward as_strided_scatter slice_scatter select_scatter
-diagonal_scatter view_as_real view_as_complex _to_dense to_dense dropout
-meshgrid atleast_1d atleast_2d atleast_3d cartesian_prod diag diag_embed block_diag fill_diagonal_
-_shape_as_tensor numpy_T matrix_H align_to rename refine_names _unsafe_split_with_sizes unsafe_chunk
-cudnn_is_acceptable _use_cudnn_rnn_flatten_weight _cudnn_rnn_flatten_weight is_contiguous
-_values _indices values indices _nnz is_coalesced _coalesced_ dense_dim sparse_dim crow_indices col_indices
-ccol_indices row_indices _sparse_coo_tensor_with_dims_and_tensors _sparse_coo_tensor_unsafe sparse_coo_tensor
-_pack_padded_sequence _pad_packed_sequence _pack_padded_sequence_backward
-""".split()
-) | frozenset({"detach", "detach_", "aten::feature_dropout_"})
-
-#: Ops whose arithmetic depends on the data, not on the shapes, so no formula can count it:
-#: listed as unknown whatever ops they call (non-maximum suppression computes an IoU for each
-#: kept box against the boxes left: from n - 1 to n(n - 1)/2 of them, as the boxes overlap).
-DATA_DEPENDENT = frozenset({"torchvision::nms"})
-
-#: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
-#: between processes (the sums an all-reduce does are not the model's FLOPs).
-_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES
-_FREE_PREFIXES = ("c10d::", "nccl:", "gloo:", COMPILED_REGION_PREFIX)
-
-#: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's
-#: ``MyFnBackward``, ``torch::autograd::AccumulateGrad``): their arithmetic runs in the aten ops
-#: they call, so one with no op below it only passed gradients on (or reshaped them) - unless it
-#: launched GPU kernels itself, which the tree checks (``is_autograd_node``).
-_AUTOGRAD_NODE = re.compile(r"^(?:\w+Backward\d*|torch::autograd::\w+)$")
-
-
-def is_autograd_node(name: str) -> bool:
-    return _AUTOGRAD_NODE.match(name) is not None
-
-
-def is_free(name: str) -> bool:
-    """True when an op is known to do no floating-point arithmetic of its own."""
-    return name in FREE or name in _FREE_NAMES or name.startswith(_FREE_PREFIXES) or is_autograd_node(name)
