@@ -25,6 +25,21 @@ from flop_reference import ReferenceCount
 from model_zoo import ZOO
 
 
+@pytest.fixture(autouse=True)
+def no_process_group_left():
+    """The DDP cases make a one-process gloo group: it goes with the test (a later test in this
+    worker may start one of its own)."""
+    import torch.distributed as dist
+
+    had = dist.is_available() and dist.is_initialized()
+    yield
+    if not had and dist.is_available() and dist.is_initialized():
+        import gc
+
+        gc.collect()  # (the DDP model first: its reducer holds the group)
+        dist.destroy_process_group()
+
+
 def module_rows(df) -> dict[str, tuple[float, float]]:
     """path -> (macs, flops) of each module row."""
     rows = df[df["kind"] == "module"]
@@ -266,7 +281,7 @@ def test_one_op_of_unknown_cost_leaves_every_row_that_does_not_hold_it_counted()
     assert math.isnan(df.loc["Net", "flops"]) and math.isnan(df.loc["profile", "flops"])
     for layer in ("Net.first", "Net.second", "Net.head"):
         assert df.loc[layer, "macs"] == 4 * 8 * (2 if layer == "Net.head" else 8)
-    assert df.loc["Net", "macs"] == 4 * 8 * 8 * 2 + 4 * 8 * 2  # the op does no multiply-adds: MACs stay known
+    assert math.isnan(df.loc["Net", "macs"])  # an op of no formula may multiply-add: its rows' MACs are unknown too
     assert any("torchprof_test::blur" in note for note in prof.summary["warnings"])
 
 

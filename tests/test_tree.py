@@ -86,11 +86,12 @@ def test_ops_without_a_formula_are_listed_not_silently_zero():
     ]
     tree = build(events)
     assert tree.unsupported_ops == {"mylib::fancy": 1}
-    # The root holds the unknown op: its FLOPs are unknown (NaN), never the 16 counted beside it;
-    # the add's own row keeps its count, and MACs (no unknown op multiplies-adds) stay known.
+    # The root holds the unknown op: its FLOPs are unknown (NaN), never the 16 counted beside it,
+    # and so are its MACs (an op of no formula may multiply-add); the add's own row keeps its count.
     df = frame(events)
-    assert math.isnan(df.loc["profile", "flops"]) and df.loc["profile", "macs"] == 0
+    assert math.isnan(df.loc["profile", "flops"]) and math.isnan(df.loc["profile", "macs"])
     assert math.isnan(df.loc["mylib::fancy", "flops"]) and df.loc["aten::add", "flops"] == 16
+    assert df.loc["aten::add", "macs"] == 0
 
 
 def test_ranges_torch_opens_around_dispatch_to_python_are_not_ops_of_unknown_cost():

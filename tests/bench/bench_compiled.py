@@ -5,12 +5,14 @@
 For a small CNN, a transformer block and a stack of four wider blocks (Inductor on the CPU; the
 stack's step takes milliseconds, as a real model's does, where the small ones' take about one),
 each training step in a ``with``
-block under ``torchprof.Profiler()``, ``torchprof.Profiler(flops=False)`` (the layers' time
-without noting the step for its FLOPs), a bare ``torch.profiler.profile()`` (its defaults, which
-are what torchprof's default records: no shapes) and no profiler; each round runs every variant once,
+block under ``torchprof.Profiler()`` (every op's shapes recorded, for its FLOPs),
+``torchprof.Profiler(flops=False)`` (the layers' time alone: no shapes), a bare
+``torch.profiler.profile()`` (its defaults), the same with ``record_shapes=True`` (torch's own
+cost of what torchprof's default records) and no profiler; each round runs every variant once,
 shuffled; medians of the wall time and of the process's CPU time of ``with <profiler>(): step()``
-(the profiler's construction included) are printed with the ratio torchprof / torch.profiler and
-what torchprof adds to torch.profiler's wall time, in ms:
+(the profiler's construction included) are printed with the ratio torchprof / torch.profiler,
+what torchprof adds to torch.profiler's wall time, in ms, and the target for a warm step: at most
+0.5 ms plus 5% of torch.profiler's step:
 
 1. **warm:** the model compiled and warmed up before the block (steady-state profiling);
 2. **cold:** the first step after ``torch._dynamo.reset()``, which compiles inside the block
@@ -87,9 +89,10 @@ def main() -> None:
     variants = {
         "no profiler": lambda: None,
         "torch.profiler": lambda: profile(activities=[ProfilerActivity.CPU]),
+        # The same recording as torchprof's default: every op's shapes (torch's own cost of them).
+        "torch shapes": lambda: profile(activities=[ProfilerActivity.CPU], record_shapes=True),
         "torchprof": lambda: torchprof.Profiler(),
-        # What noting the step for its FLOPs costs (root calls, the loss, the optimizer step):
-        # the layers' time alone.
+        # The layers' time alone, without the shapes FLOPs are counted from.
         "flops=False": lambda: torchprof.Profiler(flops=False),
     }
     cases = {
@@ -108,7 +111,7 @@ def main() -> None:
 
     print("kineto:", "silent (set by torchprof's first start)" if quiet._kineto_silent == [True]
           else "logging (fd 2 swapped around torch's start and stop)")  # fmt: skip
-    print(f"{'model':28} {'step':6} {'variant':15} {'wall ms':>9} {'ratio':>6} {'added':>7} {'CPU ms':>9} {'ratio':>6}")
+    print(f"{'model':28} {'step':6} {'variant':15} {'wall ms':>9} {'ratio':>6} {'added':>7} {'CPU ms':>9} {'ratio':>6} {'target':>8}")
     for label, (make, shape, rounds) in cases.items():
         torch.manual_seed(0)
         model = make()
@@ -132,9 +135,16 @@ def main() -> None:
             results["cold"] = timed(variants, step, args.cold_rounds, skip=0, before=compile_model)
         for kind, medians in results.items():
             base_wall, base_cpu = medians["torch.profiler"]
+            allowed = 0.5 + 0.05 * base_wall * 1e3  # ms above torch.profiler a warm step may cost
+            shapes_wall = medians["torch shapes"][0]
             for name, (wall, cpu) in medians.items():
                 added = (wall - base_wall) * 1e3
-                print(f"{label:28} {kind:6} {name:15} {wall * 1e3:9.2f} {wall / base_wall:6.2f} {added:7.2f} {cpu * 1e3:9.2f} {cpu / base_cpu:6.2f}")
+                verdict = "" if kind != "warm" or not name.startswith("torchprof") else (
+                    f"{'met' if added <= allowed else 'missed'} {allowed:.2f}")
+                if kind == "warm" and name == "torchprof":  # and against the same recording
+                    verdict += f"; {(wall - shapes_wall) * 1e3:+.2f} vs torch shapes"
+                print(f"{label:28} {kind:6} {name:15} {wall * 1e3:9.2f} {wall / base_wall:6.2f} {added:7.2f} {cpu * 1e3:9.2f} "
+                      f"{cpu / base_cpu:6.2f} {verdict:>8}")
         compile_model()
         step()
         step()

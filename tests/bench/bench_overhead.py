@@ -11,20 +11,20 @@ It prints:
 1. The wall time of the whole ``with`` block (entering, the steps, leaving), split into the steps
    and the exit (where torch post-processes what it recorded), for: no profiler,
    ``torch.profiler.profile()`` with its defaults, ``torchprof.Profiler()`` with its defaults
-   (FLOPs on, no shapes recorded), ``Profiler(flops=False)``, ``Profiler(shapes=True)`` (every
-   op's shapes recorded) and ``torch.profiler.profile(record_shapes=True)``; and the ratio of
-   torchprof's default to torch's defaults (target <= 1.10).
+   (FLOPs on: every op's shapes recorded), ``Profiler(flops=False)`` (no shapes),
+   ``Profiler(shapes=True)`` (the module calls' shapes too) and
+   ``torch.profiler.profile(record_shapes=True)``; and the ratio of torchprof's default to
+   torch's defaults.
 2. The per-layer distortion: each module's own CPU time (its ops, forward and backward, not its
    child modules), best of the rounds, under the default Profiler divided by the same under
    ``Profiler(flops=False)``, which runs torch's profiler without shapes with the same module hooks
    (torch alone has no module ranges to compare); median and p90 over modules (target median
    <= 1.05), and the same ratio per op name against bare ``torch.profiler`` defaults
    (``key_averages()`` self CPU time, no hooks at all).
-3. Time to a printed table after the block: ``str(prof)`` (raw results -> replays of the root
-   modules for FLOPs -> tree -> table) against torch's ``key_averages().table()`` on the same
-   recorded run (target <= 0.5x).
-4. The default capture's FLOPs against ``shapes=True``: rows inside layers that agree exactly,
-   and the share of the run's FLOPs counted (ops outside every layer are listed as unknown).
+3. Time to a printed table after the block: ``str(prof)`` (raw results -> tree, FLOPs counted
+   -> table) against torch's ``key_averages().table()`` on the same recorded run (target <= 0.3x).
+
+``bench_flops.py`` measures the same on steps of 20 ms or more, and how exact the FLOPs are.
 """
 
 from __future__ import annotations
@@ -92,27 +92,6 @@ def op_times(torch_prof: Any) -> dict[str, float]:
     return {e.key: e.self_cpu_time_total for e in torch_prof.key_averages()}
 
 
-def replayed_flops(default: Any, recorded: Any) -> tuple[int, int, float]:
-    """How the default capture's FLOPs (no shapes recorded; root module calls replayed on
-    data-free copies) compare with ``shapes=True`` (every op's shapes recorded): rows inside a
-    layer with the same FLOPs and MACs, rows inside a layer, and the share of the recorded total
-    the default counts (the rest runs outside every layer: loss, optimizer; listed as unknown)."""
-    a, b = recorded.df.set_index("path"), default.df.set_index("path")
-    kind, parent = a["kind"].to_dict(), a["parent"].to_dict()
-
-    def in_layer(path: Any) -> bool:
-        while isinstance(path, str):
-            if kind[path] == "module":
-                return True
-            path = parent[path]
-        return False
-
-    inside = [p for p in a.index if in_layer(p)]
-    same = sum(1 for p in inside if p in b.index and (a.loc[p, "flops"], a.loc[p, "macs"]) == (b.loc[p, "flops"], b.loc[p, "macs"]))
-    root = a.index[0]
-    return same, len(inside), float(b.loc[root, "flops"] / a.loc[root, "flops"])
-
-
 def bench(model_name: str, steps: int, rounds: int) -> None:
     from torch.profiler import profile
 
@@ -141,8 +120,6 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
         for key, v in values.items():
             into.setdefault(key, []).append(v)
 
-    last_default: Any = None
-    last_recorded: Any = None
     rng = random.Random(0)
     for r in range(rounds + 1):  # round 0 warms up (allocator, oneDNN kernels, lazy imports)
         order = list(variants)
@@ -171,10 +148,7 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
                 t5 = time.perf_counter()
                 to_table.append((t4 - t3, t5 - t4))
                 keep(layers["default"], layer_times(ctx))
-                last_default = ctx
                 keep(ops["default"], op_times(ctx.torch_profile))
-            elif name == "torchprof.Profiler(shapes=True)":
-                last_recorded = ctx
             elif name == "torchprof.Profiler(flops=False)":
                 keep(layers["flops=False"], layer_times(ctx))
             elif name == "torch.profiler defaults":
@@ -188,7 +162,7 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
     for name, (run, stop) in best.items():
         print(f"  {name:<36} {(run + stop) * 1e3:9.1f} {run * 1e3:9.1f} {stop * 1e3:8.1f} {(run + stop) / base:17.2f}")
     ratio = sum(best["torchprof.Profiler() defaults"]) / base
-    print(f"  overhead: torchprof default / torch.profiler defaults = {ratio:.2f}x (target <= 1.10)")
+    print(f"  overhead: torchprof default / torch.profiler defaults = {ratio:.2f}x")
 
     def distortion(a: dict[str, list[float]], b: dict[str, list[float]], floor_us: float) -> list[float]:
         return [min(a[k]) / min(b[k]) for k in a if k in b and min(b[k]) >= floor_us]
@@ -201,11 +175,7 @@ def bench(model_name: str, steps: int, rounds: int) -> None:
           f"median {statistics.median(per_op):.3f}, p90 {quantile(per_op, 0.9):.3f}")
     ours, theirs = min(t for t, _ in to_table), min(t for _, t in to_table)
     print(f"  time to a printed table: str(prof) {ours * 1e3:.0f} ms, torch key_averages().table() {theirs * 1e3:.0f} ms "
-          f"= {ours / theirs:.2f}x (target <= 0.5)")
-    same, inside, share = replayed_flops(last_default, last_recorded)
-    print(f"  FLOPs without recorded shapes (replayed) vs shapes=True: {same} of {inside} rows inside layers the same; "
-          f"{share:.1%} of the run's FLOPs counted (the rest outside every layer, listed as unknown: "
-          f"{', '.join(sorted(last_default.unsupported_ops)) or 'none'})")
+          f"= {ours / theirs:.2f}x (target <= 0.3)")
 
 
 def main() -> None:

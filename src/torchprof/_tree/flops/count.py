@@ -142,11 +142,12 @@ class FlopCount:
     def unknown_rows(self, nodes: Nodes, macs: bool = False) -> list[bool]:
         """Per node: its FLOPs (with ``macs``, its MACs) are unknown, an op of unknown cost being
         at or below it. A row that leaves out part of its work shows NaN, never a low number.
-        For MACs only an unknown op that multiplies-adds (a matmul, not an add) counts."""
+        For MACs, an op known to do no multiply-adds whose formula could not read its arguments
+        (an add) leaves them known; an op of no formula may multiply-add (a custom matmul): unknown."""
         marked = self.unknown_nodes
         if macs:
             label = nodes.label
-            marked = {nid for nid in marked if label[nid] in WITH_MACS}
+            marked = {nid for nid in marked if label[nid] not in FORMULAS or label[nid] in WITH_MACS}
         unknown = [False] * len(nodes)
         if marked:
             parent = nodes.parent
@@ -161,7 +162,9 @@ class FlopCount:
         """Roots called inside a ``torch.func`` transform (``vmap``, ``grad``): torch records
         their ops per example (a vmapped matmul with one example's sizes, the batch's work
         inside it as other ops), so recorded shapes do not give the batch's FLOPs. Their counted
-        ops are listed as of unknown cost and their rows unknown, with the reason."""
+        ops are listed as of unknown cost and their rows unknown, with the reason. (Made anew
+        at each finish: a read that was interrupted is done again.)"""
+        self.transformed_ops = {}
         for nid in range(len(nodes)):
             if nodes.kind[nid] != MODULE:
                 continue
@@ -172,7 +175,7 @@ class FlopCount:
             stack = [nid]
             while stack:
                 at = stack.pop()
-                if nodes.kind[at] == OP and nodes.label[at] in FORMULAS and at not in self.unknown_nodes:
+                if nodes.kind[at] == OP and nodes.label[at] in FORMULAS:
                     self.transformed_ops[nodes.label[at]] = self.transformed_ops.get(nodes.label[at], 0) + nodes.calls[at]
                     self.unknown_nodes.add(at)
                     continue
