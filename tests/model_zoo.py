@@ -77,6 +77,11 @@ def hf_model(kind: str, experts: str | None = None) -> Maker:
         if kind == "gpt2":
             model = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64))
             return model, _causal_lm(model)
+        if kind == "gpt2-generate":  # 48 tokens, one at a time, with its growing KV cache
+            model = tf.GPT2LMHeadModel(tf.GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                                                     pad_token_id=0))  # fmt: skip
+            prompt = ids[:, :8]
+            return model, lambda: model.generate(prompt, max_new_tokens=48, min_new_tokens=48, do_sample=False)
         if kind == "gpt-neox":
             model = tf.GPTNeoXForCausalLM(tf.GPTNeoXConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
                                                            num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64))  # fmt: skip
@@ -235,6 +240,7 @@ ZOO: dict[str, Maker] = {
     "Qwen2-MoE": hf_model("qwen2-moe"),
     "Qwen2-MoE-eager": hf_model("qwen2-moe", "eager"),
     "GPT-2": hf_model("gpt2"),
+    "GPT-2-generate": hf_model("gpt2-generate"),
     "GPT-NeoX": hf_model("gpt-neox"),
     "Mamba2": hf_model("mamba2"),
     "FalconMamba": hf_model("falcon-mamba"),

@@ -161,6 +161,7 @@ def test_each_bucket_all_reduce_lands_on_its_layers_split_by_their_gradient_byte
         trace = ddp_job / f"rank{rank}.json.gz"
         layout = json.loads(gzip.decompress(trace.read_bytes()))["torchprof"]["ddp_buckets"][0]  # from DDP's reducer
         assert len(layout["maps"][0]) == 2  # Linear 3's weight fills the first bucket, Conv2d 0 is the second
+        assert torchprof.load_trace(trace).unsupported_ops == {}  # every FLOP of the rank's steps, from its trace
         split, before = torchprof.load_trace(trace).df, raw(trace).df
         # Before: the all-reduce under "(backward, no module)", gloo's worker range at the root.
         assert before[before.name == "c10d::allreduce_"].parent.str.contains("AccumulateGrad").all()
@@ -292,7 +293,10 @@ def _check_fsdp(trace: Path) -> None:
     ranges in the layer of their c10d op; nothing is lost on the way."""
     import re
 
-    split, before = torchprof.load_trace(trace).df, raw(trace).df
+    loaded = torchprof.load_trace(trace)
+    split, before = loaded.df, raw(trace).df
+    # FLOPs counted from what ran on each rank: FSDP's packing and its hooks cost none.
+    assert loaded.unsupported_ops == {} and split.iloc[0].flops > 0, loaded.unsupported_ops
     named = re.compile(r"^FSDP::(\w+) \((\d+)\)$|^FSDP::(\w+) for (\d+)$")
     for path, name in split.name.items():
         m = named.match(name)

@@ -41,7 +41,10 @@ value_selecting_reduction_backward
 #: arithmetic. DDP's reducer averages each gradient bucket over the ranks (``mul_out``, a mul
 #: inside) and copies it back: part of the all-reduce, whose sums are not the model's FLOPs (as
 #: collectives).
-NO_ARITHMETIC = frozenset({"aten::repeat", "torch::distributed::reducer::mul_out", "torch.distributed.ddp.reducer::copy_bucket_to_grad"})
+#: FSDP2 packs each group's shards into one buffer before an all-gather and unpacks them after
+#: (its ``fsdp::`` ops): copies.
+NO_ARITHMETIC = frozenset({"aten::repeat", "torch::distributed::reducer::mul_out", "torch.distributed.ddp.reducer::copy_bucket_to_grad",
+                           "fsdp::all_gather_copy_in", "fsdp::split_with_sizes_copy", "fsdp::chunk_cat"})  # fmt: skip
 
 #: Ops that move, view, allocate, fill or index memory: no arithmetic, so zero FLOPs is the truth
 #: (for what they call too: counted as zero, covering it).
@@ -103,9 +106,13 @@ _nested_view_from_buffer_copy _jagged_to_padded_dense_forward _padded_dense_to_j
 #: kept box against the boxes left: from n - 1 to n(n - 1)/2 of them, as the boxes overlap).
 DATA_DEPENDENT = frozenset({"torchvision::nms"})
 
+#: The autograd Functions FSDP2 wraps a module's outputs in, to run its hooks in backward (their
+#: forward passes tensors on as they are).
+_FSDP_FUNCTIONS = frozenset({"RegisterPostBackwardFunction"})
+
 #: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
 #: between processes (the sums an all-reduce does are not the model's FLOPs).
-_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES
+_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES | _FSDP_FUNCTIONS
 _FREE_PREFIXES = ("c10d::", "nccl:", "gloo:", COMPILED_REGION_PREFIX)
 
 #: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's
