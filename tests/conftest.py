@@ -96,6 +96,21 @@ def resnet18_step():
     return prof, step
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ctrl_c_raises_keyboard_interrupt():
+    """Python's own SIGINT handler for the session, as an interactive run has it: a launcher that
+    starts the tests in the background (``cmd &`` in a non-interactive shell) hands them SIGINT
+    ignored, and the tests of Ctrl-C need it to raise KeyboardInterrupt. Put back after."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    if before is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if before is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.fixture(autouse=True)
 def _no_hooks_left_behind():
     """Every test must leave no global module hooks and no running profiler behind."""
