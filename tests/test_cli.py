@@ -186,6 +186,23 @@ def test_ctrl_c_in_the_script_prints_the_partial_profile_and_exits_130(tmp_path)
     assert "(incomplete: the script did not finish)" in done.stdout and "Net" in done.stdout
     assert re.search(r"· stopped by KeyboardInterrupt( ·|\n)", done.stdout)  # not "KeyboardInterrupt: " (no message)
     assert done.stderr == "KeyboardInterrupt\n"
+    # What completed before the interrupt is counted: no FLOPs unknown, no op blamed for them.
+    assert "FLOPs are unknown" not in done.stdout and "FLOPs" in done.stdout
+
+
+def test_ctrl_c_while_the_profiler_starts_is_one_line_and_exits_130(tmp_path, monkeypatch):
+    # It printed torchprof's own chained traceback, ending "ProfilerError: nothing was profiled
+    # yet", and exited 1.
+    from torchprof._capture import session
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session.CaptureSession, "start", interrupted)
+    done = run_here(str(write_script(tmp_path)), cwd=tmp_path)
+    assert done.returncode == 130
+    assert done.stderr == "torchprof: train.py: interrupted before anything was profiled\n"
+    assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_missing_script_is_one_error_line(tmp_path):

@@ -397,6 +397,17 @@ def run_script(args: argparse.Namespace) -> int:
         quiet.release(show=False)
         print(printable(f"torchprof: error: {failure}"), file=sys.stderr)
         return EXIT_USAGE
+    try:
+        prof.result  # noqa: B018 - raises where the Profiler never started
+    except ProfilerError:
+        # Nothing was profiled: a Ctrl-C (or a failure) while the Profiler started, before the
+        # script ran. No table, no traceback of ours: what happened, and the script's exit code.
+        quiet.release(show=False)
+        what = "interrupted" if isinstance(failure, KeyboardInterrupt) else "stopped"
+        print(printable(f"torchprof: {label}: {what} before anything was profiled"), file=sys.stderr)
+        if failure is not None and not isinstance(failure, KeyboardInterrupt):
+            _print_user_traceback(failure, origin)
+        return code or 1
     # As cProfile does: the profile first (also of a run that failed), the error last.
     title = f"torchprof: {label}" + (" (incomplete: the script did not finish)" if failure is not None else "")
     try:
