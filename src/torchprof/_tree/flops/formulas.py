@@ -541,7 +541,7 @@ adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d adaptive_max_pool2d_
 adaptive_max_pool3d_backward
 scatter_add scatter_add_ index_add index_add_ scatter_reduce scatter_reduce_ index_reduce index_reduce_
 count_nonzero _masked_scale multi_margin_loss multilabel_margin_loss_forward polygamma_
-angle clip clip_ conj_physical conj_physical_ deg2rad deg2rad_ rad2deg rad2deg_ digamma digamma_ frac_ frexp
+angle clip clip_ conj_physical conj_physical_ _conj_physical deg2rad deg2rad_ rad2deg rad2deg_ digamma digamma_ frac_ frexp
 gcd gcd_ lcm lcm_ i0 i0_ igamma igamma_ igammac igammac_ isneginf isposinf signbit ldexp ldexp_ lgamma lgamma_
 logaddexp logaddexp2 mvlgamma mvlgamma_ nextafter nextafter_ polygamma sinc sinc_ special_entr special_erfcx
 special_i0e special_i1 special_i1e special_log_ndtr special_ndtri special_ndtr special_zeta special_airy_ai

@@ -98,13 +98,16 @@ is_strides_like_format _assert_scalar _functional_assert_async _functional_sym_c
 _functional_sym_constrain_range_for_size sym_constrain_range sym_constrain_range_for_size _print shallow_copy_data_
 resize resize_as view_copy _list_to_tensor pad_sequence _chunk_cat complex _nested_tensor_from_tensor_list
 _nested_view_from_buffer_copy _jagged_to_padded_dense_forward _padded_dense_to_jagged_forward
+_fw_primal _make_dual _nested_view_from_jagged _sparse_broadcast_to _test_autograd_multiple_dispatch_view
+dsplit hsplit vsplit linalg_diagonal ravel slice_inverse
 """.split()
 ) | frozenset({"detach", "detach_"})
 
 #: Ops whose arithmetic depends on the data, not on the shapes, so no formula can count it:
 #: listed as unknown whatever ops they call (non-maximum suppression computes an IoU for each
 #: kept box against the boxes left: from n - 1 to n(n - 1)/2 of them, as the boxes overlap).
-DATA_DEPENDENT = frozenset({"torchvision::nms"})
+#: Coalescing a sparse tensor sums its duplicate entries: as many additions as it has duplicates.
+DATA_DEPENDENT = frozenset({"torchvision::nms", "aten::coalesce", "aten::_coalesce"})
 
 #: The autograd Functions FSDP2 wraps a module's outputs in, to run its hooks in backward (their
 #: forward passes tensors on as they are).
