@@ -12,6 +12,9 @@ REPO = Path(__file__).resolve().parents[1]
 #: (pointing it at an empty folder shows what a fresh clone, with nothing beside it, does).
 SHARED_TRACES = Path(os.environ.get("TORCHPROF_SHARED") or REPO.parent / "shared") / "traces"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# Printed tables fit the terminal's width ($COLUMNS first): the tests, their subprocesses included,
+# read them at the default width whatever terminal (or pytest, which sets 80) runs them.
+os.environ["COLUMNS"] = "120"
 
 
 def shared_trace(name: str) -> Path:

@@ -184,7 +184,7 @@ def test_ctrl_c_in_the_script_prints_the_partial_profile_and_exits_130(tmp_path)
     assert done.returncode == 130
     assert "not reached" not in done.stdout
     assert "(incomplete: the script did not finish)" in done.stdout and "Net" in done.stdout
-    assert re.search(r"· stopped by KeyboardInterrupt( ·|\n)", done.stdout)  # not "KeyboardInterrupt: " (no message)
+    assert re.search(r"(^|· )stopped by KeyboardInterrupt( ·|\n)", done.stdout, re.M)  # not "KeyboardInterrupt: " (no message)
     assert done.stderr == "KeyboardInterrupt\n"
     # What completed before the interrupt is counted: no FLOPs unknown, no op blamed for them.
     assert "FLOPs are unknown" not in done.stdout and "FLOPs" in done.stdout
@@ -203,6 +203,23 @@ def test_ctrl_c_while_the_profiler_starts_is_one_line_and_exits_130(tmp_path, mo
     assert done.returncode == 130
     assert done.stderr == "torchprof: train.py: interrupted before anything was profiled\n"
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_table_its_header_and_its_notes_fit_the_terminal(tmp_path):
+    # Every row wrapped in a 100-column pane (tables of 109-116 characters), the header line ran
+    # to 119 and to 355 with a note, the hot path's mark wrapped onto a line of its own, and
+    # "CPU fwd" went while "CPU bwd" stayed.
+    script = write_script(tmp_path, tail="torch.fft.rfft(net(torch.randn(4, 8))).abs().sum().backward()")
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
+    done = subprocess.run([sys.executable, "-m", "torchprof", str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 100, [line for line in lines if len(line) > 100]
+    assert "◀ hot path" in done.stdout  # one piece, never broken inside
+    header = next(line for line in lines if line.startswith("| Node"))
+    assert ("CPU fwd" in header) == ("CPU bwd" in header)  # forward and backward go together
+    assert " ".join(done.stdout.split()).count("FLOPs are unknown") == 1  # the note once, under the table
 
 
 def test_missing_script_is_one_error_line(tmp_path):
@@ -275,7 +292,7 @@ def test_a_note_on_what_the_profile_missed_is_said_once_under_the_table(tmp_path
     done = run("train.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "runpy" not in done.stderr and "ProfilerWarning" not in done.stderr
-    assert done.stdout.count("a torch.profiler session was started (and stopped) inside the block") == 1
+    assert " ".join(done.stdout.split()).count("a torch.profiler session was started (and stopped) inside the block") == 1
     # a warning the summary does not say is still shown (after the report)
     write_script(tmp_path, tail="import warnings, torchprof\n    warnings.warn('torchprof: other news', torchprof.ProfilerWarning)")
     done = run("train.py", cwd=tmp_path)
@@ -456,7 +473,7 @@ def test_a_saved_profile_is_opened_and_its_files_written(tmp_path, mlp):
     csv = tmp_path / "run.csv"
     done = run_here("--csv", str(csv), saved, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"torchprof: {saved} (a saved profile)\n{prof.summary_line()}\n")
+    assert done.stdout.startswith(f"torchprof: {saved} (a saved profile)\n{prof.summary_line(notes=False, width=120)}\n")
     assert prof.table() in done.stdout  # the same table as print(prof)
     assert list(pd.read_csv(csv, index_col=0).index) == list(prof.df.index)
 

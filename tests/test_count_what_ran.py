@@ -511,3 +511,16 @@ def test_a_forward_that_reads_tensor_values_is_counted_down_the_branch_that_ran(
     df = prof.df
     assert "Masked.full" not in df.index and df.loc["Masked.part", "macs"] == 4 * 8 * 4  # the four rows kept
     assert prof.unsupported_ops == {}
+
+
+def test_an_import_time_query_of_a_library_is_not_an_op_of_unknown_cost():
+    # A script that imports torchvision under `python -m torchprof` ran torchvision::_cuda_version
+    # (3 calls) as it imported, and the whole run's FLOPs read unknown.
+    torchvision = pytest.importorskip("torchvision")
+    lin = nn.Linear(4, 4)
+    with torchprof.Profiler() as prof:
+        torch.ops.torchvision._cuda_version()
+        lin(torch.randn(2, 4))
+    assert prof.unsupported_ops == {} and prof.df.loc["profile", "flops"] == 2 * 2 * 4 * 4
+    assert torchvision is not None
+

@@ -68,3 +68,21 @@ def test_ci_sets_ci_and_the_readme_command_leaves_it_to_ci():
     assert "export CI=true" in (REPO / ".ci" / "run").read_text()
     run_sh = [line for line in (REPO / "tests" / "run.sh").read_text().splitlines() if not line.lstrip().startswith("#")]
     assert not [line for line in run_sh if "CI=" in line]
+
+
+def test_a_clone_in_a_folder_named_torchprof_run_with_sigint_ignored_passes(clone):
+    """A clone of any name (this one is ``torchprof``), launched as a background job is (``cmd &``
+    in a non-interactive shell hands it SIGINT ignored): the tests that look for torchprof's own
+    frames and the tests of Ctrl-C pass there too."""
+    import signal
+
+    tests = ["tests/test_profiler.py::test_nested_profilers_are_a_clear_error",
+             "tests/test_interrupts.py::test_ctrl_c_that_interrupts_the_body_and_then_the_stop_keeps_the_partial_profile"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(clone / "src")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=600,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert f"{len(tests)} passed" in done.stdout.splitlines()[-1]
+

@@ -148,7 +148,7 @@ def test_flops_unknown_for_ops_of_unknown_cost_are_said_in_the_summary_and_the_h
     assert prof.unsupported_ops == {"aten::_fft_r2c": 1}
     text = prof.to_markdown()
     said = ("- FLOPs are unknown (?) in the rows that hold 1 call of ops of unknown cost (aten::_fft_r2c): "
-            "no formula, or a cost that depends on the values; prof.unsupported_ops lists them")
+            "no formula, or a cost that depends on the values; every other row keeps its count, and prof.unsupported_ops lists them")
     assert said in text.split("**Not counted:**", 1)[1]
     assert "nothing the profiler knows of" not in text
     flops = [item for item in summary_items(prof.summary) if item[0] == "FLOPs"]

@@ -253,7 +253,8 @@ def test_nested_profilers_are_a_clear_error(mlp):
             with torchprof.Profiler():
                 pass
     # The user's own line is where the error is: one torchprof frame (the start), not its insides.
-    inside = [f for f in traceback.extract_tb(raised.value.__traceback__) if os.sep + "torchprof" + os.sep in f.filename]
+    package = os.path.dirname(os.path.abspath(torchprof.__file__)) + os.sep  # (not a folder named torchprof: a clone may be one)
+    inside = [f for f in traceback.extract_tb(raised.value.__traceback__) if os.path.abspath(f.filename).startswith(package)]
     assert [f.name for f in inside] == ["start"], traceback.format_tb(raised.value.__traceback__)
     with torch.profiler.profile():
         with pytest.raises(torchprof.ProfilerError, match="already running"):
@@ -427,7 +428,7 @@ def test_flops_read_nan_only_with_a_warning_naming_the_ops(shapes):
         Transforms()(torch.randn(8, 8))
     assert math.isnan(prof.df.loc["Transforms", "flops"]) and "aten::_fft_r2c" in prof.unsupported_ops
     (note,) = [w for w in prof.summary["warnings"] if "FLOPs" in w]
-    assert "NaN" in note and "aten::_fft_r2c" in note
+    assert "unknown" in note and "aten::_fft_r2c" in note
 
 
 def test_a_profile_leaves_the_warnings_filters_as_it_found_them(mlp):

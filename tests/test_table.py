@@ -191,7 +191,7 @@ def test_a_narrow_width_drops_percentages_then_columns_then_the_type_and_never_t
     header = [cell.strip() for cell in text.splitlines()[1].split("|")[1:-1]]
     assert header == ["Node", "Self CPU", "CPU total", "FLOPs"]
     assert "%" not in text  # no percentages left, so no legend either
-    assert text.split("+\n")[-1] == "left out to fit 60 characters: CPU other, CPU fwd, Calls,\nCPU bwd"
+    assert text.split("+\n")[-1] == "left out to fit 60 characters: CPU other, CPU fwd, CPU bwd,\nCalls"  # forward and backward together
     assert render_table(tree, min_pct=0, width=None).count("\n") == EXPECTED_DEFAULT.count("\n")  # None: no limit
 
 

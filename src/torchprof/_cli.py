@@ -156,7 +156,7 @@ def _check_view_options(args: argparse.Namespace) -> str | None:
         return "--min-pct must be 0 or more"
     if args.depth is not None and args.depth < 0:
         return "--depth must be 0 or more"
-    if args.width < 0:
+    if args.width is not None and args.width < 0:
         return "--width must be 0 (no limit) or more"
     try:
         check_output_paths(html=args.html, csv=args.csv, trace=args.trace, md=None if args.md == "-" else args.md)
@@ -185,6 +185,13 @@ def _profiler(args: argparse.Namespace, name: str) -> Profiler:
                     flops=args.flops, name=name, peak_flops=args.peak_flops)  # fmt: skip
 
 
+def _width(args: argparse.Namespace) -> int | None:
+    """The characters the printed output fits in: ``--width`` (0: no limit), else the terminal's."""
+    from ._views.table import terminal_width
+
+    return (args.width or None) if args.width is not None else terminal_width()
+
+
 def _report(prof: Result, args: argparse.Namespace, *, title: str) -> int:
     """Print the summary line, the tree and the top insights; write the requested files (the
     HTML report opens with the rows the terminal showed). With ``--md -`` only the Markdown
@@ -192,11 +199,12 @@ def _report(prof: Result, args: argparse.Namespace, *, title: str) -> int:
     if args.md == "-":
         print(prof.to_markdown(), end="")
     else:
+        width = _width(args)
         print(printable(title))
-        print(prof.summary_line())
+        print(prof.summary_line(notes=False, width=width))  # (the table prints the notes under it)
         print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
-                         colour=_wants_colour(), width=args.width or None))  # fmt: skip
-        print(_insights_text(prof, args.width or None))
+                         colour=_wants_colour(), width=width))  # fmt: skip
+        print(_insights_text(prof, width))
     state = state_from_options(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops)
     state["expanded"] = expanded_like_table(prof, min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops,
                                             max_depth=args.depth)  # fmt: skip
@@ -273,7 +281,7 @@ def run_compare(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         return EXIT_USAGE
     print(printable(f"torchprof: {cmp.label}"))
     print(cmp.table(min_pct=args.min_pct, sort_by=sort, show_ops=args.ops, max_depth=args.depth, colour=_wants_colour(),
-                    width=args.width or None))  # fmt: skip
+                    width=_width(args)))  # fmt: skip
     state: dict[str, Any] = {"min_pct": args.min_pct, "show_ops": args.ops}
     if sort is not None:
         state["sort_by"] = sort

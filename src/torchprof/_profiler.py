@@ -22,6 +22,7 @@ from ._result import Result
 from ._tree.builder import TreeBuilder
 from ._tree.comm import comm_note
 from ._tree.devices import choose_peak
+from ._views.format import unknown_flops_note
 from ._vocab import RECOMPUTE, STEP_TIME_COLUMNS, NodeKind
 
 if TYPE_CHECKING:
@@ -416,11 +417,10 @@ def _unexplained_unknown_flops(tree: Any, notes: list[str]) -> list[str]:
     flops = tree.columns.get("flops") or []
     if len(flops) <= 1 or not any(value != value for value in flops):  # nothing ran, or no NaN (NaN != NaN)
         return []
-    named = ", ".join(f"{name} ({calls} call{'s' if calls != 1 else ''})" for name, calls in ops[:5])
-    more = f" and {len(ops) - 5} more (prof.unsupported_ops lists them)" if len(ops) > 5 else ""
-    what = f"ops of unknown cost ran: {named}{more}" if ops else "ops ran that torchprof could not count"
-    return [f"FLOPs are unknown (NaN) where {what}: the rows that hold them, and the rows above those, read NaN; "
-            "every other row keeps its count."]
+    if ops:  # the note every view writes under its table (one text, so each says it once)
+        return [unknown_flops_note(dict(ops))]
+    return ["FLOPs are unknown (NaN) where ops ran that torchprof could not count: the rows that hold them, and the rows "
+            "above those, read NaN; every other row keeps its count."]
 
 
 def _step_columns(rows: list[tuple[int, float, bool]]) -> dict[str, list[Any]]:

@@ -261,16 +261,18 @@ class Result:
             options["colour"] = wants_colour(sys.stdout)
         print(self.table(min_pct, sort_by, show_ops, filter, **options))
 
-    def summary_line(self) -> str:
-        """The summary in one line, as the command line and the reports word it."""
+    def summary_line(self, notes: bool = True, width: int | None = None) -> str:
+        """The summary in one line, as the command line and the reports word it; with ``width``,
+        in lines of at most that many characters; without ``notes``, the summary's notes (which
+        a table prints under it) left out."""
         from ._views.format import summary_line
 
-        return summary_line(self.summary)
+        return summary_line(self.summary, notes=notes, width=width)
 
     def __str__(self) -> str:
-        from ._views.table import wants_colour
+        from ._views.table import terminal_width, wants_colour
 
-        return self.table(colour=wants_colour(sys.stdout))
+        return self.table(colour=wants_colour(sys.stdout), width=terminal_width())
 
     def __repr__(self) -> str:
         s = self.summary

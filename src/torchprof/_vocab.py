@@ -447,6 +447,10 @@ NARROW_DROP_ORDER: tuple[str, ...] = (
     "comm_cuda_us", "comm_cpu_us", "cpu_us_spread", "self_cuda_us",
 )  # fmt: skip
 
+#: Columns a terminal table drops together (forward without backward reads as if backward were
+#: free): dropping one drops the others, except the sort column.
+NARROW_DROP_TOGETHER: tuple[tuple[str, ...], ...] = (("fwd_cpu_us", "bwd_cpu_us"), ("fwd_cuda_us", "bwd_cuda_us"))
+
 #: Columns by name.
 COLUMN: dict[str, Column] = {c.name: c for c in COLUMNS}
 #: The columns the views' rules single out, by the part they play. The front end reads them from
@@ -674,8 +678,8 @@ OPTIONS: tuple[Option, ...] = (
            metavar="COL", default=DEFAULT_SORT),
     Option(("--ops",), "also show the aten ops (and kernels) inside each layer", "flag"),
     Option(("--depth",), "show the tree N levels deep (the widget opens that far)", "int", metavar="N"),
-    Option(("--width",), "fit the table in N characters (default %(default)s; 0: no limit)", "int", metavar="N", default=DEFAULT_WIDTH,
-           where=_COMMAND_LINE),
+    Option(("--width",), f"fit the table in N characters (default: the terminal's width, else {DEFAULT_WIDTH}; 0: no limit)", "int",
+           metavar="N", where=_COMMAND_LINE),
     Option(("--text",), "print the terminal table instead of showing the widget", "flag", where=frozenset({"magic"})),
     # files written beside
     Option(("--html",), "also write a self-contained interactive HTML report", metavar="FILE"),

@@ -193,11 +193,13 @@ def summary_items(s: Summary) -> list[tuple[str, str, str]]:
 
 
 def unknown_flops_note(unknown: dict[str, int]) -> str:
-    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed)."""
+    """The ops of unknown cost that make rows' FLOPs unknown (most calls first, as listed): the one
+    text every view writes, and ``summary["warnings"]`` holds (a view writes each text once)."""
     calls = sum(unknown.values())
     shown = _op_list(unknown)
     return (f"FLOPs are unknown ({UNKNOWN_MARK}) in the rows that hold {calls} call{'s' if calls != 1 else ''} of ops of unknown "
-            f"cost ({shown}): no formula, or a cost that depends on the values; prof.unsupported_ops lists them")
+            f"cost ({shown}): no formula, or a cost that depends on the values; every other row keeps its count, and "
+            "prof.unsupported_ops lists them")
 
 
 def _op_list(unknown: dict[str, int], shown: int = 4) -> str:
@@ -206,9 +208,20 @@ def _op_list(unknown: dict[str, int], shown: int = 4) -> str:
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def summary_line(s: Summary) -> str:
-    """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line."""
-    return printable(" · ".join(f"{label} {value}" for label, value, _ in summary_items(s)))
+def summary_line(s: Summary, notes: bool = True, width: int | None = None) -> str:
+    """``wall 1.20s · CPU 1.10s · forward 420ms (38%) · ...``: :func:`summary_items` on one line,
+    or lines of at most ``width`` characters broken between items. Without ``notes``, the
+    summary's notes (``summary["warnings"]``) are left to the view that writes them under it."""
+    parts = [printable(f"{label} {value}") for label, value, _ in summary_items(s) if notes or label != "note"]
+    if not width:
+        return " · ".join(parts)
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
 
 
 #: The longest path a headline writes in full; a longer one loses its middle.

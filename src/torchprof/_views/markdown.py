@@ -194,7 +194,8 @@ def _warning_lines(summary: Summary, chars: int | None) -> list[str]:
     texts = [fmt.printable(str(text)) for text in summary.get("warnings") or ()]
     unknown = summary.get("unknown_flop_ops")
     if unknown:
-        texts.insert(0, fmt.unknown_flops_note(unknown))
+        note = fmt.unknown_flops_note(unknown)
+        texts = [note, *(text for text in texts if text != note)]
     if not texts:
         return ["**Not counted:** nothing the profiler knows of.", ""]
     clipped = [t if chars is None or len(t) <= chars else t[: chars - 1] + "…" for t in texts]

@@ -12,7 +12,7 @@ from typing import Any
 from .._tree.hotpath import hot_path
 from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
-from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, UNKNOWN_MARK, NodeKind
+from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, NARROW_DROP_TOGETHER, UNKNOWN_MARK, NodeKind
 from .cells import ViewColumn, cell_text, view_columns
 from .format import printable, unknown_flops_note
 from .rows import resolve_sort, threshold_column, visible_rows
@@ -41,6 +41,14 @@ def wants_colour(stream: Any = None) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def terminal_width() -> int:
+    """The width a table fits in by default: the terminal's (``$COLUMNS``, else the terminal
+    standard output is), else :data:`~torchprof._vocab.DEFAULT_WIDTH` (piped, a notebook)."""
+    import shutil
+
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns or DEFAULT_WIDTH
 
 
 def render_table(
@@ -127,10 +135,25 @@ def render_table(
         notes.append(unknown_flops_note(tree.unsupported_ops))
     if threads_at_once(tree):
         notes.append(f"CPU times are summed over {len(busy_threads(tree))} threads that ran at once (prof.by_thread() gives each)")
-    notes += [str(text) for text in warnings]
+    notes += [text for text in map(str, warnings) if text not in notes]  # (the note on unknown FLOPs is one of them)
     for note in notes:  # the table's own width, so a narrow terminal does not wrap them anywhere
-        out += textwrap.wrap(note, width, break_long_words=False, break_on_hyphens=False) if width else [note]
+        out += wrap_parts(note, width) if width else [note]
     return "\n".join(out)
+
+
+def wrap_parts(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken between its `` · ``-separated
+    parts where it can (a part such as ``◀ hot path`` stays whole), inside a part only where it
+    is longer than a line."""
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        elif len(part) <= width:
+            lines.append(part)
+        else:
+            lines += textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False)
+    return lines
 
 
 def tree_guides(tree: Tree, rows: list[int]) -> tuple[list[str], list[str]]:
@@ -226,7 +249,9 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
                 return
             if name == sort_key or all(c.spec.name != name for c in layout.columns):
                 continue
-            gone = {name} | {c.spec.name for c in layout.columns if c.spec.needs == name}
+            together = {other for group in NARROW_DROP_TOGETHER if name in group for other in group if other != sort_key}
+            gone = {name} | together
+            gone |= {c.spec.name for c in layout.columns if c.spec.needs in gone}
             layout.dropped += [c.spec.name for c in layout.columns if c.spec.name in gone]
             layout.columns = [c for c in layout.columns if c.spec.name not in gone]
 

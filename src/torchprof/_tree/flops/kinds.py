@@ -113,9 +113,13 @@ DATA_DEPENDENT = frozenset({"torchvision::nms", "aten::coalesce", "aten::_coales
 #: forward passes tensors on as they are).
 _FSDP_FUNCTIONS = frozenset({"RegisterPostBackwardFunction"})
 
+#: Queries libraries run when they are imported (torchvision asks its kernels' CUDA version): no
+#: tensor in, no arithmetic, and not the user's work.
+_LIBRARY_QUERIES = frozenset({"torchvision::_cuda_version", "torchaudio::cuda_version", "torchvision::_is_tracing"})
+
 #: Ranges that are not arithmetic: graph-capture bookkeeping, and collectives, which move data
 #: between processes (the sums an all-reduce does are not the model's FLOPs).
-_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES | _FSDP_FUNCTIONS
+_FREE_NAMES = frozenset({"record_param_comms"}) | COMPILED_BOOKKEEPING | DISPATCH_RANGES | _FSDP_FUNCTIONS | _LIBRARY_QUERIES
 _FREE_PREFIXES = ("c10d::", "nccl:", "gloo:", COMPILED_REGION_PREFIX)
 
 #: Autograd graph nodes (``AddBackward0``, ``ExpandBackward0``, a custom Function's
