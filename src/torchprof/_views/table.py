@@ -12,7 +12,16 @@ from typing import Any
 from .._tree.hotpath import hot_path
 from .._tree.summary import busy_threads, threads_at_once
 from .._tree.tree import Tree
-from .._vocab import COLUMN, DEFAULT_MIN_PCT, DEFAULT_SORT, DEFAULT_WIDTH, NARROW_DROP_ORDER, NARROW_DROP_TOGETHER, UNKNOWN_MARK, NodeKind
+from .._vocab import (
+    COLUMN,
+    DEFAULT_MIN_PCT,
+    DEFAULT_SORT,
+    DEFAULT_WIDTH,
+    NARROW_DROP_ORDER,
+    NARROW_DROP_TOGETHER,
+    UNKNOWN_MARK,
+    NodeKind,
+)
 from .cells import ViewColumn, cell_text, view_columns
 from .format import printable, unknown_flops_note
 from .rows import resolve_sort, threshold_column, visible_rows
