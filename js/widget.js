@@ -890,18 +890,19 @@ function hasData(data, name) {
   for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
   return false;
 }
-function columnsFor(data, folded = null) {
+function columnsFor(data, folded = null, showOps = true) {
   const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
   const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
   for (const name of data.vocab.view_columns) {
     const spec = data.spec[name];
     if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
+    const named = !showOps && spec.layer_alt ? data.spec[spec.layer_alt] : spec;
     cols.push({
       key: name,
-      label: spec.label,
+      label: named.label,
       type: spec.unit,
-      title: spec.about,
+      title: named === spec ? spec.about : `${named.about} (${spec.label} with the op rows shown)`,
       of: spec.percent_of,
       family: spec.family,
       self: self?.name,
@@ -1509,7 +1510,7 @@ function flameTip(viewed, metric, zoomRow, i) {
   const v = table.num[metric.width][i];
   const spec = table.spec[metric.width];
   lines.push(`${spec.label}: ${formatValue(spec.unit, v)} (${formatPercent(v, base)} of ${table.name[zoomRow]})`);
-  for (const c of columnsFor(table)) {
+  for (const c of columnsFor(table, null, false)) {
     if (c.type === NODE || c.key === metric.width || !(c.type === "time" || c.key === R.flops || c.key === R.calls)) continue;
     const val = table.num[table.spec[c.key].layer_alt || c.key][i];
     if (!Number.isNaN(val) && val !== 0) lines.push(`${c.label}: ${formatValue(c.type, val)}`);
@@ -2581,7 +2582,7 @@ var TableView = class {
   }
   /** New columns (the folded steps add two): header and row template rebuilt, widths measured. */
   setColumns() {
-    const columns = columnsFor(this.data, this.viewed.folded);
+    const columns = columnsFor(this.data, this.viewed.folded, !!this.st?.show_ops);
     const sig2 = columns.map((c) => c.label).join("|");
     if (sig2 === this.signature) return;
     this.signature = sig2;

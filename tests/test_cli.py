@@ -222,6 +222,25 @@ def test_the_table_its_header_and_its_notes_fit_the_terminal(tmp_path):
     assert " ".join(done.stdout.split()).count("FLOPs are unknown") == 1  # the note once, under the table
 
 
+def test_a_torchvision_built_for_another_torch_is_one_line_with_the_fix(tmp_path, monkeypatch):
+    # pip paired torch 2.13.0+cpu with torchvision 0.28.0 where the CPU index was unreachable: the
+    # demo died with torchvision's 25-line traceback ("operator torchvision::nms does not exist").
+    import builtins
+
+    real_import = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        if name == "torchvision" or name.startswith("torchvision."):
+            raise RuntimeError("operator torchvision::nms does not exist")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", broken)
+    done = run_here("demo", "resnet18", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "was built for another torch than the" in line and "pip install 'torchvision==0." in line
+
+
 def test_missing_script_is_one_error_line(tmp_path):
     done = run_here("nothere.py", cwd=tmp_path)
     assert done.returncode == 2

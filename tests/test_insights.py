@@ -424,3 +424,56 @@ def test_the_cli_prints_the_top_findings(capsys):
     assert main(["--width", "0", str(shared_trace("cpu-gloo-rank34.json.gz"))]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].startswith("1. [exposed_communication] The host waits in collectives") and lines[-2] == "Insights:"
+
+
+def _slow_optimizer_step():
+    """training_step() with its optimizer step at 100 µs: the costliest thing in the run."""
+    events = training_step()[:-2]  # (without its SGD step and the step's op)
+    return [*events, ev("region", "Optimizer.step#AdamW.step", 200, 300),
+            ev("op", "aten::_foreach_lerp_", 205, 295, shapes=[[[16, 8]], [[16, 8]], []])]  # fmt: skip
+
+
+def test_an_optimizer_step_taking_much_of_the_run_is_an_insight_and_the_headline_names_a_layer():
+    # An AdamW step of 21% read "Costliest layer: Optimizer.step#AdamW.step" while the hot path
+    # ended at a convolution, and no rule fired.
+    prof = result_of(_slow_optimizer_step())
+    row = prof.insights().set_index("rule").loc["optimizer_step"]
+    assert row.paths == ["Optimizer.step#AdamW.step"] and row.share == pytest.approx(100 / prof.df.iloc[0]["cpu_us"])
+    assert "AdamW" in row.message and f"{100 * row.share:.0f}%" in row.message and "fused=True" in row.advice
+    s = prof.summary
+    assert s["bottleneck"]["path"] == s["hot_path"][-1] == "Net.fc2"  # the headline and ◀ agree: a layer
+    assert "optimizer_step" not in rules(result_of(training_step()))  # 20 of 195 µs: under the threshold
+
+
+def test_time_in_no_range_is_never_more_than_the_block_lasted():
+    """Two threads' ranges (or ranges of a torch.profiler session of the script's own) can add up
+    to more CPU time than the block's wall: the host time in no op is at most the wall, and its
+    share at most 100%. It once read "100% of the run (13.7ms)" against a wall of 9.34 ms."""
+    events = [ev("region", "ProfilerStep#1", 0, 9_000), ev("op", "aten::add", 100, 200),
+              ev("region", "ProfilerStep#1", 0, 9_000, tid=2), ev("op", "aten::mul", 100, 200, tid=2)]  # fmt: skip
+    prof = result_of(events, wall_us=5_000.0)
+    row = prof.insights().set_index("rule").loc["python_overhead"]
+    assert row.at_stake_us <= 5_000.0 and row.share <= 1.0
+
+
+def test_a_block_whose_recording_torch_dropped_has_no_overhead_finding():
+    """A torch.profiler session started inside the block drops torchprof's recording (torch runs
+    one at a time, and a warning says so): nothing was recorded, which is not "100% of the run
+    in no op and no layer"."""
+    import warnings
+
+    import torch
+
+    import torchprof
+
+    model = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as caught, torchprof.Profiler() as prof:
+        warnings.simplefilter("always")
+        model(x).sum().backward()
+        with torch.profiler.profile():
+            model(x)
+    assert any("dropped torchprof's" in str(w.message) for w in caught)
+    assert prof.summary["wall_us"] > 0 and prof.summary["cpu_us"] == 0
+    assert "python_overhead" not in rules(prof)
+    assert str(prof.insights()).startswith("no findings")

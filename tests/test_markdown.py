@@ -94,7 +94,7 @@ def test_the_summary_has_every_section_in_order_and_fits_4_kb(two_runs):
     at = [text.index(s) for s in SECTIONS]
     assert at == sorted(at)
     assert text.splitlines()[2].startswith("**Costliest layer: Net.big (Mix)")
-    assert "| `Net.big` | Mix |" in text and "**Steps:** none recorded" in text
+    assert "| `Net.big` | Mix |" in text and "**Steps:** none marked" in text
     assert "**Memory:** cpu peak" in text and "parameter" in text  # what the peak is made of
     assert "**Insights:**\n\nNo rule fired" in text
 
@@ -157,3 +157,41 @@ def test_flops_unknown_for_ops_of_unknown_cost_are_said_in_the_summary_and_the_h
         layer.layer(torch.randn(2, 4))
     assert "**Not counted:** nothing the profiler knows of." in known.to_markdown()
     assert [item[1] for item in summary_items(known.summary) if item[0] == "FLOPs"] == ["64"]
+
+
+def test_steps_marked_without_a_schedule_are_counted_one_way():
+    """``prof.step()`` three times without ``schedule=``: torch records no step ranges, but the
+    steps were marked and profiled. step_times, the summary and the Markdown all say 3 (the
+    summary once said 0 and the Markdown "none recorded")."""
+    import torch
+
+    import torchprof
+
+    model = torch.nn.Linear(16, 16)
+    x = torch.randn(8, 16)
+    with torchprof.Profiler() as prof:
+        for _ in range(3):
+            model(x).sum().backward()
+            prof.step()
+    assert len(prof.step_times) == 3 and prof.step_times["recorded"].all()
+    assert prof.summary["steps"] == 3
+    spread = prof.summary["step_spread"]
+    assert spread["min_us"] == prof.step_times["wall_us"].min() and spread["max_us"] == prof.step_times["wall_us"].max()
+    line = next(s for s in prof.to_markdown().splitlines() if s.startswith("**Steps:**"))
+    assert line.startswith("**Steps:** 3 steps (marked by prof.step(); one tree for all")
+
+
+def test_a_scheduled_run_counts_its_recorded_steps():
+    import torch
+
+    import torchprof
+
+    model = torch.nn.Linear(16, 16)
+    x = torch.randn(8, 16)
+    with torchprof.Profiler(schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)) as prof:
+        for _ in range(5):
+            model(x).sum().backward()
+            prof.step()
+    assert len(prof.step_times) == 5 and int(prof.step_times["recorded"].sum()) == 2
+    assert prof.summary["steps"] == 2 == len(prof.steps)
+    assert "**Steps:** 2 steps, median" in prof.to_markdown()

@@ -11,16 +11,16 @@ from torchprof._views.table import render_table
 
 #: Every column with its percentages (``width=None``): the type of each module, the legend.
 EXPECTED_DEFAULT = """\
-+----------------------------+--------+---------------+---------------+--------------+---------------+--------------+-------+-------+
-| Node                       | Type   |      Self CPU |     CPU total |      CPU fwd |       CPU bwd |    CPU other | FLOPs | Calls |
-|----------------------------+--------+---------------+---------------+--------------+---------------+--------------+-------+-------|
-| profile                    |        | 10.0µs (5.1%) |  195µs (100%) |  100µs (51%) |  65.0µs (33%) | 30.0µs (15%) | 1.28k |     1 |
-| ├──Net                     | Net    |  30.0µs (15%) |   150µs (77%) |  100µs (51%) |  50.0µs (26%) |              | 1.15k |     1 |
-| │ ├──fc2                   | Linear |  70.0µs (36%) |  70.0µs (36%) | 40.0µs (21%) |  30.0µs (15%) |              |   128 |     1 |
-| │ └──fc1                   | Linear |  50.0µs (26%) |  50.0µs (26%) | 30.0µs (15%) |  20.0µs (10%) |              | 1.02k |     1 |
-| ├──Optimizer.step#SGD.step |        |  20.0µs (10%) |  20.0µs (10%) |              |               | 20.0µs (10%) |   128 |     1 |
-| └──(backward, no module)   |        | 15.0µs (7.7%) | 15.0µs (7.7%) |              | 15.0µs (7.7%) |              |       |     2 |
-+----------------------------+--------+---------------+---------------+--------------+---------------+--------------+-------+-------+
++----------------------------+--------+----------------+---------------+--------------+---------------+--------------+-------+-------+
+| Node                       | Type   | Layer self CPU |     CPU total |      CPU fwd |       CPU bwd |    CPU other | FLOPs | Calls |
+|----------------------------+--------+----------------+---------------+--------------+---------------+--------------+-------+-------|
+| profile                    |        |  10.0µs (5.1%) |  195µs (100%) |  100µs (51%) |  65.0µs (33%) | 30.0µs (15%) | 1.28k |     1 |
+| ├──Net                     | Net    |   30.0µs (15%) |   150µs (77%) |  100µs (51%) |  50.0µs (26%) |              | 1.15k |     1 |
+| │ ├──fc2                   | Linear |   70.0µs (36%) |  70.0µs (36%) | 40.0µs (21%) |  30.0µs (15%) |              |   128 |     1 |
+| │ └──fc1                   | Linear |   50.0µs (26%) |  50.0µs (26%) | 30.0µs (15%) |  20.0µs (10%) |              | 1.02k |     1 |
+| ├──Optimizer.step#SGD.step |        |   20.0µs (10%) |  20.0µs (10%) |              |               | 20.0µs (10%) |   128 |     1 |
+| └──(backward, no module)   |        |  15.0µs (7.7%) | 15.0µs (7.7%) |              | 15.0µs (7.7%) |              |       |     2 |
++----------------------------+--------+----------------+---------------+--------------+---------------+--------------+-------+-------+
 (x%) = share of the root's CPU total · blank = zero or not recorded"""
 
 EXPECTED_OPS_BY_BACKWARD = """\
@@ -45,16 +45,16 @@ EXPECTED_OPS_BY_BACKWARD = """\
 #: The same tables in the default 120 characters: percentages stay on the total, then the
 #: "CPU other" column goes, and the footer says so.
 EXPECTED_FIT_120 = """\
-+----------------------------+--------+----------+---------------+---------+---------+-----------+-------+-------+
-| Node                       | Type   | Self CPU |     CPU total | CPU fwd | CPU bwd | CPU other | FLOPs | Calls |
-|----------------------------+--------+----------+---------------+---------+---------+-----------+-------+-------|
-| profile                    |        |   10.0µs |  195µs (100%) |   100µs |  65.0µs |    30.0µs | 1.28k |     1 |
-| ├──Net                     | Net    |   30.0µs |   150µs (77%) |   100µs |  50.0µs |           | 1.15k |     1 |
-| │ ├──fc2                   | Linear |   70.0µs |  70.0µs (36%) |  40.0µs |  30.0µs |           |   128 |     1 |
-| │ └──fc1                   | Linear |   50.0µs |  50.0µs (26%) |  30.0µs |  20.0µs |           | 1.02k |     1 |
-| ├──Optimizer.step#SGD.step |        |   20.0µs |  20.0µs (10%) |         |         |    20.0µs |   128 |     1 |
-| └──(backward, no module)   |        |   15.0µs | 15.0µs (7.7%) |         |  15.0µs |           |       |     2 |
-+----------------------------+--------+----------+---------------+---------+---------+-----------+-------+-------+
++----------------------------+--------+----------------+---------------+---------+---------+-----------+-------+-------+
+| Node                       | Type   | Layer self CPU |     CPU total | CPU fwd | CPU bwd | CPU other | FLOPs | Calls |
+|----------------------------+--------+----------------+---------------+---------+---------+-----------+-------+-------|
+| profile                    |        |         10.0µs |  195µs (100%) |   100µs |  65.0µs |    30.0µs | 1.28k |     1 |
+| ├──Net                     | Net    |         30.0µs |   150µs (77%) |   100µs |  50.0µs |           | 1.15k |     1 |
+| │ ├──fc2                   | Linear |         70.0µs |  70.0µs (36%) |  40.0µs |  30.0µs |           |   128 |     1 |
+| │ └──fc1                   | Linear |         50.0µs |  50.0µs (26%) |  30.0µs |  20.0µs |           | 1.02k |     1 |
+| ├──Optimizer.step#SGD.step |        |         20.0µs |  20.0µs (10%) |         |         |    20.0µs |   128 |     1 |
+| └──(backward, no module)   |        |         15.0µs | 15.0µs (7.7%) |         |  15.0µs |           |       |     2 |
++----------------------------+--------+----------------+---------------+---------+---------+-----------+-------+-------+
 (x%) = share of the root's CPU total · blank = zero or not recorded"""
 
 EXPECTED_OPS_FIT_120 = """\
@@ -173,7 +173,9 @@ def test_headers_are_the_registry_labels_the_widget_shows():
     header = [cell.strip() for cell in render_table(tree, min_pct=0, width=None).splitlines()[1].split("|")[1:-1]]
     widget_labels = {c["name"]: c["label"] for c in vocabulary()["columns"]}
     assert header[:2] == [COLUMN["name"].label, COLUMN["type"].label] == [widget_labels["name"], widget_labels["type"]]
-    assert header[2:] == [widget_labels[name] for name in ("self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "flops", "calls")]
+    assert header[2:] == [widget_labels[name] for name in ("layer_self_cpu_us", "cpu_us", "fwd_cpu_us", "bwd_cpu_us", "other_cpu_us", "flops", "calls")]
+    with_ops = [cell.strip() for cell in render_table(tree, min_pct=0, width=None, show_ops=True).splitlines()[1].split("|")[1:-1]]
+    assert with_ops[2] == widget_labels["self_cpu_us"]  # (the widget names the column by what it shows too)
 
 
 def test_the_table_fits_120_characters_by_default_and_says_what_it_left_out():
@@ -239,3 +241,47 @@ def test_unknown_flops_read_as_unknown_not_as_a_blank_zero():
     rows = {line.split("|")[1].strip(" ├└─"): line.split("|")[4].strip() for line in text.splitlines() if line.startswith("| ")}
     assert rows == {"Node": "FLOPs", "profile": "?", "mylib::fancy": "?", "aten::add": "16", "aten::view": ""}
     assert "? = unknown (said below)" in text and "FLOPs are unknown (?) in the rows that hold 1 call of ops of unknown cost (mylib::fancy)" in text
+
+
+def test_a_filter_that_matches_nothing_says_so_and_a_path_filter_shows_the_rows_under_it(resnet18_step):
+    # filter="ResNet.layer4*" matched nothing, with no word; path patterns need "path:".
+    prof, _ = resnet18_step
+    text = prof.table(filter="ResNet.layer4*", min_pct=0)
+    assert "no row matches filter='ResNet.layer4*'" in " ".join(text.split()) and "'path:ResNet.layer4*'" in text
+    under = prof.table(filter="path:ResNet.layer4*", min_pct=0, width=None)
+    assert "conv1" in under and "layer3" not in under and "no row matches" not in under
+
+
+def test_by_type_and_insights_print_as_a_person_reads_them(resnet18_step, mlp):
+    # print(prof.by_type(depth=2)) printed 35 raw columns cut by pandas; print(prof.insights())
+    # printed "Empty DataFrame / Columns: [...]".
+    prof, _ = resnet18_step
+    types = prof.by_type()
+    text = str(types)
+    assert text.splitlines()[0].split()[:4] == ["type", "Modules", "Calls", "Params"] and "Conv2d" in text
+    assert "CPU total" in text and len(types.columns) > 20  # the frame keeps every column
+    assert type(types.head()).__name__ == "DataFrame" and "Conv2d" in repr(types.head())  # what derives from it is plain
+    import torch
+
+    with torchprof.Profiler() as small:
+        mlp(torch.randn(2, 8))
+    assert repr(small.insights()).startswith("no findings") and small.insights().empty
+
+
+def test_self_cpu_has_one_meaning_and_the_layer_figure_its_own_name():
+    """With op rows hidden the table shows each layer's time with its ops folded in: that is
+    ``prof.df``'s ``layer_self_cpu_us``, headed "Layer self CPU"; "Self CPU" heads
+    ``self_cpu_us`` (op rows shown), as in the df. The two once shared one header (204 ms and 127
+    µs for one row)."""
+    from torchprof._vocab import COLUMN
+
+    tree = build(training_step())
+    folded = render_table(tree, min_pct=0, width=None).splitlines()
+    with_ops = render_table(tree, min_pct=0, width=None, show_ops=True).splitlines()
+    assert COLUMN["layer_self_cpu_us"].label in folded[1] and "| Self CPU" not in folded[1].replace(" ", " ")
+    assert " Self CPU |" in with_ops[1] and COLUMN["layer_self_cpu_us"].label not in with_ops[1]
+    fc2 = tree.paths.index("Net.fc2")
+    layer, own = tree.columns["layer_self_cpu_us"][fc2], tree.columns["self_cpu_us"][fc2]
+    assert layer == 70.0 and own == 10.0
+    assert any("fc2" in line and " 70.0µs (36%) " in line.split("|")[3] for line in folded)
+    assert any("fc2" in line and " 10.0µs (5.1%) " in line.split("|")[3] for line in with_ops)

@@ -100,11 +100,14 @@ export function hasData(data, name) {
 /**
  * The table's columns for this profile: the registry's view columns that have data (as
  * _views/cells.py view_columns), after the Node column. With `folded` (every step folded into
- * one tree) the CPU total is followed by its least and most of any step.
- * @param {Data} data @param {Folded|null} [folded]
+ * one tree) the CPU total is followed by its least and most of any step. A self column is named
+ * for what it shows: without op rows, its layer column's values ("Layer self CPU": the layer's ops
+ * folded in, as prof.df's layer_self_cpu_us), with them its own ("Self CPU", as prof.df's
+ * self_cpu_us), so one label means one figure everywhere.
+ * @param {Data} data @param {Folded|null} [folded] @param {boolean} [showOps]
  * @returns {ViewColumn[]}
  */
-export function columnsFor(data, folded = null) {
+export function columnsFor(data, folded = null, showOps = true) {
   /** @type {ViewColumn[]} */
   const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
   const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
@@ -112,7 +115,8 @@ export function columnsFor(data, folded = null) {
     const spec = data.spec[name];
     if (!shown.has(name) || (spec.needs && !shown.has(spec.needs))) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
-    cols.push({ key: name, label: spec.label, type: spec.unit, title: spec.about, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true,
+    const named = !showOps && spec.layer_alt ? data.spec[spec.layer_alt] : spec;
+    cols.push({ key: name, label: named.label, type: spec.unit, title: named === spec ? spec.about : `${named.about} (${spec.label} with the op rows shown)`, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true,
       unknown: spec.unknown ? data.vocab.unknown_mark : undefined });
     if (folded && name === data.vocab.threshold_column && folded.low[name]) {
       for (const [spread, word] of /** @type {const} */ ([["low", "min"], ["high", "max"]])) {

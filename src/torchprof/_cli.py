@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._demo import DEMO, build_demo_parser, demo_step, model_names, unknown_model
+from ._demo import DEMO, TorchvisionMismatch, build_demo_parser, demo_step, model_names, unknown_model
 from ._errors import OutputError
 from ._options import (
     add_options,
@@ -548,6 +548,9 @@ def run_demo(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         names = model_names()
+    except TorchvisionMismatch as exc:
+        print(printable(f"torchprof demo: error: {exc}"), file=sys.stderr)
+        return EXIT_USAGE
     except ImportError:
         print("torchprof demo: error: the demo needs torchvision (pip install 'jupyter-torchprof[demo]')", file=sys.stderr)
         return EXIT_USAGE

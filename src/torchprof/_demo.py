@@ -25,11 +25,36 @@ def build_demo_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def model_names() -> list[str]:
-    """The torchvision model names; ImportError without torchvision."""
-    from torchvision import models
+class TorchvisionMismatch(ImportError):
+    """torchvision is installed but was built for another torch (it fails as it imports)."""
 
+
+def model_names() -> list[str]:
+    """The torchvision model names; ImportError without torchvision, :class:`TorchvisionMismatch`
+    (saying which versions, and the fix) with a torchvision built for another torch."""
+    try:
+        from torchvision import models
+    except RuntimeError as exc:  # "operator torchvision::nms does not exist": its kernels did not load
+        raise TorchvisionMismatch(torchvision_mismatch()) from exc
     return list(models.list_models())
+
+
+def torchvision_mismatch() -> str:
+    """What to say when torchvision fails to import beside this torch: the two versions and the
+    torchvision that goes with the torch (torchvision 0.N+15 for torch 2.N)."""
+    import re
+    from importlib.metadata import PackageNotFoundError, version
+
+    import torch
+
+    try:
+        vision = version("torchvision")
+    except PackageNotFoundError:
+        vision = "?"
+    match = re.match(r"2\.(\d+)", torch.__version__)
+    wanted = f"torchvision==0.{int(match.group(1)) + 15}.*" if match else "the torchvision built for it"
+    return (f"torchvision {vision} was built for another torch than the {torch.__version__} installed (its operators do not "
+            f"load): pip install '{wanted}' from the same index as torch (pytorch.org lists the pairs)")
 
 
 def unknown_model(name: str, names: list[str]) -> str | None:

@@ -130,10 +130,12 @@ class Result:
         return pd.DataFrame(rows, columns=["thread", "did", "cpu_us", "compile_us", "share"])
 
     def by_type(self, depth: int | None = None) -> pd.DataFrame:
-        """Module metrics aggregated by class; ``depth`` = module nesting level (root = 0)."""
+        """Module metrics aggregated by class; ``depth`` = module nesting level (root = 0). It
+        prints as a table of the main figures in units; it holds every column."""
         from ._views.frame import by_type
+        from ._views.printed import readable, type_table
 
-        return by_type(self.tree, depth)
+        return readable(by_type(self.tree, depth), type_table)
 
     def memory_timeline(self, device: str | None = None) -> pd.DataFrame:
         """Allocated bytes over the run (``memory=True``): one row per allocation or free with
@@ -191,11 +193,13 @@ class Result:
         ``rule``, ``at_stake_us`` (the time of the work the finding names: an upper bound on what
         fixing it saves; NaN for memory findings), ``share`` (of the run), ``paths`` (the rows it
         points to), ``message`` (what was seen, with figures) and ``advice`` (what to try). Empty
-        when no rule fires; each rule and its threshold is listed in ``torchprof._views.insights``.
+        when no rule fires (it prints "no findings"); printed, the findings read as numbered
+        sentences. Each rule and its threshold is listed in ``torchprof._views.insights``.
         ``memory_limit`` (bytes) replaces the device's memory the memory rules compare with."""
         from ._views.insights import insights_frame
+        from ._views.printed import findings_text, readable
 
-        return insights_frame(self._findings(memory_limit))
+        return readable(insights_frame(self._findings(memory_limit)), findings_text)
 
     def to_markdown(self, path: str | os.PathLike[str] | None = None) -> str:
         """A summary to paste into an issue or a chat, at most 4 KB of Markdown: the headline, the
@@ -249,7 +253,10 @@ class Result:
                 nodes stay).
             sort_by: column that orders siblings (the hierarchy is kept), e.g. ``"self_cpu_us"``.
             show_ops: also show the aten ops (and kernels) inside each layer.
-            filter: name or path patterns (substring or glob); matches and their ancestors show.
+            filter: patterns (one or a list) of rows to show, with their ancestors: a name or a
+                module type, as a substring or a glob (``"conv"``, ``"layer4*"``, ``"Conv2d"``),
+                or a path with ``path:`` (``"path:ResNet.layer4*"``: the rows under layer4 too).
+                A filter that matches nothing says so under the table.
             options: ``ascending``, ``max_depth``, ``width`` (characters to fit, default 120,
                 None for no limit) and ``colour`` (also spelt ``color``; default: on a terminal).
         """

@@ -161,3 +161,15 @@ test("glob translation follows fnmatch: classes, negation, literal brackets, spe
   assert.deepEqual([...Array(data.n).keys()].filter(match), [2]);
   assert.equal(makeMatcher(data, ""), null);
 });
+
+test("a self column is headed by what it shows: the layer figure with ops hidden, its own with ops shown", async () => {
+  const { columnsFor } = await import("../../js/src/columns.js");
+  const data = small();
+  const header = (showOps) => columnsFor(data, null, showOps).find((c) => c.key === "self_cpu_us");
+  const layer = VOCAB.columns.find((c) => c.name === "layer_self_cpu_us");
+  const own = VOCAB.columns.find((c) => c.name === "self_cpu_us");
+  assert.equal(header(false).label, layer.label, "ops hidden: the values are layer_self_cpu_us, so is the name");
+  assert.equal(header(true).label, own.label);
+  assert.match(header(false).title, new RegExp(`${own.label} with the op rows shown`));
+  assert.equal(header(false).key, "self_cpu_us", "(sorting and the values still go through the self column)");
+});

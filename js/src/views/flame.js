@@ -331,7 +331,7 @@ export function flameTip(viewed, metric, zoomRow, i) {
   const v = table.num[metric.width][i];
   const spec = table.spec[metric.width];
   lines.push(`${spec.label}: ${formatValue(spec.unit, v)} (${formatPercent(v, base)} of ${table.name[zoomRow]})`);
-  for (const c of columnsFor(table)) {
+  for (const c of columnsFor(table, null, false)) {  // (the layer columns: the values read below)
     if (c.type === NODE || c.key === metric.width || !(c.type === "time" || c.key === R.flops || c.key === R.calls)) continue;
     const val = table.num[table.spec[c.key].layer_alt || c.key][i];
     if (!Number.isNaN(val) && val !== 0) lines.push(`${c.label}: ${formatValue(c.type, val)}`);

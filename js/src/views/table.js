@@ -279,7 +279,7 @@ class TableView {
 
   /** New columns (the folded steps add two): header and row template rebuilt, widths measured. */
   setColumns() {
-    const columns = columnsFor(this.data, this.viewed.folded);
+    const columns = columnsFor(this.data, this.viewed.folded, !!this.st?.show_ops);
     const sig = columns.map((c) => c.label).join("|");
     if (sig === this.signature) return;
     this.signature = sig;

@@ -182,11 +182,17 @@ def ranked_layers(tree: Tree, root: int, end: int, own: list[Any], named: int | 
             for n, k in enumerate(keys)]  # fmt: skip
 
 
-def costliest(tree: Tree, root: int, end: int, own: list[Any], ids: list[int] | None = None) -> tuple[int, float]:
+def costliest(tree: Tree, root: int, end: int, own: list[Any], ids: list[int] | None = None,
+              modules_first: bool = False) -> tuple[int, float]:  # fmt: skip
     """The costliest layer among the rows after ``root`` up to ``end`` (:func:`ranked_layers`):
     its row with the most own time and its own time over every step; ``(-1, 0.0)`` when no layer
-    took time."""
+    took time. ``modules_first``: a module where any took time (the headline's layer is a layer;
+    a region as costly as an optimizer step is an insight of its own), else a region."""
     ranked = ranked_layers(tree, root, end, own, named=0, ids=ids)
+    if modules_first:
+        kinds = tree.columns["kind"]
+        modules = [r for r in ranked if kinds[r.row] == _MODULE and r.own_us > 0]
+        ranked = modules or ranked
     if not ranked or ranked[0].own_us <= 0:
         return -1, 0.0
     return ranked[0].row, ranked[0].own_us
@@ -214,7 +220,7 @@ def hot_path(tree: Tree, root: int = 0) -> HotPath:
             kids.setdefault(parent[i], []).append(i)
     base = _value(total[root])
     ids = fold_ids(tree)
-    layer, layer_own = costliest(tree, root, end_of(root), own, ids)
+    layer, layer_own = costliest(tree, root, end_of(root), own, ids, modules_first=True)
 
     rows = [root]
     node = root

@@ -144,7 +144,23 @@ def step_splits(tree: Tree) -> list[StepSplit]:
     return out
 
 
-def spread(splits: list[StepSplit]) -> StepSpread:
+def marked_steps(step_times: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """The steps a run without a schedule marked (``prof.step()``: recorded, but one tree, no
+    ``ProfilerStep`` rows), from ``Recording.step_times``: ``step``, ``wall_us`` and ``slow``, as
+    :func:`step_splits` gives them for step rows, so the two count steps one way. Empty in a
+    merged job (each rank marked its own)."""
+    if not step_times or "rank" in step_times:
+        return []
+    out = [{"step": step, "wall_us": float(wall), "slow": False}
+           for step, wall, recorded in zip(step_times["step"], step_times["wall_us"], step_times["recorded"]) if recorded]  # fmt: skip
+    if len(out) >= MIN_STEPS:
+        typical = median(s["wall_us"] for s in out)
+        for s in out:
+            s["slow"] = s["wall_us"] > SLOW_FACTOR * typical
+    return out
+
+
+def spread(splits: list[StepSplit] | list[dict[str, Any]]) -> StepSpread:
     """How much the steps' wall times vary: ``median_us``, ``min_us``, ``max_us``, ``spread``
     ((max - min) / median) and ``slow`` (the slow steps' numbers); empty without steps."""
     walls = [s["wall_us"] for s in splits if not is_missing(s["wall_us"])]

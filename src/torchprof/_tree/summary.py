@@ -8,7 +8,7 @@ from .._records import Recording
 from .._vocab import is_missing
 from .hotpath import hot_path, layer_key
 from .modules import root_modules
-from .steps import StepSpread, split_row, spread, step_splits
+from .steps import StepSpread, marked_steps, split_row, spread, step_splits
 from .tree import Tree
 
 #: The run's device time by what it did (:attr:`Tree.gpu_time_us`), in the order ``prof.summary`` lists it.
@@ -117,7 +117,9 @@ def summarize(tree: Tree, recording: Recording) -> Summary:
         "peak_cpu_mem": tree.peak_cpu_mem,
         "peak_cuda_mem": tree.peak_cuda_mem,
         "overrun_us": sum(r[2] for r in tree.overruns),
-        "steps": len(tree.steps),
+        # (step rows; else the steps prof.step() marked in a run without a schedule: one count
+        # for step_times, the summary and the Markdown)
+        "steps": len(tree.steps) or len(marked_steps(recording.step_times)),
         "events": tree.event_count,
         "nodes": len(tree),
     }
@@ -132,7 +134,7 @@ def summarize(tree: Tree, recording: Recording) -> Summary:
     out.update(headline_facts(tree))
     if len(tree):
         out["time_split"] = split_row(tree, 0)  # data, forward, backward, optimizer, comm, other (µs)
-        steps = spread(step_splits(tree))
+        steps = spread(step_splits(tree)) or spread(marked_steps(recording.step_times))
         if steps:
             out["step_spread"] = steps
     if tree.has_memory:

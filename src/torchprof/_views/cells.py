@@ -19,6 +19,12 @@ class ViewColumn:
     values: str
     """The tree column read: ``spec.name``, or its layer alternative with ops hidden."""
 
+    @property
+    def label(self) -> str:
+        """The header: the label of the column read ("Layer self CPU" with ops hidden, as
+        ``prof.df`` names those values; "Self CPU" only for ``self_cpu_us``'s own)."""
+        return COLUMN[self.values].label
+
 
 def has_data(tree: Tree, name: str) -> bool:
     """The column holds something to show: not all missing, not all zero (the root aside for calls)."""

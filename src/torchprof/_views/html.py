@@ -153,7 +153,7 @@ def static_table(tree: Tree, summary: Summary, min_pct: float = DEFAULT_MIN_PCT,
     head = [f"<th {left}>{html.escape(COLUMN['name'].label)}</th>"]
     if has_types:
         head.append(f"<th {left}>{html.escape(COLUMN['type'].label)}</th>")
-    head += [f"<th {right}>{html.escape(c.spec.label)}</th>" for c in spec]
+    head += [f"<th {right}>{html.escape(c.label)}</th>" for c in spec]
     out = [
         f'<style>{FALLBACK_CSS}</style>',
         f'<div class="{FALLBACK_CLASS}"><p style="margin:4px 0"><b>{html.escape(str(cols["name"][0]))}</b>'

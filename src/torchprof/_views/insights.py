@@ -24,6 +24,9 @@ time for device time, of the memory peak for memory):
   ``_fused_`` op) of a class that has a foreach or fused implementation, whose per-op cost
   (:data:`DISPATCH_US` per op call, at most the steps' time) is at least :data:`OPTIMIZER_SHARE`
   of the run.
+- ``optimizer_step``: the optimizer steps (``Optimizer.step#`` regions) take at least
+  :data:`OPTIMIZER_STEP_SHARE` of the run (where ``optimizer_not_foreach`` does not already say
+  why).
 - ``torch_compile``: graphs compiled inside the profiled block (a recompilation, or a cold
   compile), or a module whose forward runs as several compiled graphs (a graph break); Dynamo's
   counters as the capture read them, and the compiled regions of the tree.
@@ -73,6 +76,8 @@ SYNC_SHARE = 0.02
 IDLE_SHARE = 0.25
 COMM_SHARE = 0.10
 OPTIMIZER_SHARE = 0.05
+#: The optimizer steps' own share of the run past which they are a finding whatever they run.
+OPTIMIZER_STEP_SHARE = 0.15
 #: What one op call of a per-parameter optimizer costs besides its math (Python dispatch, a kernel
 #: launch), which a foreach or fused optimizer saves: the optimizer rule's time at stake per call.
 DISPATCH_US = 10.0
@@ -572,8 +577,12 @@ def python_overhead(c: Context) -> Finding | None:
     steps = [i for i in range(1, len(tree)) if kinds[i] == _REGION and names[i].startswith(STEP_PREFIX)]
     idle = _num(cols["self_cpu_us"][0]) + sum(_num(cols["self_cpu_us"][i]) for i in steps)
     wall = c.summary.get("wall_us", NAN)
+    if c.cpu_total <= 0:
+        return None  # nothing was recorded (torch dropped the session): no time to place, not idle time
     if not steps and not is_missing(wall):
         idle += max(0.0, wall - c.cpu_total)  # between the block's top-level ranges
+    if not is_missing(wall) and wall > 0:
+        idle = min(idle, wall)  # (host time in no range can't be more than the block lasted)
     base = max(c.cpu_total, c.wall)
     if base <= 0 or idle / base < OVERHEAD_SHARE or idle < OVERHEAD_MIN_US:
         return None
@@ -584,10 +593,40 @@ def python_overhead(c: Context) -> Finding | None:
                    "batch small tensor operations; torch.compile removes the Python overhead inside the model")  # fmt: skip
 
 
+def optimizer_step(c: Context) -> Finding | None:
+    tree = c.tree
+    cols = tree.columns
+    names, kinds = cols["name"], cols["kind"]
+    metric = "cuda_us" if c.summary.get("hot_metric") == "cuda_us" else "cpu_us"
+    steps = [i for i in range(1, len(tree)) if kinds[i] == _REGION and names[i].startswith(OPTIMIZER_STEP_PREFIX)]
+    # (outermost only: a step run inside another's closure counts once)
+    steps = [i for i in steps if not any(names[a].startswith(OPTIMIZER_STEP_PREFIX) for a in _ancestors(tree, i))]
+    spent = sum(_num(cols[metric][i]) for i in steps)
+    share = c.cpu_share(spent) if metric == "cpu_us" else c.wall_share(spent)
+    if not steps or not share >= OPTIMIZER_STEP_SHARE or optimizer_not_foreach(c) is not None:
+        return None
+    calls = sum(int(cols["calls"][i]) for i in steps)
+    classes = sorted({names[i][len(OPTIMIZER_STEP_PREFIX) :].split(".", 1)[0] for i in steps})
+    return Finding("optimizer_step", spent, share, [tree.paths[r] for r in _distinct(tree, steps)][:MAX_PATHS],
+                   f"the optimizer step{'s' if calls != 1 else ''} ({', '.join(classes)}) take {_pct(share)} of the run "
+                   f"({fmt.time_us(spent)} in {calls} call{'s' if calls != 1 else ''})",
+                   "a fused or foreach step (torch.optim." + classes[0] + "(..., fused=True) or foreach=True), fewer parameter "
+                   "groups or parameters to update, a lighter optimizer, or a compiled step (torch.compile(opt.step))")  # fmt: skip
+
+
+def _ancestors(tree: Tree, row: int) -> list[int]:
+    out = []
+    p = tree.parent_index[row]
+    while p > 0:
+        out.append(p)
+        p = tree.parent_index[p]
+    return out
+
+
 #: Every rule, in the order they are tried (findings are then ranked by time at stake).
 RULES: tuple[Callable[[Context], Finding | None], ...] = (
-    data_loading, host_sync, gpu_idle, exposed_communication, optimizer_not_foreach, torch_compile, activations,
-    low_mfu, memory_limit, python_overhead,
+    data_loading, host_sync, gpu_idle, exposed_communication, optimizer_not_foreach, optimizer_step, torch_compile,
+    activations, low_mfu, memory_limit, python_overhead,
 )  # fmt: skip
 #: The rules' names, as ``prof.insights().rule`` spells them.
 RULE_NAMES: tuple[str, ...] = tuple(rule.__name__ for rule in RULES)

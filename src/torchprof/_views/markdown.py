@@ -149,13 +149,15 @@ def _memory_lines(tree: Tree, summary: Summary) -> list[str]:
     return [f"{head}: {made or 'nothing alive'}." + (f" Held most by {holders}." if holders else "")]
 
 
-def _steps_line(summary: Summary) -> str:
+def _steps_line(tree: Tree, summary: Summary) -> str:
     spread = summary.get("step_spread")
     if not isinstance(spread, dict) or not spread:
-        return "**Steps:** none recorded (a schedule= with prof.step() records them)."
+        return "**Steps:** none marked (prof.step() once per iteration marks them)."
     slow = spread.get("slow") or []
     slow_text = f"slow: {', '.join(map(str, slow))}" if slow else "none slow"
-    return (f"**Steps:** {summary.get('steps')} steps, median {fmt.time_us(spread['median_us'])}, from "
+    count = summary.get("steps")
+    one_tree = "" if tree.steps else " (marked by prof.step(); one tree for all: a schedule= gives each step its rows)"
+    return (f"**Steps:** {count} step{'s' if count != 1 else ''}{one_tree}, median {fmt.time_us(spread['median_us'])}, from "
             f"{fmt.time_us(spread['min_us'])} to {fmt.time_us(spread['max_us'])}; {slow_text}.")  # fmt: skip
 
 
@@ -182,7 +184,7 @@ def _render(tree: Tree, summary: Summary, findings: list[Finding], label: str, l
     else:
         lines += ["**Costliest layers:** none (no layer took time).", ""]
     lines += ["**Insights:**", "", *_insight_lines(findings, insights, message_chars), ""]
-    lines += [_mfu_line(summary), "", *_memory_lines(tree, summary), "", _steps_line(summary), ""]
+    lines += [_mfu_line(summary), "", *_memory_lines(tree, summary), "", _steps_line(tree, summary), ""]
     lines += _warning_lines(summary, message_chars)
     return "\n".join(lines)
 

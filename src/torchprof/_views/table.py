@@ -108,7 +108,7 @@ def render_table(
     layout = _fit(tree, rows, view_columns(tree, show_ops), sort_key, prefixes, names, types,
                   max_name=max_name, width=room)  # fmt: skip
 
-    header = [COLUMN["name"].label] + ([COLUMN["type"].label] if layout.show_type else []) + [c.spec.label for c in layout.columns]
+    header = [COLUMN["name"].label] + ([COLUMN["type"].label] if layout.show_type else []) + [c.label for c in layout.columns]
     labels = [p + clip_middle(n, layout.name_limit) for p, n in zip(prefixes, names)]
     body = []
     for k, r in enumerate(rows):
@@ -135,11 +135,15 @@ def render_table(
     if marked or headline:
         path = f"{HOT_MARK.strip()} hot path" if marked else ""
         notes.append(" · ".join(p for p in (headline, path) if p))
+    if filter is not None and len(rows) <= 1 and len(tree) > 1:
+        wanted = filter if isinstance(filter, str) else ", ".join(filter)
+        notes.append(f"no row matches filter={wanted!r}: a pattern matches names and module types (a substring or a glob: "
+                     "'layer4*'), or paths after 'path:' ('path:ResNet.layer4*')")
     if hidden:
         base = COLUMN[threshold_column(sort_key)].label
         notes.append(f"{hidden} row{'s' if hidden != 1 else ''} under {min_pct:g}% of {base} hidden (min_pct=0 shows them)")
     if layout.dropped:
-        notes.append(f"left out to fit {width} characters: {', '.join(COLUMN[c].label for c in layout.dropped)}")
+        notes.append(f"left out to fit {width} characters: {', '.join(layout.dropped)}")
     if tree.unsupported_ops and any(c.spec.unknown for c in layout.columns):
         notes.append(unknown_flops_note(tree.unsupported_ops))
     if threads_at_once(tree):
@@ -207,6 +211,7 @@ class _Layout:
     show_type: bool
     type_limit: int
     dropped: list[str] = field(default_factory=list)
+    """The headers of the columns left out, in the order they went."""
 
 
 # Fitting a width: each step gives up something, in order of what a reader misses least, until
@@ -214,8 +219,8 @@ class _Layout:
 # a step costs O(rows) at most (re-measuring the name column at a new limit).
 def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, prefixes: list[str],
          names: list[str], types: list[str], *, max_name: int, width: int | None) -> _Layout:  # fmt: skip
-    with_pct = {c.spec.name: max([len(c.spec.label)] + [len(cell_text(tree, c, r)) for r in rows]) for c in columns}
-    without = {c.spec.name: max([len(c.spec.label)] + [len(cell_text(tree, c, r, percent=False)) for r in rows]) for c in columns}
+    with_pct = {c.spec.name: max([len(c.label)] + [len(cell_text(tree, c, r)) for r in rows]) for c in columns}
+    without = {c.spec.name: max([len(c.label)] + [len(cell_text(tree, c, r, percent=False)) for r in rows]) for c in columns}
     type_width = max(len(t) for t in types)
     layout = _Layout(columns=list(columns), percent={c.spec.name for c in columns}, name_limit=max_name,
                      show_type=type_width > 0, type_limit=type_width)  # fmt: skip
@@ -261,7 +266,7 @@ def _fit(tree: Tree, rows: list[int], columns: list[ViewColumn], sort_key: str, 
             together = {other for group in NARROW_DROP_TOGETHER if name in group for other in group if other != sort_key}
             gone = {name} | together
             gone |= {c.spec.name for c in layout.columns if c.spec.needs in gone}
-            layout.dropped += [c.spec.name for c in layout.columns if c.spec.name in gone]
+            layout.dropped += [c.label for c in layout.columns if c.spec.name in gone]
             layout.columns = [c for c in layout.columns if c.spec.name not in gone]
 
     def shorten_or_drop_type() -> None:
