@@ -153,9 +153,13 @@ def test_the_compiled_model_shows_under_its_own_name(fresh_dynamo):
 
 @pytest.fixture(scope="module")
 def inductor_cache(tmp_path_factory):
-    """One Inductor code cache for this module's compiles (kernels compiled once per session)."""
+    """One Inductor code cache for this module's compiles, shared by the session's workers (the
+    run's base folder is theirs in common; Inductor's cache takes concurrent writers): a case's
+    kernels compile once, whichever worker runs its next mode."""
     old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("inductor"))
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(shared / "inductor-test-compiled")
     yield
     if old is None:
         os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
