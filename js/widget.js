@@ -1310,7 +1310,7 @@ function flameMetrics(data) {
     if (!spec || !hasData(data, name)) continue;
     const sized = (spec.unit === "time" || spec.unit === "count" && spec.threshold) && spec.rollup === "total";
     if (sized) out.push({ key: name, label: spec.label, width: name, self: null });
-    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: spec.label, width: spec.subtree, self: name });
+    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: data.spec[spec.layer_alt || name]?.label ?? spec.label, width: spec.subtree, self: name });
   }
   return out;
 }

@@ -33,7 +33,8 @@ export function flameMetrics(data) {
     if (!spec || !hasData(data, name)) continue;
     const sized = (spec.unit === "time" || (spec.unit === "count" && spec.threshold)) && spec.rollup === "total";
     if (sized) out.push({ key: name, label: spec.label, width: name, self: null });
-    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: spec.label, width: spec.subtree, self: name });
+    // (a self metric's dark stripe is its layer column, ops folded in: named so, as the table names it)
+    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: data.spec[spec.layer_alt || name]?.label ?? spec.label, width: spec.subtree, self: name });
   }
   return out;
 }
