@@ -46,10 +46,10 @@ def write_script(tmp_path: Path, tail: str = "pass", name: str = "train.py") -> 
     return path
 
 
-def run(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run(*args: str, cwd: Path | None = None, timeout: float = 120, columns: int | None = None) -> subprocess.CompletedProcess:
     """``python -m torchprof ARGS`` in a fresh process: for what only a process shows (fd-level
-    output, signals, the entry point itself)."""
-    env = {**os.environ, "NO_COLOR": "1"}
+    output, signals, the entry point itself); ``columns``: the terminal's width ($COLUMNS)."""
+    env = {**os.environ, "NO_COLOR": "1", **({"COLUMNS": str(columns)} if columns else {})}
     return subprocess.run([sys.executable, "-m", "torchprof", *args], capture_output=True, text=True, cwd=cwd,
                           env=env, timeout=timeout)  # fmt: skip
 
@@ -426,11 +426,14 @@ def test_demo_as_the_readme_runs_it():
 
     pytest.importorskip("torchvision")
     assert readme_demo_args() == ["demo", "resnet18"]  # what the assertions below expect
-    done = run(*readme_demo_args(), timeout=300)
+    done = run(*readme_demo_args(), timeout=300, columns=100)  # (a 100-column pane: every line fits it)
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert out.startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 8x3x224x224")
+    assert " ".join(out.split()).startswith("torchprof demo: resnet18, one training step (forward, backward, SGD step) on 8x3x224x224")
     assert re.search(r"^\| [├└]──ResNet ", out, re.M) and "layer4" in out and "CPU bwd" in out
+    assert max(map(len, out.splitlines())) <= 100, [line for line in out.splitlines() if len(line) > 100]
+    header = next(line for line in out.splitlines() if line.startswith("| Node"))
+    assert "Own CPU" in header and "Self CPU" not in header  # (the layers' own time, ops folded in, named as it is)
     assert done.stderr == ""
 
 

@@ -11,16 +11,16 @@ from torchprof._views.table import render_table
 
 #: Every column with its percentages (``width=None``): the type of each module, the legend.
 EXPECTED_DEFAULT = """\
-+----------------------------+--------+----------------+---------------+--------------+---------------+--------------+-------+-------+
-| Node                       | Type   | Layer self CPU |     CPU total |      CPU fwd |       CPU bwd |    CPU other | FLOPs | Calls |
-|----------------------------+--------+----------------+---------------+--------------+---------------+--------------+-------+-------|
-| profile                    |        |  10.0µs (5.1%) |  195µs (100%) |  100µs (51%) |  65.0µs (33%) | 30.0µs (15%) | 1.28k |     1 |
-| ├──Net                     | Net    |   30.0µs (15%) |   150µs (77%) |  100µs (51%) |  50.0µs (26%) |              | 1.15k |     1 |
-| │ ├──fc2                   | Linear |   70.0µs (36%) |  70.0µs (36%) | 40.0µs (21%) |  30.0µs (15%) |              |   128 |     1 |
-| │ └──fc1                   | Linear |   50.0µs (26%) |  50.0µs (26%) | 30.0µs (15%) |  20.0µs (10%) |              | 1.02k |     1 |
-| ├──Optimizer.step#SGD.step |        |   20.0µs (10%) |  20.0µs (10%) |              |               | 20.0µs (10%) |   128 |     1 |
-| └──(backward, no module)   |        |  15.0µs (7.7%) | 15.0µs (7.7%) |              | 15.0µs (7.7%) |              |       |     2 |
-+----------------------------+--------+----------------+---------------+--------------+---------------+--------------+-------+-------+
++----------------------------+--------+---------------+---------------+--------------+---------------+--------------+-------+-------+
+| Node                       | Type   |       Own CPU |     CPU total |      CPU fwd |       CPU bwd |    CPU other | FLOPs | Calls |
+|----------------------------+--------+---------------+---------------+--------------+---------------+--------------+-------+-------|
+| profile                    |        | 10.0µs (5.1%) |  195µs (100%) |  100µs (51%) |  65.0µs (33%) | 30.0µs (15%) | 1.28k |     1 |
+| ├──Net                     | Net    |  30.0µs (15%) |   150µs (77%) |  100µs (51%) |  50.0µs (26%) |              | 1.15k |     1 |
+| │ ├──fc2                   | Linear |  70.0µs (36%) |  70.0µs (36%) | 40.0µs (21%) |  30.0µs (15%) |              |   128 |     1 |
+| │ └──fc1                   | Linear |  50.0µs (26%) |  50.0µs (26%) | 30.0µs (15%) |  20.0µs (10%) |              | 1.02k |     1 |
+| ├──Optimizer.step#SGD.step |        |  20.0µs (10%) |  20.0µs (10%) |              |               | 20.0µs (10%) |   128 |     1 |
+| └──(backward, no module)   |        | 15.0µs (7.7%) | 15.0µs (7.7%) |              | 15.0µs (7.7%) |              |       |     2 |
++----------------------------+--------+---------------+---------------+--------------+---------------+--------------+-------+-------+
 (x%) = share of the root's CPU total · blank = zero or not recorded"""
 
 EXPECTED_OPS_BY_BACKWARD = """\
@@ -45,16 +45,16 @@ EXPECTED_OPS_BY_BACKWARD = """\
 #: The same tables in the default 120 characters: percentages stay on the total, then the
 #: "CPU other" column goes, and the footer says so.
 EXPECTED_FIT_120 = """\
-+----------------------------+--------+----------------+---------------+---------+---------+-----------+-------+-------+
-| Node                       | Type   | Layer self CPU |     CPU total | CPU fwd | CPU bwd | CPU other | FLOPs | Calls |
-|----------------------------+--------+----------------+---------------+---------+---------+-----------+-------+-------|
-| profile                    |        |         10.0µs |  195µs (100%) |   100µs |  65.0µs |    30.0µs | 1.28k |     1 |
-| ├──Net                     | Net    |         30.0µs |   150µs (77%) |   100µs |  50.0µs |           | 1.15k |     1 |
-| │ ├──fc2                   | Linear |         70.0µs |  70.0µs (36%) |  40.0µs |  30.0µs |           |   128 |     1 |
-| │ └──fc1                   | Linear |         50.0µs |  50.0µs (26%) |  30.0µs |  20.0µs |           | 1.02k |     1 |
-| ├──Optimizer.step#SGD.step |        |         20.0µs |  20.0µs (10%) |         |         |    20.0µs |   128 |     1 |
-| └──(backward, no module)   |        |         15.0µs | 15.0µs (7.7%) |         |  15.0µs |           |       |     2 |
-+----------------------------+--------+----------------+---------------+---------+---------+-----------+-------+-------+
++----------------------------+--------+---------+---------------+---------+---------+-----------+-------+-------+
+| Node                       | Type   | Own CPU |     CPU total | CPU fwd | CPU bwd | CPU other | FLOPs | Calls |
+|----------------------------+--------+---------+---------------+---------+---------+-----------+-------+-------|
+| profile                    |        |  10.0µs |  195µs (100%) |   100µs |  65.0µs |    30.0µs | 1.28k |     1 |
+| ├──Net                     | Net    |  30.0µs |   150µs (77%) |   100µs |  50.0µs |           | 1.15k |     1 |
+| │ ├──fc2                   | Linear |  70.0µs |  70.0µs (36%) |  40.0µs |  30.0µs |           |   128 |     1 |
+| │ └──fc1                   | Linear |  50.0µs |  50.0µs (26%) |  30.0µs |  20.0µs |           | 1.02k |     1 |
+| ├──Optimizer.step#SGD.step |        |  20.0µs |  20.0µs (10%) |         |         |    20.0µs |   128 |     1 |
+| └──(backward, no module)   |        |  15.0µs | 15.0µs (7.7%) |         |  15.0µs |           |       |     2 |
++----------------------------+--------+---------+---------------+---------+---------+-----------+-------+-------+
 (x%) = share of the root's CPU total · blank = zero or not recorded"""
 
 EXPECTED_OPS_FIT_120 = """\
@@ -270,7 +270,7 @@ def test_by_type_and_insights_print_as_a_person_reads_them(resnet18_step, mlp):
 
 def test_self_cpu_has_one_meaning_and_the_layer_figure_its_own_name():
     """With op rows hidden the table shows each layer's time with its ops folded in: that is
-    ``prof.df``'s ``layer_self_cpu_us``, headed "Layer self CPU"; "Self CPU" heads
+    ``prof.df``'s ``layer_self_cpu_us``, headed "Own CPU"; "Self CPU" heads
     ``self_cpu_us`` (op rows shown), as in the df. The two once shared one header (204 ms and 127
     µs for one row)."""
     from torchprof._vocab import COLUMN

@@ -101,7 +101,7 @@ export function hasData(data, name) {
  * The table's columns for this profile: the registry's view columns that have data (as
  * _views/cells.py view_columns), after the Node column. With `folded` (every step folded into
  * one tree) the CPU total is followed by its least and most of any step. A self column is named
- * for what it shows: without op rows, its layer column's values ("Layer self CPU": the layer's ops
+ * for what it shows: without op rows, its layer column's values ("Own CPU": the layer's ops
  * folded in, as prof.df's layer_self_cpu_us), with them its own ("Self CPU", as prof.df's
  * self_cpu_us), so one label means one figure everywhere.
  * @param {Data} data @param {Folded|null} [folded] @param {boolean} [showOps]

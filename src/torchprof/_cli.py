@@ -19,6 +19,7 @@ import gc
 import os
 import runpy
 import sys
+import textwrap
 import time
 import traceback
 import warnings
@@ -200,7 +201,7 @@ def _report(prof: Result, args: argparse.Namespace, *, title: str) -> int:
         print(prof.to_markdown(), end="")
     else:
         width = _width(args)
-        print(printable(title))
+        print("\n".join(textwrap.wrap(printable(title), width, break_long_words=False, break_on_hyphens=False)) if width else printable(title))
         print(prof.summary_line(notes=False, width=width))  # (the table prints the notes under it)
         print(prof.table(min_pct=args.min_pct, sort_by=args.sort, show_ops=args.ops, max_depth=args.depth,
                          colour=_wants_colour(), width=width))  # fmt: skip

@@ -96,7 +96,7 @@ test("the metrics are the registry's totals and self columns that have data, wit
   ]);
   const s = small();
   assert.deepEqual(flameMetrics(s).map((m) => m.key), ["self_cpu_us", "cpu_us", "flops"]);
-  assert.deepEqual(flameMetric(s, "self_cpu_us"), { key: "self_cpu_us", label: "Layer self CPU", width: "cpu_us", self: "self_cpu_us" });
+  assert.deepEqual(flameMetric(s, "self_cpu_us"), { key: "self_cpu_us", label: "Own CPU", width: "cpu_us", self: "self_cpu_us" });
   assert.equal(flameMetric(s, "bogus").key, "self_cpu_us", "an unknown metric falls back to the first");
 });
 

@@ -21,7 +21,7 @@ class ViewColumn:
 
     @property
     def label(self) -> str:
-        """The header: the label of the column read ("Layer self CPU" with ops hidden, as
+        """The header: the label of the column read ("Own CPU" with ops hidden, as
         ``prof.df`` names those values; "Self CPU" only for ``self_cpu_us``'s own)."""
         return COLUMN[self.values].label
 
