@@ -898,11 +898,12 @@ function columnsFor(data, folded = null, showOps = true) {
     if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
     const named = !showOps && spec.layer_alt ? data.spec[spec.layer_alt] : spec;
+    const title = named !== spec ? `${named.about} (${spec.label} with the op rows shown)` : spec.layer_alt ? `${spec.about} An op row the threshold hides folds into its layer's figure.` : spec.about;
     cols.push({
       key: name,
       label: named.label,
       type: spec.unit,
-      title: named === spec ? spec.about : `${named.about} (${spec.label} with the op rows shown)`,
+      title,
       of: spec.percent_of,
       family: spec.family,
       self: self?.name,
@@ -1033,6 +1034,10 @@ function showControls(c, data, st, view, viewed, vis) {
   c.slider.value = String(pctToSlider(st.min_pct || 0));
   c.sliderValue.textContent = pctLabel(st.min_pct || 0);
   c.ops.checked = !!st.show_ops;
+  for (const o of c.sort.options) {
+    const spec = data.spec[o.value];
+    if (spec?.layer_alt) o.textContent = (st.show_ops ? spec : data.spec[spec.layer_alt] || spec).label;
+  }
   if (c.search.value !== st.search) c.search.value = st.search;
   const active = resolveSort(data.vocab, st.sort_by);
   if (![...c.sort.options].some((o) => o.value === active)) c.sort.append(h("option", { value: active, text: data.spec[active]?.label || active }));

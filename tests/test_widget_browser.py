@@ -286,8 +286,14 @@ def test_ticking_aten_ops_never_changes_a_number_silently(browser, resnet, repor
         return dict(zip(cells.evaluate_all("rs => rs.map(r => r.dataset.path)"),
                         cells.locator('[data-col="self_cpu_us"] .tp-v').all_inner_texts()))  # fmt: skip
 
+    def self_names() -> tuple[str, str]:  # the header and the sort picker's name of the column
+        header = page.locator('[data-testid="scroller"] [role="columnheader"][data-col="self_cpu_us"]').inner_text()
+        return header.strip(), page.locator('[data-testid="sort"] option[value="self_cpu_us"]').inner_text().strip()
+
     before = self_column()
+    assert self_names() == ("Own CPU", "Own CPU")  # ops hidden: the layers' own time, prof.df's layer_self_cpu_us
     page.locator('[data-testid="show-ops"]').check()
+    assert self_names() == ("Self CPU", "Self CPU")
     after = self_column()
     assert list(after) == list(before), "no op row passes the threshold"
     assert after == before, "and so no Self changed"

@@ -116,7 +116,9 @@ export function columnsFor(data, folded = null, showOps = true) {
     if (!shown.has(name) || (spec.needs && !shown.has(spec.needs))) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
     const named = !showOps && spec.layer_alt ? data.spec[spec.layer_alt] : spec;
-    cols.push({ key: name, label: named.label, type: spec.unit, title: named === spec ? spec.about : `${named.about} (${spec.label} with the op rows shown)`, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true,
+    const title = named !== spec ? `${named.about} (${spec.label} with the op rows shown)`
+      : spec.layer_alt ? `${spec.about} An op row the threshold hides folds into its layer's figure.` : spec.about;
+    cols.push({ key: name, label: named.label, type: spec.unit, title, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true,
       unknown: spec.unknown ? data.vocab.unknown_mark : undefined });
     if (folded && name === data.vocab.threshold_column && folded.low[name]) {
       for (const [spread, word] of /** @type {const} */ ([["low", "min"], ["high", "max"]])) {

@@ -148,6 +148,12 @@ export function showControls(c, data, st, view, viewed, vis) {
   c.slider.value = String(pctToSlider(st.min_pct || 0));
   c.sliderValue.textContent = pctLabel(st.min_pct || 0);
   c.ops.checked = !!st.show_ops;
+  // A self column is named for what the table shows in it (columns.js columnsFor): "Own CPU"
+  // with the op rows hidden, "Self CPU" with them listed; the picker says what the header says.
+  for (const o of c.sort.options) {
+    const spec = data.spec[o.value];
+    if (spec?.layer_alt) o.textContent = (st.show_ops ? spec : data.spec[spec.layer_alt] || spec).label;
+  }
   if (c.search.value !== st.search) c.search.value = st.search;
   const active = resolveSort(data.vocab, st.sort_by);
   if (![...c.sort.options].some((o) => o.value === active)) c.sort.append(h("option", { value: active, text: data.spec[active]?.label || active }));
