@@ -483,6 +483,8 @@ def test_top_view_ranks_layers_and_module_types_by_self_time_with_their_ops(brow
     want = list(layers.sort_values("layer_self_cpu_us", ascending=False, kind="stable").index[:10])
     got = page.locator('[data-testid="top-layers"] .tp-top-row').evaluate_all("rs => rs.map(r => r.dataset.path)")
     assert got[:10] == want
+    # Named by the figure it ranks by: the layers' own time (layer_self_cpu_us), as the table names it.
+    assert page.locator(".tp-top-title").first.inner_text().startswith("Layers by Own CPU (their ops folded in)")
     first = page.locator('[data-testid="top-layers"] .tp-top-row').first
     assert first.locator(".tp-v").inner_text() == fmt.time_us(df.loc[want[0], "layer_self_cpu_us"])
     ops = df[(df["parent"] == want[0]) & (df["kind"] == "op")].sort_values("cpu_us", ascending=False)

@@ -225,7 +225,7 @@ export function create(ctx) {
       const selfColumn = topColumn(table, st.metric);
       const spec = table.spec[selfColumn];
       const base = table.num[spec.percent_of || table.vocab.threshold_column][root];
-      const label = spec.label;
+      const label = (spec.layer_alt && table.spec[spec.layer_alt]?.label) || spec.label;  // (its values: the layer column, as the table names it)
       const match = makeMatcher(table, st.search);
       const steps = root === 0 && !viewed.folded && stepRows(table).length > 1;
       foldLabel.hidden = !steps;
