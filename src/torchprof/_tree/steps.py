@@ -136,12 +136,18 @@ def step_splits(tree: Tree) -> list[StepSplit]:
         out.append(StepSplit(step=recorded.get("step", number), wall_us=wall, data_us=parts["data_us"], forward_us=parts["forward_us"],
                              backward_us=parts["backward_us"], optimizer_us=parts["optimizer_us"], comm_us=parts["comm_us"],
                              other_us=parts["other_us"], idle_us=max(0.0, idle) if not is_missing(idle) else idle, slow=False))  # fmt: skip
-    walls = [s["wall_us"] for s in out if not is_missing(s["wall_us"])]
+    _mark_slow(out)
+    return out
+
+
+def _mark_slow(steps: list[StepSplit] | list[dict[str, Any]]) -> None:
+    """Set each step's ``slow``: its wall time over :data:`SLOW_FACTOR` times the median's, with
+    at least :data:`MIN_STEPS` timed steps."""
+    walls = [s["wall_us"] for s in steps if not is_missing(s["wall_us"])]
     if len(walls) >= MIN_STEPS:
         typical = median(walls)
-        for s in out:
+        for s in steps:
             s["slow"] = not is_missing(s["wall_us"]) and s["wall_us"] > SLOW_FACTOR * typical
-    return out
 
 
 def marked_steps(step_times: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -153,10 +159,7 @@ def marked_steps(step_times: dict[str, list[Any]]) -> list[dict[str, Any]]:
         return []
     out = [{"step": step, "wall_us": float(wall), "slow": False}
            for step, wall, recorded in zip(step_times["step"], step_times["wall_us"], step_times["recorded"]) if recorded]  # fmt: skip
-    if len(out) >= MIN_STEPS:
-        typical = median(s["wall_us"] for s in out)
-        for s in out:
-            s["slow"] = s["wall_us"] > SLOW_FACTOR * typical
+    _mark_slow(out)
     return out
 
 

@@ -93,6 +93,7 @@ def summarize(tree: Tree, recording: Recording) -> Summary:
     params = c["params"][0]
     roots = root_modules(recording.modules, {m for m in c["module"] if m is not None})
     param_bytes = float(sum(recording.modules[r].param_bytes for r in roots)) if roots else nan
+    marked = marked_steps(recording.step_times)  # (steps prof.step() marked: for a run without step rows)
     out: Summary = {
         "name": c["name"][0],
         "wall_us": wall,
@@ -119,7 +120,7 @@ def summarize(tree: Tree, recording: Recording) -> Summary:
         "overrun_us": sum(r[2] for r in tree.overruns),
         # (step rows; else the steps prof.step() marked in a run without a schedule: one count
         # for step_times, the summary and the Markdown)
-        "steps": len(tree.steps) or len(marked_steps(recording.step_times)),
+        "steps": len(tree.steps) or len(marked),
         "events": tree.event_count,
         "nodes": len(tree),
     }
@@ -134,7 +135,7 @@ def summarize(tree: Tree, recording: Recording) -> Summary:
     out.update(headline_facts(tree))
     if len(tree):
         out["time_split"] = split_row(tree, 0)  # data, forward, backward, optimizer, comm, other (µs)
-        steps = spread(step_splits(tree)) or spread(marked_steps(recording.step_times))
+        steps = spread(step_splits(tree)) or spread(marked)
         if steps:
             out["step_spread"] = steps
     if tree.has_memory:
