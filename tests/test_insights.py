@@ -443,6 +443,12 @@ def test_an_optimizer_step_taking_much_of_the_run_is_an_insight_and_the_headline
     s = prof.summary
     assert s["bottleneck"]["path"] == s["hot_path"][-1] == "Net.fc2"  # the headline and ◀ agree: a layer
     assert "optimizer_step" not in rules(result_of(training_step()))  # 20 of 195 µs: under the threshold
+    # A step run inside another's (a wrapper's closure, as Lightning's) counts once, at the outermost.
+    events = training_step()[:-2]
+    nested = result_of([*events, ev("region", "Optimizer.step#Wrapper.step", 200, 300), ev("region", "Optimizer.step#AdamW.step", 202, 298),
+                        ev("op", "aten::_foreach_lerp_", 205, 295, shapes=[[[16, 8]], [[16, 8]], []])])  # fmt: skip
+    row = nested.insights().set_index("rule").loc["optimizer_step"]
+    assert row.paths == ["Optimizer.step#Wrapper.step"] and row.at_stake_us == 100 and "in 1 call" in row.message
 
 
 def test_time_in_no_range_is_never_more_than_the_block_lasted():

@@ -596,11 +596,19 @@ def python_overhead(c: Context) -> Finding | None:
 def optimizer_step(c: Context) -> Finding | None:
     tree = c.tree
     cols = tree.columns
-    names, kinds = cols["name"], cols["kind"]
+    names, kinds, depth = cols["name"], cols["kind"], cols["depth"]
     metric = "cuda_us" if c.summary.get("hot_metric") == "cuda_us" else "cpu_us"
-    steps = [i for i in range(1, len(tree)) if kinds[i] == _REGION and names[i].startswith(OPTIMIZER_STEP_PREFIX)]
-    # (outermost only: a step run inside another's closure counts once)
-    steps = [i for i in steps if not any(names[a].startswith(OPTIMIZER_STEP_PREFIX) for a in _ancestors(tree, i))]
+    # The outermost steps only (a step run inside another's closure counts once): rows in
+    # pre-order, a counted step's subtree (the rows after it, deeper than it) skipped.
+    steps: list[int] = []
+    skip_below = -1
+    for i in range(1, len(tree)):
+        if skip_below >= 0 and depth[i] > skip_below:
+            continue
+        skip_below = -1
+        if kinds[i] == _REGION and names[i].startswith(OPTIMIZER_STEP_PREFIX):
+            steps.append(i)
+            skip_below = depth[i]
     spent = sum(_num(cols[metric][i]) for i in steps)
     share = c.cpu_share(spent) if metric == "cpu_us" else c.wall_share(spent)
     if not steps or not share >= OPTIMIZER_STEP_SHARE or optimizer_not_foreach(c) is not None:
@@ -612,15 +620,6 @@ def optimizer_step(c: Context) -> Finding | None:
                    f"({fmt.time_us(spent)} in {calls} call{'s' if calls != 1 else ''})",
                    "a fused or foreach step (torch.optim." + classes[0] + "(..., fused=True) or foreach=True), fewer parameter "
                    "groups or parameters to update, a lighter optimizer, or a compiled step (torch.compile(opt.step))")  # fmt: skip
-
-
-def _ancestors(tree: Tree, row: int) -> list[int]:
-    out = []
-    p = tree.parent_index[row]
-    while p > 0:
-        out.append(p)
-        p = tree.parent_index[p]
-    return out
 
 
 #: Every rule, in the order they are tried (findings are then ranked by time at stake).
