@@ -890,6 +890,10 @@ function hasData(data, name) {
   for (let i = 1; i < values.length; i++) if (!Number.isNaN(values[i]) && values[i] !== 0) return true;
   return false;
 }
+function shownSpec(data, name, showOps) {
+  const spec = data.spec[name];
+  return !showOps && spec?.layer_alt ? data.spec[spec.layer_alt] || spec : spec;
+}
 function columnsFor(data, folded = null, showOps = true) {
   const cols = [{ key: data.roles.name, label: data.spec[data.roles.name].label, type: NODE, title: "Layer, region, op or kernel; hover for path, type and input shapes", sortable: true }];
   const shown = new Set(data.vocab.view_columns.filter((c) => hasData(data, c)));
@@ -897,7 +901,7 @@ function columnsFor(data, folded = null, showOps = true) {
     const spec = data.spec[name];
     if (!shown.has(name) || spec.needs && !shown.has(spec.needs)) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
-    const named = !showOps && spec.layer_alt ? data.spec[spec.layer_alt] : spec;
+    const named = shownSpec(data, name, showOps);
     const title = named !== spec ? `${named.about} (${spec.label} with the op rows shown)` : spec.layer_alt ? `${spec.about} An op row the threshold hides folds into its layer's figure.` : spec.about;
     cols.push({
       key: name,
@@ -1034,10 +1038,7 @@ function showControls(c, data, st, view, viewed, vis) {
   c.slider.value = String(pctToSlider(st.min_pct || 0));
   c.sliderValue.textContent = pctLabel(st.min_pct || 0);
   c.ops.checked = !!st.show_ops;
-  for (const o of c.sort.options) {
-    const spec = data.spec[o.value];
-    if (spec?.layer_alt) o.textContent = (st.show_ops ? spec : data.spec[spec.layer_alt] || spec).label;
-  }
+  for (const o of c.sort.options) if (data.spec[o.value]?.layer_alt) o.textContent = shownSpec(data, o.value, !!st.show_ops).label;
   if (c.search.value !== st.search) c.search.value = st.search;
   const active = resolveSort(data.vocab, st.sort_by);
   if (![...c.sort.options].some((o) => o.value === active)) c.sort.append(h("option", { value: active, text: data.spec[active]?.label || active }));
@@ -1315,7 +1316,7 @@ function flameMetrics(data) {
     if (!spec || !hasData(data, name)) continue;
     const sized = (spec.unit === "time" || spec.unit === "count" && spec.threshold) && spec.rollup === "total";
     if (sized) out.push({ key: name, label: spec.label, width: name, self: null });
-    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: data.spec[spec.layer_alt || name]?.label ?? spec.label, width: spec.subtree, self: name });
+    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: shownSpec(data, name, false).label, width: spec.subtree, self: name });
   }
   return out;
 }
@@ -3046,7 +3047,7 @@ function create6(ctx) {
       const selfColumn = topColumn(table, st.metric);
       const spec = table.spec[selfColumn];
       const base = table.num[spec.percent_of || table.vocab.threshold_column][root];
-      const label = spec.layer_alt && table.spec[spec.layer_alt]?.label || spec.label;
+      const label = shownSpec(table, selfColumn, false).label;
       const match = makeMatcher(table, st.search);
       const steps = root === 0 && !viewed.folded && stepRows(table).length > 1;
       foldLabel.hidden = !steps;
@@ -3389,6 +3390,7 @@ export {
   selectRows,
   shortOpName,
   showControls,
+  shownSpec,
   shownValues,
   sliderToPct,
   sortsAscending,

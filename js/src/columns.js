@@ -98,6 +98,16 @@ export function hasData(data, name) {
 }
 
 /**
+ * The column spec a view's self column is named by: with the op rows hidden its layer column
+ * (Own CPU: the layer's ops folded in, prof.df's layer_self_cpu_us), else its own.
+ * @param {Data} data @param {string} name @param {boolean} showOps
+ */
+export function shownSpec(data, name, showOps) {
+  const spec = data.spec[name];
+  return !showOps && spec?.layer_alt ? data.spec[spec.layer_alt] || spec : spec;
+}
+
+/**
  * The table's columns for this profile: the registry's view columns that have data (as
  * _views/cells.py view_columns), after the Node column. With `folded` (every step folded into
  * one tree) the CPU total is followed by its least and most of any step. A self column is named
@@ -115,7 +125,7 @@ export function columnsFor(data, folded = null, showOps = true) {
     const spec = data.spec[name];
     if (!shown.has(name) || (spec.needs && !shown.has(spec.needs))) continue;
     const self = data.vocab.columns.find((c) => c.subtree === name);
-    const named = !showOps && spec.layer_alt ? data.spec[spec.layer_alt] : spec;
+    const named = shownSpec(data, name, showOps);
     const title = named !== spec ? `${named.about} (${spec.label} with the op rows shown)`
       : spec.layer_alt ? `${spec.about} An op row the threshold hides folds into its layer's figure.` : spec.about;
     cols.push({ key: name, label: named.label, type: spec.unit, title, of: spec.percent_of, family: spec.family, self: self?.name, sortable: true,

@@ -3,7 +3,7 @@
 // the search, the sort, expand/collapse, CSV export and the row count, and the note on hidden
 // rows. Each control shows only in the views whose module lists it (ControlUse). The slider's
 // scale and the note's words are pure (node --test).
-import { NODE, columnsFor } from "./columns.js";
+import { NODE, columnsFor, shownSpec } from "./columns.js";
 import { h } from "./dom.js";
 import { hiddenCounts, resolveSort, sortsAscending, visibleRows } from "./rows.js";
 import { stepOpening } from "./answers.js";
@@ -150,10 +150,7 @@ export function showControls(c, data, st, view, viewed, vis) {
   c.ops.checked = !!st.show_ops;
   // A self column is named for what the table shows in it (columns.js columnsFor): "Own CPU"
   // with the op rows hidden, "Self CPU" with them listed; the picker says what the header says.
-  for (const o of c.sort.options) {
-    const spec = data.spec[o.value];
-    if (spec?.layer_alt) o.textContent = (st.show_ops ? spec : data.spec[spec.layer_alt] || spec).label;
-  }
+  for (const o of c.sort.options) if (data.spec[o.value]?.layer_alt) o.textContent = shownSpec(data, o.value, !!st.show_ops).label;
   if (c.search.value !== st.search) c.search.value = st.search;
   const active = resolveSort(data.vocab, st.sort_by);
   if (![...c.sort.options].some((o) => o.value === active)) c.sort.append(h("option", { value: active, text: data.spec[active]?.label || active }));

@@ -1,7 +1,7 @@
 // @ts-check
 // The Flame view: an icicle of the viewed tree on a canvas. Its pure half (metrics, layout, hit
 // test, phases, colours of a change) is checked by node --test; its DOM half draws the layout.
-import { NODE, columnsFor, hasData } from "../columns.js";
+import { NODE, columnsFor, hasData, shownSpec } from "../columns.js";
 import { canvasPalette, deltaColour, typeHue } from "../colours.js";
 import { h } from "../dom.js";
 import { formatPercent, formatValue } from "../format.js";
@@ -34,7 +34,7 @@ export function flameMetrics(data) {
     const sized = (spec.unit === "time" || (spec.unit === "count" && spec.threshold)) && spec.rollup === "total";
     if (sized) out.push({ key: name, label: spec.label, width: name, self: null });
     // (a self metric's dark stripe is its layer column, ops folded in: named so, as the table names it)
-    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: data.spec[spec.layer_alt || name]?.label ?? spec.label, width: spec.subtree, self: name });
+    else if (spec.rollup === "self" && spec.subtree && hasData(data, spec.subtree)) out.push({ key: name, label: shownSpec(data, name, false).label, width: spec.subtree, self: name });
   }
   return out;
 }

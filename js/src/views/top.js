@@ -2,6 +2,7 @@
 // The Top view: the layers that cost the most themselves (their ops folded in, the ops named), and
 // the same summed per module type (prof.by_type()). The ranking is pure (node --test); the lists
 // are plain DOM.
+import { shownSpec } from "../columns.js";
 import { cellPercent, formatTime } from "../format.js";
 import { fillLabel, h, labelElement, typeTag } from "../dom.js";
 import { makeMatcher } from "../search.js";
@@ -225,7 +226,7 @@ export function create(ctx) {
       const selfColumn = topColumn(table, st.metric);
       const spec = table.spec[selfColumn];
       const base = table.num[spec.percent_of || table.vocab.threshold_column][root];
-      const label = (spec.layer_alt && table.spec[spec.layer_alt]?.label) || spec.label;  // (its values: the layer column, as the table names it)
+      const label = shownSpec(table, selfColumn, false).label;  // (its values: the layer column, as the table names it)
       const match = makeMatcher(table, st.search);
       const steps = root === 0 && !viewed.folded && stepRows(table).length > 1;
       foldLabel.hidden = !steps;
