@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import torchprof
-from conftest import REPO
+from conftest import IN_CI, REPO
 from flop_reference import ReferenceCount
 from model_zoo import ZOO
 
@@ -56,6 +56,8 @@ def profile_against_reference(name: str):
     try:
         model, step = ZOO[name]()
     except ImportError as exc:
+        if IN_CI:  # (timm, diffusers and transformers are test extras: CI must count every model)
+            pytest.fail(f"{name} needs {exc.name}, which the test extras install")
         pytest.skip(f"{name} needs {exc.name}")
     opt = torch.optim.AdamW(model.parameters(), lr=0.0)
 
