@@ -714,7 +714,7 @@ def test_the_ranks_of_a_job_are_read_in_parallel_processes_as_they_are_one_by_on
     real_popen = __import__("subprocess").Popen
     monkeypatch.setattr("subprocess.Popen", lambda *a, **k: started.append(a[0]) or real_popen(*a, **k))
     parallel = torchprof.load_trace([str(f) for f in files])
-    assert len(started) == 3 and all(cmd[1:3] == ["-m", "torchprof._load"] for cmd in started)
+    assert len(started) == 3 and all(cmd[1:3] == ["-I", "-c"] for cmd in started)
     pd.testing.assert_frame_equal(parallel.df, serial.df)
     assert parallel.ranks == serial.ranks == [0, 1, 2]
     (tmp_path / "rank1.json").write_text("{not json")

@@ -6,8 +6,8 @@ import contextlib
 import gzip
 import json
 import os
+import secrets
 import stat
-import tempfile
 import zlib
 from collections.abc import Iterable
 from decimal import Decimal
@@ -28,11 +28,9 @@ def _existing_file(path: str | os.PathLike[str], what: str) -> str:
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> str:
-    """Write ``text`` (UTF-8) to ``path``; returns the path as a string."""
-    path = os.fspath(path)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return path
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`write_atomic`); returns the path as a
+    string. A lone surrogate (from a name in a trace) is written as ``\\udXXX``, as JSON spells it."""
+    return write_atomic(path, text.encode("utf-8", "backslashreplace"))
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -161,13 +159,19 @@ def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot write {path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".torchprof-", suffix=".tmp")
+    # The name is chosen before the file exists, and the file made inside the guarded block: an
+    # interrupt (Ctrl-C) anywhere leaves the old file or the new one, and no temporary file.
+    tmp = os.path.join(directory, f".torchprof-{secrets.token_hex(8)}.tmp")
     try:
-        # mkstemp makes the file 0600; the file written gets the mode open() would give it, as the
-        # HTML and CSV files do: an existing file's own, else what the umask leaves of 0666.
+        # The file written gets the mode open() would give it, as the HTML and CSV files do: an
+        # existing file's own, else what the umask leaves of 0666.
+        mode = 0o666 & ~_umask()
         with contextlib.suppress(OSError):
-            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode) if os.path.exists(path) else 0o666 & ~_umask())
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
         with os.fdopen(fd, "wb") as raw:
+            with contextlib.suppress(OSError):
+                os.chmod(tmp, mode)
             out: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if path.endswith(".gz") else raw
             try:
                 for chunk in chunks:
@@ -177,7 +181,7 @@ def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
                     out.close()
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     return path

@@ -247,13 +247,19 @@ def _load_in_processes(paths: Sequence[str], flops: bool, workers: int) -> list[
     """Each trace read by ``python -m torchprof._load`` in a process of its own, its tree and
     recording sent back pickled (a child process of our own, not multiprocessing: that would run
     the user's script again in each child). A reader's error is raised here as it was there."""
+    import json
     import pickle
     import subprocess
     import sys
 
-    env = dict(os.environ)
+    # The reader runs isolated (-I: no working folder, no PYTHON* variables, no user site first
+    # on sys.path), with the parent's own import path less the folders a stranger's files can be
+    # in (the working folder, the traces' folders): a module planted beside the traces
+    # (``orjson.py``) is never imported.
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the folder torchprof is in
-    env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
+    unsafe = {os.path.realpath(os.getcwd()), *(os.path.realpath(os.path.dirname(os.path.abspath(p))) for p in paths)}
+    import_path = [here, *(p for p in sys.path if p and os.path.realpath(p) not in unsafe and p != here)]
+    child = [sys.executable, "-I", "-c", _READER, json.dumps(import_path)]
     results: list[Result | None] = [None] * len(paths)
     pending = list(enumerate(paths))
     running: dict[int, subprocess.Popen[bytes]] = {}
@@ -261,8 +267,8 @@ def _load_in_processes(paths: Sequence[str], flops: bool, workers: int) -> list[
         while pending or running:
             while pending and len(running) < workers:
                 k, path = pending.pop(0)
-                running[k] = subprocess.Popen([sys.executable, "-m", "torchprof._load", path, "1" if flops else "0"],
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)  # fmt: skip
+                running[k] = subprocess.Popen([*child, path, "1" if flops else "0"],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
             k = min(running)
             out, err = running[k].communicate()
             code = running.pop(k).returncode
@@ -278,6 +284,14 @@ def _load_in_processes(paths: Sequence[str], flops: bool, workers: int) -> list[
             proc.kill()
             proc.wait()
     return [r for r in results if r is not None]
+
+
+#: A reader process's program (``python -I -c``): argv is the import path (JSON), the trace, the
+#: FLOPs flag.
+_READER = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from torchprof._load import _read_for_parent; _read_for_parent(sys.argv[2], sys.argv[3] == '1')"
+)
 
 
 def _read_for_parent(path: str, flops: bool) -> None:
@@ -324,9 +338,3 @@ def open_profile_file(path: str | os.PathLike[str], *, flops: bool = True,
     if SAVED_PROFILE_START.match(read_head(path)):
         return load(path, peak_flops=peak_flops), "a saved profile"
     return load_trace(path, flops=flops, peak_flops=peak_flops), "a chrome trace"
-
-
-if __name__ == "__main__":
-    import sys
-
-    _read_for_parent(sys.argv[1], sys.argv[2] == "1")

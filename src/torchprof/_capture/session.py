@@ -771,15 +771,11 @@ def _exports_twice() -> bool:
 
 def _copy_trace(kept: str, path: str) -> None:
     """torch's ``export_chrome_trace(path)`` for a cycle torchprof already wrote: a copy of that
-    file, gzipped where the path ends in ``.gz`` (as torch's does)."""
-    import gzip
-    import shutil
+    file, gzipped where the path ends in ``.gz`` (as torch's does), written atomically."""
+    from .._files import write_atomic_chunks
 
-    if os.fspath(path).endswith(".gz"):
-        with open(kept, "rb") as src, gzip.open(path, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    else:
-        shutil.copyfile(kept, path)
+    with open(kept, "rb") as src:
+        write_atomic_chunks(path, iter(lambda: src.read(1 << 20), b""))
 
 
 #: What torch 2.11 raises where it is asked to stop (or, a session left prepared, to prepare) while

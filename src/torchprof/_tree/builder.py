@@ -326,14 +326,32 @@ class TreeBuilder(BuildState):
         nodes = self.nodes
         target = pnode
         m = nodes.nearest_module(pnode)
-        if m >= 0 and not mpath.startswith(nodes.label[m] + "."):
-            up = nodes.nearest_module(nodes.parent[m])
-            while up >= 0 and not mpath.startswith(nodes.label[up] + "."):
-                up = nodes.nearest_module(nodes.parent[up])
+        if m >= 0 and not _holds(nodes.label[m], mpath):
+            up = self._owner_above(nodes.nearest_module(nodes.parent[m]), mpath)
             if up >= 0 and nodes.bwd[up] == nodes.bwd[pnode]:
                 target = up
         self._module_parents[(pnode, key)] = target
         return target
+
+    def _owner_above(self, m: int, mpath: str) -> int:
+        """The nearest module at or above module node ``m`` whose path holds ``mpath`` (-1 for
+        none), each (node, path) looked at once (:attr:`_owners`)."""
+        nodes, owners = self.nodes, self._owners
+        walked: list[int] = []
+        found = -1
+        while m >= 0:
+            known = owners.get((m, mpath))
+            if known is not None:
+                found = known
+                break
+            if _holds(nodes.label[m], mpath):
+                found = m
+                break
+            walked.append(m)
+            m = nodes.nearest_module(nodes.parent[m])
+        for w in walked:
+            owners[(w, mpath)] = found
+        return found
 
     def _backward_target(self, pnode: int, owner: int, unattributed: dict[int, int]) -> int:
         """Where a backward root goes: its forward layer, else an "(backward, no module)" node."""
@@ -707,9 +725,15 @@ def _first_op_children(order: Any, parent_ev: list[int], kinds: list[int]) -> di
     return first
 
 
+def _holds(outer: str, mpath: str) -> bool:
+    """Module path ``outer`` and a "." begin ``mpath`` (without building ``outer + "."``)."""
+    return len(mpath) > len(outer) and mpath[len(outer)] == "." and mpath.startswith(outer)
+
+
 def _step_number(text: str) -> int | str:
-    """``ProfilerStep#12`` -> 12 (so steps sort numerically); anything else stays text."""
-    return int(text) if text.isdigit() else text
+    """``ProfilerStep#12`` -> 12 (so steps sort numerically); anything else (``#x``, ``#-1``,
+    ``#1.5``, digits past int64, other scripts' digits) stays text, as it is saved and read back."""
+    return int(text) if len(text) <= 18 and text.isascii() and text.isdigit() else text
 
 
 class _StepsAt:

@@ -109,6 +109,9 @@ class BuildState:
         self._recompute_of: dict[int, int] = {}
         # (node a module ran in, its key) -> the node its row goes under (see TreeBuilder._module_parent).
         self._module_parents: dict[tuple[int, str], int] = {}
+        #: (module node, module path) -> the nearest module at or above that node whose path holds
+        #: the path (-1: none), so nested calls of one path walk up O(1) each, not O(depth).
+        self._owners: dict[tuple[int, str], int] = {}
         # Compiled regions: which graph ran, and the FLOPs and ops of unknown cost inside them.
         self.compiled = CompiledRegions(compiled if compiled is not None else {}, self.modules)
         # The FLOP count (the ops placed, compiled kernels), which the finished tree's columns read.

@@ -386,6 +386,7 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
     trie: dict[tuple[int, str], int] = {}  # (parent segment node, segment) -> segment node
     at: dict[int, int] = {-1: -1}  # the trie node of each node's path (-1: the empty path)
     taken: set[int] = set()
+    next_number: dict[tuple[int, str], int] = {}  # (trie node, last segment) -> the next `` #n`` to try
     node_label, node_kind, node_parent = nodes.label, nodes.kind, nodes.parent
 
     def walk(base: int, label: str) -> int:
@@ -423,9 +424,12 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
         if key in taken:
             head, _, last = label.rpartition(PATH_SEPARATOR)
             prefix = walk(base, head) if head else base
-            n = 2
+            # The numbers below the last one given for this path are all taken (taken only
+            # grows): start after it, so a path met k times costs O(k), not O(k²).
+            n = next_number.get((prefix, last), 2)
             while walk(prefix, f"{last} #{n}") in taken:
                 n += 1
+            next_number[(prefix, last)] = n + 1
             label = f"{label} #{n}"
             key = walk(prefix, f"{last} #{n}")
         taken.add(key)

@@ -43,6 +43,8 @@ NUMBER: Check = (_number, "a finite number or null")
 COUNT: Check = (_count, f"a whole number from 0 to {INT_MAX}")
 WHOLE: Check = (_whole, "a whole number")
 BOOL: Check = (lambda v: type(v) is bool, "true or false")
+#: A step's number: ``ProfilerStep#N``'s N, or its text where that is not a whole number (``#x``).
+STEP_NUMBER: Check = (lambda v: _whole(v) or type(v) is str, "a whole number or text")
 TEXT: Check = (lambda v: type(v) is str, "text")
 TEXT_OR_NULL: Check = (lambda v: v is None or type(v) is str, "text or null")
 OBJECT: Check = (lambda v: type(v) is dict, "an object")
@@ -122,7 +124,7 @@ def _check(data: dict[str, Any]) -> None:
     for i, step in enumerate(data.get("steps", [])):
         _value(step, OBJECT, f"steps[{i}]")
         for key, value in step.items():
-            _value(value, WHOLE if key == "step" else NUMBER, f"steps[{i}].{key}")
+            _value(value, STEP_NUMBER if key == "step" else NUMBER, f"steps[{i}].{key}")
     for key, value in data.get("gpu_time_us", {}).items():
         _value(value, NUMBER, f"gpu_time_us.{key}")
     _each(data.get("ranks", []), WHOLE, "ranks")

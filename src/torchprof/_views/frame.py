@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._files import write_text
 from .._tree.aggregate import by_type as aggregate_by_type
 from .._tree.steps import step_splits
 from .._tree.tree import Tree
@@ -64,9 +65,9 @@ def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_csv(df: pd.DataFrame, path: str) -> str:
-    """``df`` as CSV, guarded by :func:`csv_safe` (every CSV torchprof writes goes through here)."""
-    csv_safe(df).to_csv(path)
-    return path
+    """``df`` as CSV, guarded by :func:`csv_safe` (every CSV torchprof writes goes through here),
+    written atomically."""
+    return write_text(path, csv_safe(df).to_csv())
 
 
 def by_type(tree: Tree, depth: int | None = None) -> pd.DataFrame:

@@ -70,9 +70,7 @@ def write_files(result: Result, paths: dict[str, str]) -> list[str]:
                 to_markdown = getattr(result, "to_markdown", None)
                 if to_markdown is None:  # a torchprof without Markdown reports
                     continue
-                text = to_markdown()
-                with open(path, "w", encoding="utf-8") as out:
-                    out.write(text)
+                to_markdown(path)
             else:
                 continue
         except (OSError, ValueError, RuntimeError, TypeError) as exc:
