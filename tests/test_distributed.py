@@ -241,13 +241,13 @@ def cli_fsdp_nodes(tmp_path_factory) -> tuple[list[Path], list[str]]:
     return _nodes(tmp_path_factory, "cli-fsdp-nodes", "fsdp_train.py", nodes=2, nproc=1)
 
 
-def test_torchrun_m_torchprof_on_two_nodes_without_a_shared_folder_merges_through_the_process_group(cli_ddp):
+def test_torchrun_m_torchprof_on_two_nodes_without_a_shared_folder_merges_through_the_process_groups_store(cli_ddp):
     folders, logs = cli_ddp
     # Each node keeps its own ranks' traces; rank 0 got the others' trees, not their files.
     assert [sorted(p.name for p in f.iterdir()) for f in folders] == [["rank0.json.gz", "rank1.json.gz"],
                                                                       ["rank2.json.gz", "rank3.json.gz"]]  # fmt: skip
     assert logs[0].count("torchprof: ddp_train.py · 4 ranks, traces in") == 1 and "on each of 2 nodes" in logs[0]
-    assert "merged 4 ranks' trees" in logs[0] and "from the job's process group" in logs[0]
+    assert "merged 4 ranks' trees" in logs[0] and "from the process group's store" in logs[0]
     assert "· 4 ranks" not in logs[1] and "torchprof: rank 3 wrote" in logs[1] and "sent its tree to rank 0" in logs[1]
     assert "CPU rank spread" in logs[0] and "──DistributedDataParallel " in logs[0]
     for rank in range(4):

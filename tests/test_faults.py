@@ -215,3 +215,28 @@ def test_nested_calls_of_one_module_path_are_placed_and_numbered_in_linear_time(
     # both grew with the depth's square.
     small, large = calls_made(lambda: build(events(500))), calls_made(lambda: build(events(2000)))
     assert large < 6 * small, (small, large)
+
+
+# -- a failing rank never hangs the job ---------------------------------------------------------------------
+JOBS = Path(__file__).resolve().parent / "jobs"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["mid-step", "after", "kill-mid", "kill-after"])
+def test_a_rank_that_fails_or_dies_ends_the_job_with_its_traceback_and_rank_0_says_what_it_got(mode, tmp_path):
+    from test_distributed import torchrun
+
+    # Before, every mode but "after" hung until gloo's 30-minute timeout (rank 1 in torchprof's
+    # gather, rank 0 in the script's all-reduce): the limit here is far below that.
+    code, log = torchrun("-m", "torchprof", "--out", str(tmp_path / "traces"), str(JOBS / "failing_rank.py"), mode,
+                         cwd=tmp_path, timeout=150)  # fmt: skip
+    assert code != 0, log[-3000:]
+    assert "within 600s" not in log and "cannot send the trees" not in log, log[-3000:]
+    if mode in ("mid-step", "after"):
+        assert f"PlantedFailure: rank 1 failed {'in step 1' if mode == 'mid-step' else 'after its steps'}" in log, log[-3000:]
+    if mode == "after":  # rank 0 finished its steps: it reports the job, naming the rank that failed
+        assert "rank 1's script failed (PlantedFailure: rank 1 failed after its steps)" in log, log[-3000:]
+        assert "(rank 1 failed) · 2 ranks" in log and "merged 2 ranks' trees" in log, log[-3000:]
+    for line in log.splitlines():
+        if "sent no tree" in line:  # with the time rank 0 truly waited
+            assert "(rank 0 waited " in line, line

@@ -321,7 +321,7 @@ def test_trees_travel_through_a_c10d_store_and_a_rank_that_sends_none_is_left_ou
         decode_tree(b"E" + b"ValueError: broken", "rank 2")
 
 
-def test_gathering_through_the_scripts_gloo_group_closes_it_only_when_asked(job, monkeypatch):
+def test_gathering_through_the_scripts_group_closes_it_only_when_asked(job, monkeypatch):
     import torch.distributed as dist
 
     from torchprof._torchrun import gather_trees
@@ -329,9 +329,12 @@ def test_gathering_through_the_scripts_gloo_group_closes_it_only_when_asked(job,
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
     try:
-        assert gather_trees(b"T tree", 0, 1, close_group=False) == ({0: b"T tree"}, "the job's process group")
+        got = gather_trees(b"T tree", 0, 1, close_group=False)
+        assert got is not None and (got.trees, got.how, got.failed) == ({0: b"T tree"}, "the process group's store", {})
         assert dist.is_initialized()  # a caller whose process goes on (a trainer's callback) keeps its group
-        assert gather_trees(b"T tree", 0, 1, close_group=True)[0] == {0: b"T tree"} and not dist.is_initialized()
+        got = gather_trees(b"T tree", 0, 1, close_group=True, failed="ValueError: boom")
+        assert got is not None and got.trees == {0: b"T tree"} and got.failed == {0: "ValueError: boom"}
+        assert not dist.is_initialized()
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

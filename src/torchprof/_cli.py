@@ -38,7 +38,7 @@ from ._options import (
     takes_value,
     write_outputs,
 )
-from ._torchrun import launched_by_torchrun, report_rank
+from ._torchrun import job, launched_by_torchrun, report_rank
 from ._views.format import printable
 from ._vocab import DEFAULT_SORT
 
@@ -386,6 +386,7 @@ def run_script(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     code = 0
     failure: BaseException | None = None
+    failure_told: BaseException | None = None  # a rank's failure, said before its report (kept till the end)
     # What the profile missed is said once, in the summary line under the title, not also as a
     # Python warning (located in runpy, the script's caller, or in our report).
     quiet = _HeldWarnings(ProfilerWarning)
@@ -427,7 +428,14 @@ def run_script(args: argparse.Namespace) -> int:
                             + ("; no file written" if wanted else "")))  # fmt: skip
             status = 0
         elif args.out is not None or launched_by_torchrun():
-            status = report_rank(prof.result, args, title, _report, close_group=True)
+            told = None if failure is None else printable(f"{type(failure).__name__}: {failure}")
+            if failure is not None and not isinstance(failure, KeyboardInterrupt) and job()[1] > 1:
+                # Said first: the job may be stopped (torchrun ends every rank once one fails)
+                # before this rank's report is done, and the traceback is what says why.
+                sys.stdout.flush()
+                _print_user_traceback(failure, origin)
+                failure_told, failure = failure, None
+            status = report_rank(prof.result, args, title, _report, close_group=True, failed=told)
         else:
             status = _report(prof.result, args, title=title)
     finally:
@@ -435,14 +443,15 @@ def run_script(args: argparse.Namespace) -> int:
     if failure is not None:
         sys.stdout.flush()
         _print_user_traceback(failure, origin)
-        if isinstance(failure, ProfilerError) and "already running" in str(failure):
-            print("torchprof: the script starts a profiler of its own, and `python -m torchprof` already profiles "
+    shown = failure if failure is not None else failure_told
+    if isinstance(shown, ProfilerError) and "already running" in str(shown):
+        print("torchprof: the script starts a profiler of its own, and `python -m torchprof` already profiles "
                   "the whole script: run it with python, or drop the script's Profiler", file=sys.stderr)  # fmt: skip
     # The profile holds the script's root modules (for their parameter counts): let
     # them go now, as they would have gone when the script returned. A DistributedDataParallel
     # module freed only as the interpreter ends takes its gloo group with it then, and gloo's
     # threads can abort the process there ("terminate called without an active exception").
-    prof = failure = None  # type: ignore[assignment]
+    prof = failure = failure_told = None  # type: ignore[assignment]
     gc.collect()
     return code or status
 
