@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -226,10 +227,16 @@ JOBS = Path(__file__).resolve().parent / "jobs"
 def test_a_rank_that_fails_or_dies_ends_the_job_with_its_traceback_and_rank_0_says_what_it_got(mode, tmp_path):
     from test_distributed import torchrun
 
+    # "after": rank 1 waits for rank 0's report, however long rank 0 takes to stop on a loaded
+    # machine (5 s by default); the other modes keep the default, which bounds the job's end.
+    wait = {"TORCHPROF_FAILED_RANK_WAIT_S": "120"} if mode == "after" else {}
     # Before, every mode but "after" hung until gloo's 30-minute timeout (rank 1 in torchprof's
     # gather, rank 0 in the script's all-reduce): the limit here is far below that.
-    code, log = torchrun("-m", "torchprof", "--out", str(tmp_path / "traces"), str(JOBS / "failing_rank.py"), mode,
-                         cwd=tmp_path, timeout=150)  # fmt: skip
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in wait.items():
+            env.setenv(key, value)
+        code, log = torchrun("-m", "torchprof", "--out", str(tmp_path / "traces"), str(JOBS / "failing_rank.py"), mode,
+                             cwd=tmp_path, timeout=240)  # fmt: skip
     assert code != 0, log[-3000:]
     assert "within 600s" not in log and "cannot send the trees" not in log, log[-3000:]
     if mode in ("mid-step", "after"):
@@ -240,3 +247,230 @@ def test_a_rank_that_fails_or_dies_ends_the_job_with_its_traceback_and_rank_0_sa
     for line in log.splitlines():
         if "sent no tree" in line:  # with the time rank 0 truly waited
             assert "(rank 0 waited " in line, line
+
+
+# -- saved profiles and traces validated whole: a fuzz of every field ----------------------------------------
+class _Deleted:
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETED = _Deleted()
+#: What a field is set to (or deleted): wrong types, missing keys, NaN, huge numbers, nesting,
+#: text no writer takes (a lone surrogate, a NUL, a bidi control).
+MUTATIONS: list[Any] = [DELETED, None, "x", -1, 1.5, True, [], {}, float("nan"), 1e308, 2**70, [[[[1]]]], {"a": {"b": 1}},
+                        "\ud800", "a\x00b", "\u202eevil"]  # fmt: skip
+
+
+def _field_paths(value: Any, at: tuple = ()) -> list[tuple]:
+    """Every field of a JSON value (of a list: its first and last element), outermost first."""
+    out = []
+    stack = [(value, at)]
+    while stack:
+        v, here = stack.pop()
+        if here:
+            out.append(here)
+        if isinstance(v, dict):
+            stack.extend((x, (*here, k)) for k, x in v.items())
+        elif isinstance(v, list) and v:
+            stack.extend((v[i], (*here, i)) for i in sorted({0, len(v) - 1}))
+    return out
+
+
+def _mutated(data: Any, path: tuple, value: Any) -> Any:
+    out = json.loads(json.dumps(data))
+    target = out
+    for key in path[:-1]:
+        target = target[key]
+    if value is DELETED:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return out
+
+
+def _every_view(prof: Any, tmp: Path) -> None:
+    from torchprof._views.payload import payload
+
+    str(prof)
+    prof.table(min_pct=0)
+    prof.df
+    payload(prof.tree, prof.summary)
+    prof.to_html()
+    prof.to_markdown()
+    prof.insights()
+    prof.steps
+    prof.by_type()
+    prof._repr_mimebundle_()
+    torchprof.compare(prof, prof).df
+    again = torchprof.load(prof.save(str(tmp / "again.json")))
+    assert str(again) == str(prof)
+
+
+def _fuzz(cases: list[tuple[tuple, Any]], base: Any, read: Callable[[str], Any], tmp: Path) -> dict[str, int]:
+    outcomes = {"cases": 0, "clear errors": 0, "works": 0}
+    other = []
+    for path, value in cases:
+        case = tmp / "case.json"
+        case.write_text(json.dumps(_mutated(base, path, value)))
+        outcomes["cases"] += 1
+        try:
+            prof = read(str(case))
+            _every_view(prof, tmp)
+        except torchprof.TraceError:
+            outcomes["clear errors"] += 1
+            continue
+        except Exception as exc:
+            other.append(f"{path} = {value!r}: {type(exc).__name__}: {exc}"[:300])
+            continue
+        outcomes["works"] += 1
+    assert not other, "\n".join(other[:20])
+    return outcomes
+
+
+def _cases(base: Any, seed: int) -> list[tuple[tuple, Any]]:
+    """Every field deleted, and set to two of the mutations (drawn with a fixed seed)."""
+    import random
+
+    rng = random.Random(seed)
+    return [(path, value) for path in _field_paths(base) for value in (DELETED, *rng.sample(MUTATIONS[1:], 2))]
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory) -> tuple[Any, Path]:
+    """A small training profiled with memory over two steps: every field a saved profile has."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchprof.Profiler(memory=True, steps=[2, 3]) as prof:
+        for _ in range(5):
+            model(torch.randn(4, 8)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            prof.step()
+    return prof.result, tmp_path_factory.mktemp("fuzz")
+
+
+@pytest.mark.slow
+def test_every_field_of_a_saved_profile_mutated_loads_and_shows_in_every_view_or_is_a_clear_error(stepped, tmp_path):
+    prof, _ = stepped
+    base = json.loads(Path(prof.save(str(tmp_path / "base.json"))).read_text())
+    base["capture"]["meta"]["warnings"] = ["a warning"]  # the facts a view reads, present to be mutated
+    base["capture"]["meta"]["interrupted"] = "KeyboardInterrupt"
+    cases = _cases(base, seed=31)
+    outcomes = _fuzz(cases, base, torchprof.load, tmp_path)
+    print("saved profiles:", outcomes)
+    assert outcomes["works"] > 0 and outcomes["clear errors"] > 0
+
+
+@pytest.mark.slow
+def test_every_field_of_a_trace_mutated_loads_and_shows_in_every_view_or_is_a_clear_error(stepped, tmp_path):
+    prof, _ = stepped
+    base = json.loads(Path(prof.export_chrome_trace(str(tmp_path / "base.json"))).read_text())
+    # One event of each kind (phase, category; each region's name) stands for all of its kind.
+    kept: dict[Any, int] = {}
+    for i, e in enumerate(base["traceEvents"]):
+        kept.setdefault((e.get("ph"), e.get("cat"), e.get("name", "")[:12] if e.get("cat") == "user_annotation" else ""), i)
+    fields = _field_paths({k: v for k, v in base.items() if k != "traceEvents"})
+    for i in kept.values():
+        fields += [("traceEvents", i, *p) for p in _field_paths(base["traceEvents"][i])]
+    import random
+
+    rng = random.Random(37)
+    cases = [(path, value) for path in fields for value in (DELETED, *rng.sample(MUTATIONS[1:], 2))]
+    outcomes = _fuzz(cases, base, torchprof.load_trace, tmp_path)
+    print("traces:", outcomes)
+    assert outcomes["works"] > 0 and outcomes["clear errors"] > 0
+
+
+def test_the_crafted_profiles_that_loaded_and_then_crashed_a_view_are_clear_errors(stepped, tmp_path):
+    prof, _ = stepped
+    base = json.loads(Path(prof.save(str(tmp_path / "base.json"))).read_text())
+    crafted = {
+        "threads[0].cpu_us": _mutated(base, ("threads", 0, "cpu_us"), "12"),
+        "steps[0] has no 'step'": _mutated(base, ("steps", 0, "step"), DELETED),
+        "capture.meta.warnings": _mutated(base, ("capture", "meta", "warnings"), 3),
+        "columns has no 'kind'": _mutated(base, ("columns", "kind"), None),
+    }
+    for field, data in crafted.items():
+        path = tmp_path / "crafted.json"
+        path.write_text(json.dumps(data))
+        with pytest.raises(torchprof.TraceError, match=re.escape(field.split(" has ")[0])):
+            torchprof.load(str(path))
+
+
+def test_any_name_a_trace_holds_round_trips_through_save_and_every_view(tmp_path):
+    names = {
+        "lone surrogate": b"aten::\\ud800x",
+        "low surrogate first": b"aten::\\udc00\\ud800",
+        "not UTF-8": b"aten::\xff\xfe",
+        "NUL": b"aten::a\\u0000b",
+        "bidi": "aten::\u202eevil\u202c".encode(),
+        "emoji pair": b"aten::\\ud83d\\ude00",
+        "1 MB": b"aten::" + b"n" * (1 << 20),
+    }
+    events = b",".join(b'{"ph": "X", "cat": "cpu_op", "name": "' + name + b'", "pid": 1, "tid": 1, "ts": %d, "dur": 5, "args": {}}' % (10 * k)
+                       for k, name in enumerate(names.values()))  # fmt: skip
+    trace = tmp_path / "names.json"
+    trace.write_bytes(b'{"traceEvents": [' + events + b"]}")
+    prof = torchprof.load_trace(str(trace))
+    shown = sorted(prof.df["name"][1:])
+    assert "aten::\\ud800x" in shown and "aten::\\xff\\xfe" in shown and "aten::😀" in shown  # escaped, visibly
+    assert "aten::a\x00b" in shown and "aten::\u202eevil\u202c" in shown
+    first = Path(prof.save(str(tmp_path / "a.json"))).read_bytes()
+    again = torchprof.load(str(tmp_path / "a.json"))
+    assert sorted(again.df["name"][1:]) == shown
+    second = Path(again.save(str(tmp_path / "b.json"))).read_bytes()
+
+    def without_meta(raw: bytes) -> Any:  # (the meta says where each file came from)
+        data = json.loads(raw)
+        data["capture"].pop("meta")
+        return data
+
+    assert without_meta(second) == without_meta(first)  # escaped the same way each time
+    _every_view(again, tmp_path)
+    html = again.to_html()
+    assert "\u202e" not in html.split("<script", 1)[0]  # a bidi control never reorders the page's text outside the data
+
+
+# -- reading never runs or writes anything of the user's -----------------------------------------------------
+def test_reading_a_profile_in_every_way_never_runs_the_users_code(tmp_path):
+    import torch
+
+    calls = [0]
+    side = tmp_path / "side-effect.txt"
+
+    class Noisy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            calls[0] += 1
+            with open(side, "a") as f:
+                f.write("forward ran\n")
+            return self.fc(x).relu()
+
+    model = Noisy()
+    with torchprof.Profiler() as prof:
+        model(torch.randn(2, 4)).sum().backward()
+    assert calls == [1]
+    side.unlink()
+    from torchprof._views.payload import payload
+
+    result = prof.result
+    result.df
+    str(result)
+    payload(result.tree, result.summary)
+    result.widget()
+    result._repr_mimebundle_()
+    result.to_html(str(tmp_path / "r.html"))
+    result.to_markdown()
+    result.insights()
+    torchprof.load(result.save(str(tmp_path / "p.json"))).df
+    torchprof.compare(result, result).df
+    result.export_chrome_trace(str(tmp_path / "t.json"))
+    torchprof.load_trace(str(tmp_path / "t.json")).df
+    assert calls == [1] and not side.exists()

@@ -161,7 +161,6 @@ def test_an_event_that_is_not_an_object_or_lacks_its_time_is_named(tmp_path, par
         (b'{"traceEvents": {"0": {}}}', "a 'traceEvents' that is not a list"),
         (b'{"traceEvents": "[]"}', "a 'traceEvents' that is not a list"),
         (b"", "not valid JSON"),
-        (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a\xff\xfe", "ts": 0, "dur": 1}]}', "not valid JSON"),
         (b'{"traceEvents": [' + b"[" * 200_000 + b"]" * 200_000 + b"]}", "nested too deeply"),
         (b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 0, "dur": 1, "args": ' + b'{"a":' * 200_000
          + b"1" + b"}" * 200_000 + b"}]}", "nested too deeply"),
@@ -171,7 +170,7 @@ def test_an_event_that_is_not_an_object_or_lacks_its_time_is_named(tmp_path, par
         (gzip.compress(json.dumps({"traceEvents": valid_events()}).encode())[:30], "truncated"),
         (b"\x1f\x8b" + b"garbage" * 10, "cannot read"),
     ],
-    ids=["string", "number", "null", "events-object", "events-string", "empty", "utf8", "deep-array", "deep-object",
+    ids=["string", "number", "null", "events-object", "events-string", "empty", "deep-array", "deep-object",
          "long-int", "gzip-tail", "gzip-head", "gzip-garbage"],
 )  # fmt: skip
 def test_a_malformed_file_is_a_trace_error_saying_what_is_wrong(tmp_path, parser, content, words):

@@ -451,7 +451,7 @@ def run_script(args: argparse.Namespace) -> int:
     # them go now, as they would have gone when the script returned. A DistributedDataParallel
     # module freed only as the interpreter ends takes its gloo group with it then, and gloo's
     # threads can abort the process there ("terminate called without an active exception").
-    prof = failure = failure_told = None  # type: ignore[assignment]
+    prof = failure = failure_told = shown = None  # type: ignore[assignment]
     gc.collect()
     return code or status
 

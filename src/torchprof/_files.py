@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import json
 import os
+import re
 import secrets
 import stat
 import zlib
@@ -63,6 +65,55 @@ def read_head(path: str | os.PathLike[str], size: int = 256) -> bytes:
         raise TraceError(f"cannot read {path}: {exc} (is it a truncated .json.gz?)") from exc
 
 
+#: A JSON escape of a UTF-16 surrogate (``\\ud800``): one that is not half of a pair is no text.
+_SURROGATE_ESCAPE = re.compile(rb"(\\+)u([dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def escape_unwritable(raw: bytes) -> bytes:
+    """JSON ``raw`` with what no text can hold written as text: an escaped lone surrogate
+    (``\\ud800``, not half of a pair) becomes the six characters ``\\ud800``, and a byte that is
+    not UTF-8 the four characters ``\\xff``. So names from any trace are text that every writer
+    (orjson, a browser, a terminal) takes, escaped the same way each time, and a pair (an emoji
+    written as two escapes) stays what it is."""
+    if not raw.isascii():
+        raw = raw.decode("utf-8", "torchprof-json-bytes").encode("utf-8")
+    if not _SURROGATE_ESCAPE.search(raw):
+        return raw
+    out: list[bytes] = []
+    at = 0
+    matches = list(_SURROGATE_ESCAPE.finditer(raw))
+    for k, m in enumerate(matches):
+        slashes, code = m.group(1), int(m.group(2), 16)
+        if len(slashes) % 2 == 0:
+            continue  # an escaped backslash, then text
+        high = code < 0xDC00
+        if high:
+            nxt = matches[k + 1] if k + 1 < len(matches) else None
+            paired = (nxt is not None and nxt.start() == m.end() and len(nxt.group(1)) == 1
+                      and int(nxt.group(2), 16) >= 0xDC00)  # fmt: skip
+        else:
+            prev = matches[k - 1] if k > 0 else None
+            paired = (prev is not None and prev.end() == m.start() and len(prev.group(1)) % 2 == 1
+                      and int(prev.group(2), 16) < 0xDC00)  # fmt: skip
+        if paired:
+            continue
+        cut = m.end(1) - 1  # the escape's own backslash: doubled, it is text
+        out.append(raw[at:cut])
+        out.append(b"\\\\")
+        at = cut + 1
+    out.append(raw[at:])
+    return b"".join(out)
+
+
+def _json_bytes_as_text(exc: UnicodeError) -> tuple[str, int]:
+    """A byte that is not UTF-8, in JSON text: an escaped backslash and its hex (``\\\\xff``)."""
+    bad = exc.object[exc.start : exc.end]  # type: ignore[attr-defined]
+    return "".join(f"\\\\x{b:02x}" for b in bad), exc.end  # type: ignore[attr-defined]
+
+
+codecs.register_error("torchprof-json-bytes", _json_bytes_as_text)
+
+
 def parse_json(raw: bytes, where: str, *, exact: bool = False, expected: str = "a torch.profiler chrome trace") -> Any:
     """The JSON value in ``raw``; :class:`TraceError` naming ``where`` when it is not JSON.
 
@@ -71,6 +122,7 @@ def parse_json(raw: bytes, where: str, *, exact: bool = False, expected: str = "
     literal's digits (the standard library's parser, about twice as slow as orjson), and NaN and
     Infinity are read as floats, for the caller to reject by name.
     """
+    raw = escape_unwritable(raw)
     try:
         if exact:
             return json.loads(raw, parse_float=Decimal)
@@ -78,11 +130,18 @@ def parse_json(raw: bytes, where: str, *, exact: bool = False, expected: str = "
             import orjson
         except ImportError:
             return json.loads(raw)
-        return orjson.loads(raw)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return json.loads(raw, parse_constant=_no_constant)  # integers past 64 bits: the standard parser reads them
     except RecursionError as exc:
         raise TraceError(f"{where} is nested too deeply to be {expected}") from exc
     except ValueError as exc:  # json and orjson decode errors, invalid UTF-8, over-long integers
         raise TraceError(f"{where} is not valid JSON ({exc}); expected {expected}") from exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def read_json(path: str | os.PathLike[str], expected: str = "a torch.profiler chrome trace") -> Any:
@@ -122,7 +181,12 @@ def dumps(data: Any) -> bytes:
         import orjson
     except ImportError:
         return json.dumps(data, default=_json_number).encode("utf-8")
-    return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY, default=_orjson_number)
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY, default=_orjson_number)
+    except TypeError:
+        # A lone surrogate or an integer past 64 bits (a trace's own metadata): the standard
+        # writer spells both (the surrogate as an escape, read back as its text).
+        return json.dumps(data, default=_json_number).encode("ascii")
 
 
 def _orjson_number(value: Any) -> Any:

@@ -4,17 +4,18 @@ its own trace to ``DIR/rank<r>.json.gz`` (a folder local to each node is fine). 
 reduces its run to its layer tree, which is small (kilobytes to a few MB, whatever the trace's
 size), and sends it to rank 0 over torch.distributed; rank 0 merges the trees and prints the job.
 
-How the trees travel:
+How the trees travel (never by a collective: a rank that failed, or one stuck in the script's
+own collective, cannot block the others):
 
-* through the job's process group, when the script left one that carries CPU objects (gloo):
-  ``gather_object`` to rank 0 (after the script, the group is then closed);
-* else through a c10d store: the process group's own (an NCCL group), or, when the script left
-  none (it destroyed its group, or never made one), the store torchrun gives every worker for its
-  rendezvous (``MASTER_ADDR``/``MASTER_PORT``: the elastic agent's store, or one rank 0 hosts);
-  each rank sets its tree under a key of this run, and rank 0 waits for them, at most
+* through a c10d store: the process group's own when the script left one, or, when the script
+  left none (it destroyed its group, or never made one), the store torchrun gives every worker
+  for its rendezvous (``MASTER_ADDR``/``MASTER_PORT``: the elastic agent's store, or one rank 0
+  hosts); each rank sets its tree under a key of this run, and rank 0 waits for them, at most
   :data:`WAIT_S` seconds, then merges the ranks that sent one;
-* without either (a launcher that is not torchrun and gives no master address), rank 0 waits for
+* without one (a launcher that is not torchrun and gives no master address), rank 0 waits for
   the other ranks' trace files in ``DIR``, which must then be a shared folder.
+
+A rank whose script failed says so to rank 0 and waits at most :data:`FAILED_WAIT_S`.
 """
 
 from __future__ import annotations
@@ -99,8 +100,17 @@ def decode_tree(payload: bytes, where: str) -> Result:
 #: How long a rank whose script failed waits: rank 0 for the other ranks' trees (they may be stuck
 #: in a collective the failed rank never joined), another rank for rank 0's script to end (then
 #: for its report: torchrun stops every rank once one fails). A job whose rank fails while another
-#: is stuck ends at most this much later than it would without torchprof.
+#: is stuck ends at most this much later than it would without torchprof. The environment
+#: variable ``TORCHPROF_FAILED_RANK_WAIT_S`` sets it (a cluster whose rank 0 takes longer to stop).
 FAILED_WAIT_S = 5.0
+
+
+def _failed_wait_s() -> float:
+    try:
+        wait = float(os.environ.get("TORCHPROF_FAILED_RANK_WAIT_S", FAILED_WAIT_S))
+    except ValueError:
+        return FAILED_WAIT_S
+    return wait if wait >= 0 else FAILED_WAIT_S
 
 
 @dataclass
@@ -143,7 +153,7 @@ def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S,
     elif failed is not None:
         store.set(_key(f"failed/{rank}", tag), failed.encode(errors="replace"))
     waited: dict[int, float] = {}
-    trees = exchange(store, payload, rank, world, FAILED_WAIT_S if failed is not None else timeout, tag, waited)
+    trees = exchange(store, payload, rank, world, _failed_wait_s() if failed is not None else timeout, tag, waited)
     failures = {}
     if rank == 0:
         if failed is not None:
@@ -153,7 +163,7 @@ def gather_trees(payload: bytes, rank: int, world: int, timeout: float = WAIT_S,
                 key = _key(f"failed/{r}", tag)
                 if store.check([key]):
                     failures[r] = bytes(store.get(key)).decode(errors="replace")
-    elif failed is not None and _poll(store, _key("reporting", tag), time.monotonic() + FAILED_WAIT_S):
+    elif failed is not None and _poll(store, _key("reporting", tag), time.monotonic() + _failed_wait_s()):
         # Rank 0 may be stuck in a collective this rank never joined: this rank waits a little
         # for its script to end and, once it reports, for the report (torchrun stops rank 0
         # when this rank exits). No wait is without an end: it is never why a job hangs.

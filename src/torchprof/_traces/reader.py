@@ -30,7 +30,7 @@ from typing import Any, cast
 
 from .._capture.distributed import checked_ddp_buckets
 from .._errors import TraceError
-from .._files import _existing_file, parse_json, plain_numbers, read_bytes
+from .._files import _existing_file, escape_unwritable, parse_json, plain_numbers, read_bytes
 from .._records import (
     CompiledGraph,
     EventColumns,
@@ -48,6 +48,7 @@ from .._vocab import (
     DEVICE_LINKED_KINDS,
     INSTANT_CATEGORY,
     LIGHTNING_MODULE_PREFIX,
+    MEMORY_CATEGORIES,
     MEMORY_EVENT,
     MODULE_PREFIX,
     PROFILER_SPAN_PREFIX,
@@ -813,7 +814,9 @@ def _cut(buf: bytes, eof: bool, exact: bool) -> tuple[list[Any], bytes, int, boo
 
 
 def _parse_events(chunk: bytes, exact: bool) -> list[Any]:
-    """A run of events as a list; with ``exact``, fractional numbers as their literal's digits."""
+    """A run of events as a list; with ``exact``, fractional numbers as their literal's digits.
+    What no text can hold (a lone surrogate, a byte that is not UTF-8) is read as its escape."""
+    chunk = escape_unwritable(chunk)
     if exact:
         return json.loads(b"[" + chunk + b"]", parse_float=Decimal)
     try:
@@ -848,7 +851,7 @@ def _parse_top(head: bytes, tail: bytes) -> dict[str, Any] | None:
     """The trace's top-level object without its events (head, an empty array, tail); None when
     the two do not make one object whose ``traceEvents`` is that array."""
     try:
-        top = json.loads(head + b"]" + tail)
+        top = json.loads(escape_unwritable(head + b"]" + tail))
     except (ValueError, RecursionError):
         return None
     if not isinstance(top, dict) or top.get("traceEvents") != []:
@@ -1025,10 +1028,11 @@ def _meta_block(block: Any) -> dict[str, Any]:
     tensors = block.get("tensors")
     if tensors is not None:
         ok = isinstance(tensors, list) and all(
-            isinstance(t, list) and len(t) == 6 and isinstance(t[0], str) and all(type(v) is int for v in t[1:4])
+            isinstance(t, list) and len(t) == 6 and t[0] in MEMORY_CATEGORIES and all(type(v) is int for v in t[1:4])
             and (t[4] is None or type(t[4]) is int) and (t[5] is None or isinstance(t[5], str)) for t in tensors)  # fmt: skip
         if not ok:
-            raise TraceError(f"'{key}.tensors' must be a list of [category, device, address, bytes, seen_ns, module], "
+            raise TraceError(f"'{key}.tensors' must be a list of [category ({', '.join(MEMORY_CATEGORIES)}), device, "
+                             "address, bytes, seen_ns, module], "
                              f"not {_clip(tensors)}")  # fmt: skip
         out["tensors"] = tensors
     counts = block.get("flops_counts")

@@ -69,11 +69,28 @@ FIELDS: dict[str, Check] = {
     "ranks": LIST,
     "by_rank": LIST,
     "memory": OBJECT,
+    "threads": LIST,
     "capture": OBJECT,
 }
 CAPTURE: dict[str, Check] = {"label": TEXT, "wall_us": NUMBER, "modules": OBJECT, "meta": OBJECT}
+#: The run's facts (``capture.meta``) a view reads, when present: any other fact is kept as it is.
+META: dict[str, Check] = {
+    "warnings": (lambda v: type(v) is list and all(type(x) is str for x in v), "a list of texts"),
+    "interrupted": TEXT,
+    "compute_dtype": TEXT,
+    "host_memory": NUMBER,
+}
+FINITE: Check = (lambda v: type(v) in (int, float) and math.isfinite(v), "a finite number")
+#: A thread's row of ``threads``: every key is read.
+THREAD: dict[str, Check] = {"thread": (lambda v: _whole(v) or type(v) is str or (type(v) is list and all(_whole(x) or type(x) is str for x in v)),
+                                       "a whole number, text, or a list of them"),
+                            "cpu_us": FINITE, "compile_us": FINITE}  # fmt: skip
+#: Columns without which no view can show a row (the others are filled in when missing: a file of
+#: an older torchprof lacks the newer ones).
+REQUIRED_COLUMNS = ("name", "kind")
 #: A module's facts: ``[type, params, param_bytes, root, replica]`` (the first three alone in older files).
 MODULE_FIELDS: tuple[Check, ...] = (TEXT, COUNT, COUNT, (lambda v: v is None or type(v) is bool, "true, false or null"), BOOL)
+#: A device's memory peak: every key is read (``layer_row`` may be absent).
 PEAK: dict[str, Check] = {"peak": NUMBER, "time_us": NUMBER, "phase": (lambda v: v in PHASES, f"one of {', '.join(PHASES)}"),
                           "breakdown": (lambda v: v is None or type(v) is list, "a list or null")}  # fmt: skip
 #: A part of a peak's breakdown: ``[category, layer path, bytes, counted in the peak]``.
@@ -123,6 +140,7 @@ def _check(data: dict[str, Any]) -> None:
         _value(calls, COUNT, f"unsupported_ops[{op!r}]")
     for i, step in enumerate(data.get("steps", [])):
         _value(step, OBJECT, f"steps[{i}]")
+        _required(step, ("step",), f"steps[{i}]")
         for key, value in step.items():
             _value(value, STEP_NUMBER if key == "step" else NUMBER, f"steps[{i}].{key}")
     for key, value in data.get("gpu_time_us", {}).items():
@@ -132,9 +150,14 @@ def _check(data: dict[str, Any]) -> None:
         _value(row, OBJECT, f"by_rank[{i}]")
         for key, value in row.items():
             _value(value, NUMBER, f"by_rank[{i}].{key}")
+    for i, row in enumerate(data.get("threads", [])):
+        _value(row, OBJECT, f"threads[{i}]")
+        _required(row, tuple(THREAD), f"threads[{i}]")
+        _fields(row, THREAD, f"threads[{i}].")
     _memory(data.get("memory") or {}, n)
     capture = data.get("capture", {})
     _fields(capture, CAPTURE, "capture.")
+    _fields(capture.get("meta", {}), META, "capture.meta.")
     modules = capture.get("modules", {})
     if set(modules) == {"base", "tail", "info"} and type(modules["info"]) is list:
         # format 2: the modules as base/tail/info lists (paths checked as they are rebuilt)
@@ -145,6 +168,12 @@ def _check(data: dict[str, Any]) -> None:
         _value(facts, (lambda v: type(v) is list and 3 <= len(v) <= len(MODULE_FIELDS), "a list of 3 to 5 facts"), field)
         for k, value in enumerate(facts):
             _value(value, MODULE_FIELDS[k], f"{field}[{k}]")
+
+
+def _required(obj: dict[str, Any], keys: tuple[str, ...], field: str) -> None:
+    for key in keys:
+        if key not in obj:
+            raise _Damage(field, None, f"a {key!r}", described=f"has no {key!r}")
 
 
 def _fields(obj: dict[str, Any], table: dict[str, Check], prefix: str) -> None:
@@ -168,10 +197,11 @@ def _each(values: list[Any], check: Check, field: str) -> None:
 
 def _columns(saved: dict[str, Any], parents: list[int]) -> None:
     n = len(parents)
+    _required(saved, REQUIRED_COLUMNS, "columns")
     for col in COLUMNS:
-        values = saved.get(col.name)
-        if values is None:
+        if col.name not in saved:
             continue  # a column a newer torchprof added: missing in older files, filled in on load
+        values = saved[col.name]
         field = f"columns.{col.name}"
         if type(values) is not list or len(values) != n:
             raise _Damage(field, values, f"a list of {n} values, one per row",
@@ -214,11 +244,14 @@ def _memory(memory: dict[str, Any], rows: int) -> None:
     in_range: Check = (lambda v: type(v) is int and 0 <= v < rows, f"a row of the tree (0 to {rows - 1})")
     row_or_null: Check = (lambda v: v is None or in_range[0](v), f"a row of the tree (0 to {rows - 1}) or null")
     phase_code: Check = (lambda v: type(v) is int and 0 <= v < len(PHASES), f"a phase code (0 to {len(PHASES) - 1})")
+    if memory:
+        _required(memory, ("devices", "timeline"), "memory")
     for key in ("devices", "timeline"):
         _value(memory.get(key, {}), OBJECT, f"memory.{key}")
     for name, peak in memory.get("devices", {}).items():
         field = f"memory.devices[{name!r}]"
         _value(peak, OBJECT, field)
+        _required(peak, ("peak", "time_us", "phase", "row"), field)
         _fields(peak, PEAK, field + ".")
         _value(peak.get("row"), in_range, field + ".row")
         _value(peak.get("layer_row"), row_or_null, field + ".layer_row")
@@ -230,7 +263,7 @@ def _memory(memory: dict[str, Any], rows: int) -> None:
         field = f"memory.timeline[{name!r}]"
         _value(line, OBJECT, field)
         lengths = set()
-        for key, check in (("time_us", NUMBER), ("allocated", NUMBER), ("row", in_range), ("phase", phase_code)):
+        for key, check in (("time_us", FINITE), ("allocated", FINITE), ("row", in_range), ("phase", phase_code)):
             values = line.get(key)
             _value(values, LIST, f"{field}.{key}")
             _each(values, check, f"{field}.{key}")

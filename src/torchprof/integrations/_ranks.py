@@ -27,7 +27,7 @@ def gather_ranks(prof: Profiler | Result, out: str | None = None) -> Result | No
 
     Call it on every rank once its profile is finished (after the ``with`` block): each rank
     writes its trace to ``out/rank<r>.json.gz`` (default: ``./torchprof-<torchrun's run id>``),
-    rank 0 waits for the others (on the default process group's barrier when one is left, else
+    rank 0 waits for the others (through the process group's or torchrun's store when there is one, else
     for their files) and returns the merged job (:func:`torchprof.load_trace` of the folder);
     the other ranks return None. Outside a distributed job, the profile itself.
     """
