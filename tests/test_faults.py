@@ -474,3 +474,67 @@ def test_reading_a_profile_in_every_way_never_runs_the_users_code(tmp_path):
     result.export_chrome_trace(str(tmp_path / "t.json"))
     torchprof.load_trace(str(tmp_path / "t.json")).df
     assert calls == [1] and not side.exists()
+
+
+# -- linear at any depth -------------------------------------------------------------------------------------
+def _deep_trace(path: Path, shape: str, depth: int) -> Path:
+    """A chain ``depth`` deep: ops inside ops, or calls of one module path inside each other."""
+    name = "aten::op" if shape == "ops" else "nn.Module: m [M]"
+    events = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": k, "dur": 2 * depth - 2 * k, "args": {}}
+              for k in range(depth)]  # fmt: skip
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": depth, "dur": 0.5, "args": {}})
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def _peaks(trace: Path, tmp: Path) -> dict[str, float]:
+    """For each way to read a deep profile (load the trace, show it: table, widget payload, HTML,
+    Markdown; save it, load the saved file, compare it with itself), the most memory Python held
+    for it beyond what it held before, over the size of the file it reads (``tracemalloc``:
+    counted, not timed)."""
+    import tracemalloc
+
+    from torchprof._views.payload import payload
+
+    out: dict[str, float] = {}
+    saved = tmp / "deep.json"
+
+    def stage(name: str, size: int, read: Callable[[], Any]) -> Any:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        value = read()
+        out[name] = (tracemalloc.get_traced_memory()[1] - before) / size
+        return value
+
+    size = trace.stat().st_size
+    tracemalloc.start()
+    try:
+        def read_trace() -> Any:
+            loaded = torchprof.load_trace(str(trace))
+            loaded.summary  # noqa: B018 - the tree built and summed: what every view reads first
+            return loaded
+
+        prof = stage("load_trace", size, read_trace)
+        stage("table", size, lambda: str(prof))
+        stage("payload", size, lambda: payload(prof.tree, prof.summary))
+        stage("to_html", size, prof.to_html)
+        stage("to_markdown", size, prof.to_markdown)
+        stage("save", size, lambda: prof.save(str(saved)))
+        stage("load", saved.stat().st_size, lambda: str(torchprof.load(str(saved))))
+        stage("compare", size, lambda: (str(torchprof.compare(prof, prof)), torchprof.compare(prof, prof).to_html()))
+    finally:
+        tracemalloc.stop()
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["ops", "one module path"])
+def test_a_deep_trace_loads_shows_saves_and_compares_in_memory_linear_in_its_size(shape, tmp_path):
+    ratios = {depth: _peaks(_deep_trace(tmp_path / f"deep{depth}.json", shape, depth), tmp_path) for depth in (1_500, 6_000)}
+    print(shape, {d: {k: round(v, 1) for k, v in r.items()} for d, r in ratios.items()})
+    for way, ratio in ratios[6_000].items():
+        # Memory over the file's size stays flat as the chain gets 4 times deeper (paths were
+        # built whole for every row, and compared whole: 4 times deeper was 16 times the
+        # memory), and at most 20 times the file.
+        assert ratio < 1.5 * ratios[1_500][way] + 1, (way, ratios)
+        assert ratio < 20, (way, ratios)

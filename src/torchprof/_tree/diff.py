@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._vocab import COLUMN, COMPARE_COLUMNS, COMPARE_METRICS, COMPARE_VIEW_EXTRA, NodeKind, Status, is_missing
-from .tree import Tree
+from .tree import Columns, Tree
 from .union import preorder, summed, unite
 
 NAN = float("nan")
@@ -86,14 +86,13 @@ def compare_trees(base: Tree, new: Tree, label: str) -> Diff:
         return [sources[union.first[u][0]].columns[column][union.first[u][1]] for u in order]
 
     cols: dict[str, list[Any]] = {
-        "path": [union.path[u] for u in order],
         "name": [union.name[u] for u in order],
         "kind": [union.kind[u] for u in order],
         "type": first("type"),
         "depth": [depth[u] for u in order],
         "status": [Status.BOTH if in_new[u] and in_base[u] else Status.ADDED if in_new[u] else Status.REMOVED for u in order],
     }
-    cols["path"][0] = cols["name"][0] = label
+    cols["name"][0] = label
     for name in (c.name for c in COMPARE_COLUMNS):
         if name in values:
             cols[name] = [values[name][u] for u in order]
@@ -103,9 +102,10 @@ def compare_trees(base: Tree, new: Tree, label: str) -> Diff:
     for extra in COMPARE_VIEW_EXTRA:
         if extra.name not in cols:
             cols[extra.name] = first(extra.name)
+    parent_index = [row_of[union.parent[u]] if union.parent[u] >= 0 else -1 for u in order]
     tree = Tree(
-        columns=cols,
-        parent_index=[row_of[union.parent[u]] if union.parent[u] >= 0 else -1 for u in order],
+        columns=Columns(cols, union.paths(order, label), parent_index, ["path", *cols]),
+        parent_index=parent_index,
         unsupported_ops={},
         steps=[],
         peak_cpu_mem=NAN,

@@ -9,7 +9,7 @@ from itertools import compress
 from typing import Any, cast
 
 from .._vocab import COLUMN, COLUMNS, LARGEST, RANK_COLUMNS, RANK_METRICS, RANK_SPREAD_METRICS, is_missing
-from .tree import RankRow, StepTotals, Tree
+from .tree import Columns, RankRow, StepTotals, Tree
 from .union import Union, preorder, summed, unite
 
 NAN = float("nan")
@@ -83,17 +83,16 @@ def merge_ranks(trees: Sequence[Tree], ranks: Sequence[Any], walls: Sequence[flo
     out = {name: [values[u] for u in order] for name, values in columns.items()}
     for name in _FIRST - _STRUCTURE:
         out[name] = [trees[union.first[u][0]].columns[name][union.first[u][1]] for u in order]
-    out["path"] = [union.path[u] for u in order]
     out["name"] = [union.name[u] for u in order]
     out["kind"] = [union.kind[u] for u in order]
     out["depth"] = [depth[u] for u in order]
-    out["path"][0] = out["name"][0] = label
+    out["name"][0] = label
     row_of = {u: row for row, u in enumerate(order)}
     parent_index = [row_of[union.parent[u]] if union.parent[u] >= 0 else -1 for u in order]
-    out["parent"] = [out["path"][p] if p >= 0 else None for p in parent_index]
     by_rank = [row for tree, rank, wall in zip(trees, ranks, walls) for row in rank_rows(tree, rank, wall)]
+    stored = {c.name: out[c.name] for c in COLUMNS if c.name not in Columns.LAZY}
     return Tree(
-        columns={c.name: out[c.name] for c in COLUMNS},
+        columns=Columns(stored, union.paths(order, label), parent_index, [c.name for c in COLUMNS]),
         parent_index=parent_index,
         unsupported_ops=_summed_dicts(t.unsupported_ops for t in trees),
         steps=_mean_steps(trees),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._vocab import LAYER_KINDS, STEP_FOLDED, STEP_PREFIX, NodeKind
-from .tree import Tree
+from .tree import PATH_SEPARATOR, PathColumn, Tree
 
 REGION = NodeKind.REGION.label
 MODULE = NodeKind.MODULE.label
@@ -21,7 +21,10 @@ class Union:
     parent: list[int] = field(default_factory=list)
     kind: list[str] = field(default_factory=list)
     name: list[str] = field(default_factory=list)
-    path: list[str] = field(default_factory=list)
+    path_scope: list[int] = field(default_factory=list)
+    """Each node's path as a :class:`~torchprof._tree.tree.PathColumn` holds it: the node whose
+    path comes first (an ancestor, so created before it), or -1, and the label after it."""
+    path_label: list[str] = field(default_factory=list)
     first: list[tuple[int, int]] = field(default_factory=list)
     """``(source, row)`` that brought each node in: its type, shapes and source line come from there."""
     node_of: list[list[int]] = field(default_factory=list)
@@ -33,6 +36,16 @@ class Union:
 
     def __len__(self) -> int:
         return len(self.parent)
+
+    def paths(self, order: Sequence[int], root_label: str) -> PathColumn:
+        """The nodes' paths in ``order`` (a pre-order: scopes come first), the root's labelled
+        ``root_label``; built only when asked, so deep trees stay linear."""
+        row_of = {u: row for row, u in enumerate(order)}
+        scope = [row_of[self.path_scope[u]] if self.path_scope[u] >= 0 else -1 for u in order]
+        label = [self.path_label[u] for u in order]
+        if order:
+            scope[0], label[0] = -1, root_label
+        return PathColumn(scope, label)
 
     def in_source(self, source: int) -> list[bool]:
         """Which union nodes ``source`` has a row in."""
@@ -46,37 +59,45 @@ def _step_number(name: str) -> bool:
     return name.startswith(STEP_PREFIX) and name[len(STEP_PREFIX) :].isdigit()
 
 
-def layer_paths(tree: Tree, fold_steps: bool) -> list[str]:
-    """The path of each row as a key that names the same layer in another run: without the
-    `` #2`` a path gets when it is met twice in one tree (which of two gets it depends on their
-    times), and with ``fold_steps`` every ``ProfilerStep#N`` segment written ``ProfilerStep#*``.
+def layer_paths(tree: Tree, fold_steps: bool) -> list[str | None]:
+    """The path of each layer row (module or region; None for any other row) as a key that names
+    the same layer in another run: without the `` #2`` a path gets when it is met twice in one
+    tree (which of two gets it depends on their times), and with ``fold_steps`` every
+    ``ProfilerStep#N`` segment written ``ProfilerStep#*``.
 
     A row's path extends its nearest step ancestor's (or does not mention it at all), so each
-    row's folded path is its step's folded path plus its own tail: O(1) per row besides building
-    the strings."""
+    row's folded path is its step's folded path plus its own tail. Only layer rows' paths are
+    built (each from the tree's compact paths): an op chain however deep costs nothing here."""
     cols = tree.columns
-    paths, names, kinds, modules = cols["path"], cols["name"], cols["kind"], cols["module"]
+    paths, names, kinds, modules = tree.paths, cols["name"], cols["kind"], cols["module"]
     parent = tree.parent_index
     n = len(tree)
+    layer_kinds = frozenset(LAYER_KINDS)
     fold = fold_steps and bool(tree.steps)
     step_of = [-1] * n  # nearest step region at or above each row
     folded_step: dict[int, str] = {}  # folded path of each step region
-    out: list[str] = []
+    step_path: dict[int, str] = {}  # unfolded path of each step region
+    out: list[str | None] = []
     for r in range(n):
+        p = parent[r]
+        anchor = step_of[p] if p >= 0 else -1
+        if kinds[r] not in layer_kinds:
+            step_of[r] = anchor
+            out.append(None)
+            continue
         path = paths[r]
         own = modules[r] if kinds[r] == MODULE and modules[r] else names[r]
         if not path.endswith(own) and " #" in path:
             path = path[: path.rfind(" #")]  # a repeated path's number
         if fold:
-            p = parent[r]
-            anchor = step_of[p] if p >= 0 else -1
-            if anchor >= 0 and path.startswith(paths[anchor]):
-                path = folded_step[anchor] + path[len(paths[anchor]) :]
+            if anchor >= 0 and path.startswith(step_path[anchor]):
+                path = folded_step[anchor] + path[len(step_path[anchor]) :]
             if kinds[r] == REGION and _step_number(names[r]) and path.endswith(names[r]):
+                step_path[r] = paths[r]
                 path = path[: len(path) - len(names[r])] + STEP_FOLDED
                 folded_step[r] = path
                 anchor = r
-            step_of[r] = anchor
+        step_of[r] = anchor
         out.append(path)
     return out
 
@@ -118,7 +139,7 @@ def unite(trees: Sequence[Tree], fold_steps: bool = False, relabel: Sequence[dic
         keys = layer_paths(tree, fold_steps)
         labels = relabel[source] if relabel is not None and source < len(relabel) else {}
         if labels:
-            keys = [relabel_key(k, labels) if kinds[r] in layer_kinds else k for r, k in enumerate(keys)]
+            keys = [relabel_key(k, labels) if k is not None else k for k in keys]
         parent = tree.parent_index
         n = len(tree)
         node_of = [0] * n
@@ -145,9 +166,11 @@ def unite(trees: Sequence[Tree], fold_steps: bool = False, relabel: Sequence[dic
                 folded = kinds[r] == REGION and fold_steps and _step_number(names[r])
                 union.name.append(STEP_FOLDED if folded else names[r])
                 if kinds[r] in layer_kinds or pu < 0:
-                    union.path.append(keys[r])
+                    union.path_scope.append(-1)
+                    union.path_label.append(keys[r] if pu >= 0 else names[r])  # type: ignore[arg-type]
                 else:
-                    union.path.append(f"{union.path[pu]}/{names[r]}" if pu > 0 else names[r])
+                    union.path_scope.append(pu if pu > 0 else -1)
+                    union.path_label.append(names[r])
                 union.first.append((source, r))
             node_of[r] = u
             if on_path.get(u, 0) > 0:
@@ -156,21 +179,42 @@ def unite(trees: Sequence[Tree], fold_steps: bool = False, relabel: Sequence[dic
             stack.append(r)
         union.node_of.append(node_of)
         union.outer.append(outer)
-    _unique_paths(union.path)
+    _unique_paths(union)
     return union
 
 
-def _unique_paths(paths: list[str]) -> None:
+def _unique_paths(union: Union) -> None:
     """Paths of different nodes can meet (a key made of a name under a parent, another of a
-    path): the later ones get `` #2``, `` #3``, as in one tree."""
-    seen: set[str] = set()
-    for i, path in enumerate(paths):
-        if path in seen:
-            k = 2
-            while f"{path} #{k}" in seen:
+    path): the later ones get `` #2``, `` #3``, as in one tree. Paths are compared as nodes of a
+    trie of their "/"-separated segments, never built: linear in the labels at any depth."""
+    trie: dict[tuple[int, str], int] = {}
+    at: list[int] = []  # each node's trie node
+    taken: set[int] = set()
+    next_number: dict[tuple[int, str], int] = {}
+
+    def walk(base: int, label: str) -> int:
+        for segment in label.split(PATH_SEPARATOR) if PATH_SEPARATOR in label else (label,):
+            found = trie.get((base, segment))
+            if found is None:
+                found = trie[(base, segment)] = len(trie)
+            base = found
+        return base
+
+    for u, label in enumerate(union.path_label):
+        scope = union.path_scope[u]
+        base = at[scope] if scope >= 0 else -1
+        key = walk(base, label)
+        if key in taken:
+            head, _, last = label.rpartition(PATH_SEPARATOR)
+            prefix = walk(base, head) if head else base
+            k = next_number.get((prefix, last), 2)
+            while walk(prefix, f"{last} #{k}") in taken:
                 k += 1
-            path = paths[i] = f"{path} #{k}"
-        seen.add(path)
+            next_number[(prefix, last)] = k + 1
+            union.path_label[u] = f"{label} #{k}"
+            key = walk(prefix, f"{last} #{k}")
+        taken.add(key)
+        at.append(key)
 
 
 def preorder(parent: list[int], weight: Sequence[float]) -> tuple[list[int], list[int]]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tree.diff import Diff
 from .._tree.summary import Summary
-from .._tree.tree import Tree
+from .._tree.tree import Columns, Tree
 from .._vocab import (
     COMPARE_COLUMNS,
     COMPARE_FLAME_COLOURS,
@@ -91,8 +91,12 @@ def by_name_frame(rows: list[dict[str, Any]], figures: list[str]) -> pd.DataFram
 def view_tree(diff: Diff) -> Tree:
     """The comparison's tree as the tables show it: a row only one run has says so in its name
     (``conv3 (added)``), so it reads as such in every view and a search for "added" finds it."""
-    cols = dict(diff.tree.columns)
-    cols["name"] = [name if status == Status.BOTH else f"{name} ({status})" for name, status in zip(cols["name"], cols["status"])]
+    source = diff.tree.columns
+    names = [name if status == Status.BOTH else f"{name} ({status})" for name, status in zip(source["name"], source["status"])]
+    if isinstance(source, Columns):  # the paths stay compact (built only when asked)
+        cols: dict[str, list[Any]] = Columns({**dict(source.stored()), "name": names}, source.paths, source.parent_index, source.order)
+    else:
+        cols = {**source, "name": names}
     return replace(diff.tree, columns=cols)
 
 
@@ -120,7 +124,7 @@ def compare_rows(
         if shown[i]:
             children[parent[i]].append(i)
     order_kids = sibling_order(tree.columns[sort_by], not SPEC[sort_by].numeric, ascending)
-    paths, kinds, names = tree.columns["path"], tree.columns["kind"], tree.columns["name"]
+    paths, kinds, names = tree.paths, tree.columns["kind"], tree.columns["name"]
     out: list[int] = []
     stack = [0]
     while stack:
