@@ -511,7 +511,7 @@ def _peaks(trace: Path, tmp: Path) -> dict[str, float]:
     try:
         def read_trace() -> Any:
             loaded = torchprof.load_trace(str(trace))
-            loaded.summary  # noqa: B018 - the tree built and summed: what every view reads first
+            loaded.summary
             return loaded
 
         prof = stage("load_trace", size, read_trace)
