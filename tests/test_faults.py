@@ -229,7 +229,8 @@ def test_a_rank_that_fails_or_dies_ends_the_job_with_its_traceback_and_rank_0_sa
 
     # "after": rank 1 waits for rank 0's report, however long rank 0 takes to stop on a loaded
     # machine (5 s by default); the other modes keep the default, which bounds the job's end.
-    wait = {"TORCHPROF_FAILED_RANK_WAIT_S": "120"} if mode == "after" else {}
+    # "mid-step": rank 0 is stuck in the all-reduce, so rank 1's wait only delays the end.
+    wait = {"TORCHPROF_FAILED_RANK_WAIT_S": "120" if mode == "after" else "1"}
     # Before, every mode but "after" hung until gloo's 30-minute timeout (rank 1 in torchprof's
     # gather, rank 0 in the script's all-reduce): the limit here is far below that.
     with pytest.MonkeyPatch.context() as env:
@@ -329,11 +330,11 @@ def _fuzz(cases: list[tuple[tuple, Any]], base: Any, read: Callable[[str], Any],
 
 
 def _cases(base: Any, seed: int) -> list[tuple[tuple, Any]]:
-    """Every field deleted, and set to two of the mutations (drawn with a fixed seed)."""
+    """Every field deleted, and set to one of the other mutations (drawn with a fixed seed)."""
     import random
 
     rng = random.Random(seed)
-    return [(path, value) for path in _field_paths(base) for value in (DELETED, *rng.sample(MUTATIONS[1:], 2))]
+    return [(path, value) for path in _field_paths(base) for value in (DELETED, rng.choice(MUTATIONS[1:]))]
 
 
 @pytest.fixture(scope="module")
@@ -379,7 +380,7 @@ def test_every_field_of_a_trace_mutated_loads_and_shows_in_every_view_or_is_a_cl
     import random
 
     rng = random.Random(37)
-    cases = [(path, value) for path in fields for value in (DELETED, *rng.sample(MUTATIONS[1:], 2))]
+    cases = [(path, value) for path in fields for value in (DELETED, rng.choice(MUTATIONS[1:]))]
     outcomes = _fuzz(cases, base, torchprof.load_trace, tmp_path)
     print("traces:", outcomes)
     assert outcomes["works"] > 0 and outcomes["clear errors"] > 0

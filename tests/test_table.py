@@ -285,3 +285,21 @@ def test_self_cpu_has_one_meaning_and_the_layer_figure_its_own_name():
     assert layer == 70.0 and own == 10.0
     assert any("fc2" in line and " 70.0µs (36%) " in line.split("|")[3] for line in folded)
     assert any("fc2" in line and " 10.0µs (5.1%) " in line.split("|")[3] for line in with_ops)
+
+
+def test_a_big_tree_shows_the_columns_with_data_and_only_those():
+    # From 2,000 rows a column is read as an array (a table asks every column): the same answer.
+    from synthetic import build, ev
+    from torchprof._views.cells import has_data
+
+    tree = build([ev("op", f"aten::op{k}", 2 * k, 2 * k + 1) for k in range(2_500)])
+    n = len(tree)
+    cols = tree.columns
+    cols["flops"] = [float("nan")] * n
+    cols["params"] = [0] * (n - 1) + [3]
+    cols["peak_cpu_mem"] = [None] * n
+    cols["mfu"] = [5.0] + [0.0] * (n - 1)  # the root's own does not count
+    cols["cpu_us_max_rank"] = [None] * (n - 1) + ["rank-a"]
+    got = {name: has_data(tree, name) for name in ("flops", "params", "peak_cpu_mem", "mfu", "cpu_us_max_rank", "cpu_us", "calls")}
+    assert got == {"flops": False, "params": True, "peak_cpu_mem": False, "mfu": False, "cpu_us_max_rank": True,
+                   "cpu_us": True, "calls": True}  # fmt: skip
