@@ -15,7 +15,7 @@ from .memory import act_values, memory_report, peak_values
 from .mfu import tree_mfu
 from .modules import root_modules
 from .nodes import Nodes
-from .tree import PATH_SEPARATOR, Columns, PathColumn, StepTotals, Tree
+from .tree import Columns, PathColumn, PathTrie, StepTotals, Tree
 
 if TYPE_CHECKING:
     from .built import BuildState
@@ -374,29 +374,16 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
     a path is named within its enclosing module instead (``Pair/Pair.left.0``): the same paths
     every run.
 
-    Paths are compared without being built: each is a node of a trie of its "/"-separated
-    segments (a label may hold a "/" itself), so two rows have equal paths exactly when they
-    reach the same trie node. O(nodes + the labels' segments); no string longer than a label is
-    made, so deep trees cost memory linear in their rows.
+    Paths are compared without being built (:class:`~torchprof._tree.tree.PathTrie`):
+    O(nodes + the labels' segments), so deep trees cost memory linear in their rows.
     """
     scopes: dict[int, int] = {}
     labels: dict[int, str] = {}
     names: dict[int, str] = {}
     enclosing: dict[int, int] = {root: -1}  # nearest module at or above each node
-    trie: dict[tuple[int, str], int] = {}  # (parent segment node, segment) -> segment node
+    trie = PathTrie()
     at: dict[int, int] = {-1: -1}  # the trie node of each node's path (-1: the empty path)
-    taken: set[int] = set()
-    next_number: dict[tuple[int, str], int] = {}  # (trie node, last segment) -> the next `` #n`` to try
     node_label, node_kind, node_parent = nodes.label, nodes.kind, nodes.parent
-
-    def walk(base: int, label: str) -> int:
-        for segment in label.split(PATH_SEPARATOR) if PATH_SEPARATOR in label else (label,):
-            key = (base, segment)
-            found = trie.get(key)
-            if found is None:
-                found = trie[key] = len(trie)
-            base = found
-        return base
 
     for nid in _named_parents_first(nodes, order):
         p = node_parent[nid]
@@ -411,7 +398,7 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
             if outer >= 0 and label.startswith(outer_label) and label[cut : cut + 1] == ".":
                 scope = scopes[outer]
                 name = label[cut + 1 :]
-                if walk(at[scope], label) in taken and label.rpartition(".")[0] != outer_label:
+                if trie.is_taken(at[scope], label) and label.rpartition(".")[0] != outer_label:
                     scope = outer  # a shared layer's second place: within the module it ran in
             else:
                 scope = scopes[p] if node_kind[p] == MODULE else (-1 if p == root else p)
@@ -419,21 +406,7 @@ def unique_paths(nodes: Nodes, root: int, order: list[int]) -> tuple[dict[int, i
             scope = -1 if p == root else p
         if p >= 0:
             enclosing[nid] = nid if node_kind[nid] == MODULE else enclosing[p]
-        base = at[scope]
-        key = walk(base, label)
-        if key in taken:
-            head, _, last = label.rpartition(PATH_SEPARATOR)
-            prefix = walk(base, head) if head else base
-            # The numbers below the last one given for this path are all taken (taken only
-            # grows): start after it, so a path met k times costs O(k), not O(k²).
-            n = next_number.get((prefix, last), 2)
-            while walk(prefix, f"{last} #{n}") in taken:
-                n += 1
-            next_number[(prefix, last)] = n + 1
-            label = f"{label} #{n}"
-            key = walk(prefix, f"{last} #{n}")
-        taken.add(key)
-        at[nid] = key
+        label, at[nid] = trie.claim(at[scope], label)
         scopes[nid] = scope
         labels[nid] = label
         names[nid] = name

@@ -104,6 +104,52 @@ class PathColumn(Sequence[str]):
         return f"PathColumn({len(self)} rows)"
 
 
+class PathTrie:
+    """Paths made unique without being built: each path is a node of a trie of its
+    "/"-separated segments (a label may hold a "/" itself), so two paths are equal exactly when
+    they reach the same node. A path is given as the trie node of its scope's path (-1: the
+    empty path) and its label. O(the labels' segments); no string longer than a label is made,
+    so deep trees cost memory linear in their rows."""
+
+    __slots__ = ("_next_number", "_nodes", "_taken")
+
+    def __init__(self) -> None:
+        self._nodes: dict[tuple[int, str], int] = {}  # (parent segment node, segment) -> segment node
+        self._taken: set[int] = set()
+        self._next_number: dict[tuple[int, str], int] = {}  # (trie node, last segment) -> the next `` #n`` to try
+
+    def walk(self, base: int, label: str) -> int:
+        """The trie node of ``<path of base>/<label>``."""
+        nodes = self._nodes
+        for segment in label.split(PATH_SEPARATOR) if PATH_SEPARATOR in label else (label,):
+            found = nodes.get((base, segment))
+            if found is None:
+                found = nodes[(base, segment)] = len(nodes)
+            base = found
+        return base
+
+    def is_taken(self, base: int, label: str) -> bool:
+        return self.walk(base, label) in self._taken
+
+    def claim(self, base: int, label: str) -> tuple[str, int]:
+        """``label`` under ``base`` made a path no earlier claim has (`` #2``, `` #3``, ... on
+        its last segment when one has), and that path's trie node."""
+        key = self.walk(base, label)
+        if key in self._taken:
+            head, _, last = label.rpartition(PATH_SEPARATOR)
+            prefix = self.walk(base, head) if head else base
+            # The numbers below the last one given for this path are all taken (claims only
+            # add): start after it, so a path met k times costs O(k), not O(k²).
+            n = self._next_number.get((prefix, last), 2)
+            while self.walk(prefix, f"{last} #{n}") in self._taken:
+                n += 1
+            self._next_number[(prefix, last)] = n + 1
+            label = f"{label} #{n}"
+            key = self.walk(prefix, f"{last} #{n}")
+        self._taken.add(key)
+        return label, key
+
+
 class Columns(dict[str, list[Any]]):
     """A tree's columns by name, a plain dict but for ``path`` and ``parent``: those are made
     from the compact :class:`PathColumn` (as lists of strings, kept) the first time they are read,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._vocab import LAYER_KINDS, STEP_FOLDED, STEP_PREFIX, NodeKind
-from .tree import PATH_SEPARATOR, PathColumn, Tree
+from .tree import PathColumn, PathTrie, Tree
 
 REGION = NodeKind.REGION.label
 MODULE = NodeKind.MODULE.label
@@ -185,35 +185,13 @@ def unite(trees: Sequence[Tree], fold_steps: bool = False, relabel: Sequence[dic
 
 def _unique_paths(union: Union) -> None:
     """Paths of different nodes can meet (a key made of a name under a parent, another of a
-    path): the later ones get `` #2``, `` #3``, as in one tree. Paths are compared as nodes of a
-    trie of their "/"-separated segments, never built: linear in the labels at any depth."""
-    trie: dict[tuple[int, str], int] = {}
+    path): the later ones get `` #2``, `` #3``, as in one tree (:class:`PathTrie`: the paths are
+    never built)."""
+    trie = PathTrie()
     at: list[int] = []  # each node's trie node
-    taken: set[int] = set()
-    next_number: dict[tuple[int, str], int] = {}
-
-    def walk(base: int, label: str) -> int:
-        for segment in label.split(PATH_SEPARATOR) if PATH_SEPARATOR in label else (label,):
-            found = trie.get((base, segment))
-            if found is None:
-                found = trie[(base, segment)] = len(trie)
-            base = found
-        return base
-
     for u, label in enumerate(union.path_label):
         scope = union.path_scope[u]
-        base = at[scope] if scope >= 0 else -1
-        key = walk(base, label)
-        if key in taken:
-            head, _, last = label.rpartition(PATH_SEPARATOR)
-            prefix = walk(base, head) if head else base
-            k = next_number.get((prefix, last), 2)
-            while walk(prefix, f"{last} #{k}") in taken:
-                k += 1
-            next_number[(prefix, last)] = k + 1
-            union.path_label[u] = f"{label} #{k}"
-            key = walk(prefix, f"{last} #{k}")
-        taken.add(key)
+        union.path_label[u], key = trie.claim(at[scope] if scope >= 0 else -1, label)
         at.append(key)
 
 
